@@ -1,0 +1,91 @@
+"""ember: a deep-learning framework on NumPy whose public API mirrors PyTorch's.
+
+``import ember as torch`` and a PyTorch program runs with the same numbers.
+"""
+__version__ = "0.1.0"
+
+from . import _dispatch  # noqa: F401  (the registry and the dispatch path)
+from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
+                     bool_ as bool, promote_types, get_default_dtype, set_default_dtype)
+from ._tensor import Tensor, Size, device  # noqa: F401
+from ._memory_format import (memory_format, contiguous_format, channels_last,  # noqa: F401
+                             channels_last_3d, preserve_format)
+from ._creation import *  # noqa: F401,F403
+from ._creation import (Generator, default_generator, manual_seed, seed, initial_seed,  # noqa: F401
+                        get_rng_state, set_rng_state, range_ as range)
+from . import ops as _ops
+from .ops import *  # noqa: F401,F403
+from ._printing import set_printoptions  # noqa: F401
+from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
+from . import autograd  # noqa: F401
+from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
+                       is_grad_enabled, is_inference_mode_enabled)
+
+half = float16
+float = float32
+double = float64
+short = int16
+int = int32
+long = int64
+
+cpu = device("cpu")
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def numel(input):
+    return input.numel()
+
+
+def result_type(tensor1, tensor2):
+    from .ops._util import result_dtype
+    a = tensor1._data if isinstance(tensor1, Tensor) else tensor1
+    b = tensor2._data if isinstance(tensor2, Tensor) else tensor2
+    return result_dtype(a, b)
+
+
+def can_cast(from_, to):
+    from ._dtype import can_cast as _cc
+    return _cc(from_, to)
+
+
+def is_nonzero(input):
+    if input.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no' if input.numel() == 0 else 'more than one'} "
+                           "values is ambiguous")
+    return bool(input.item())
+
+
+def set_num_threads(n):
+    """Kept for PyTorch programs; NumPy's BLAS threads are set by the environment."""
+
+
+def get_num_threads():
+    import os
+    return os.cpu_count() or 1
+
+
+def _lazy(name):
+    import importlib
+    return importlib.import_module("." + name, __name__)
+
+
+_LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
+         "trace_analysis", "testing")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        mod = _lazy(name)
+        globals()[name] = mod
+        return mod
+    if name == "vmap":
+        from .func import vmap
+        return vmap
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

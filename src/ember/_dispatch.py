@@ -1,0 +1,273 @@
+"""The op registry and the one dispatch path every primitive runs through.
+
+A primitive is declared once (``defop``) with its rules side by side:
+
+* ``impl(xp, *arrays, **params)``: the computation on raw arrays (``xp`` is the array module);
+* ``vjp(ctx, *grads)``: input gradients from output gradients, written in ember ops so that
+  it is itself differentiable (create_graph, hessians) and batchable;
+* ``jvp(ctx, *tangents)``: output tangents from input tangents (forward mode), in ember ops;
+* ``batch``: how to run under vmap (most ops get it from their family: elementwise,
+  reduction, view, ...);
+* metadata: which inputs/outputs the backward needs (``save``), whether outputs are views,
+  which outputs are differentiable, whether input gradients are reduced over broadcasting.
+
+``dispatch(op, args, params)`` unwraps tensors, runs the active transforms (vmap and forward-mode
+levels, highest level first), runs ``impl``, records the autograd node when gradients are
+needed, and reports to the profiler when one listens. The fast path — no transform, no
+listener — does as little Python work as possible: it sets the per-op overhead.
+"""
+import threading
+
+import numpy as np
+
+xp = np  # the array module of every tensor today; a CuPy device would add a second one
+_ndarray = np.ndarray
+_asarray = np.asarray
+_EMPTY = {}
+
+
+class _GradMode(threading.local):
+    enabled = True
+    inference = False
+
+
+grad_mode = _GradMode()
+
+
+class _State:
+    """Global switches that push dispatch off its fast path."""
+    __slots__ = ("simple", "levels", "listeners", "anomaly", "anomaly_nan", "inference_depth")
+
+    def __init__(self):
+        self.simple = True      # no transform level, no listener, no anomaly mode
+        self.levels = []        # active transform levels (vmap / forward-mode), innermost last
+        self.listeners = []     # profiler-like objects with on_op(op, args, params) and
+        #                         on_node(node), each returning a closer or None
+        self.anomaly = False
+        self.anomaly_nan = True
+        self.inference_depth = 0  # inference_mode blocks entered (outputs are marked there)
+
+    def refresh(self):
+        self.simple = not (self.levels or self.listeners or self.anomaly or self.inference_depth)
+
+
+state = _State()
+
+Tensor = None  # bound by ember._tensor at import (the module graph is circular by nature)
+_new_tensor = None
+
+
+class Op:
+    """One primitive and all its rules."""
+    __slots__ = ("name", "impl", "vjp", "jvp", "batch", "save", "nout", "view", "bcast",
+                 "diff_outputs", "node_cls", "family", "inplace_ufunc", "differentiable",
+                 "__dict__")
+
+    def __init__(self, name, impl, *, save=(), nout=1, view=False, bcast=False,
+                 diff_outputs=None, family=None, differentiable=True, node_name=None):
+        self.name = name
+        self.impl = impl
+        self.vjp = None
+        self.jvp = None
+        self.batch = None
+        self.save = save        # subset of {"inputs", "out"}
+        self.nout = nout
+        self.view = view        # output(s) share memory with input 0
+        self.bcast = bcast      # vjp grads are summed back over broadcast dims
+        self.diff_outputs = diff_outputs  # indices of outputs that carry gradient (None: all)
+        self.family = family
+        self.differentiable = differentiable
+        from .autograd.graph import make_node_class
+        self.node_cls = make_node_class(node_name or _camel(name) + "Backward0", self)
+
+    def def_vjp(self, fn):
+        self.vjp = fn
+        return fn
+
+    def def_jvp(self, fn):
+        self.jvp = fn
+        return fn
+
+    def def_batch(self, fn):
+        self.batch = fn
+        return fn
+
+    def __repr__(self):
+        return f"<ember op {self.name}>"
+
+    def __call__(self, *args, **params):
+        return dispatch(self, args, params)
+
+
+REGISTRY = {}
+
+
+def defop(name, impl=None, **kw):
+    """Register a primitive; usable as a decorator on its impl."""
+    def register(fn):
+        if name in REGISTRY:
+            raise RuntimeError(f"op {name!r} is registered twice")
+        op = Op(name, fn, **kw)
+        REGISTRY[name] = op
+        return op
+    return register(impl) if impl is not None else register
+
+
+def _camel(name):
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+
+
+# ----------------------------------------------------------------------------- the path
+
+
+def dispatch(op, args, params=_EMPTY):
+    if state.simple:
+        rg = False
+        arrs = []
+        for a in args:
+            if isinstance(a, Tensor):
+                arrs.append(a._data)
+                if a._rg:
+                    rg = True
+            else:
+                arrs.append(a)
+        out = op.impl(xp, *arrs, **params)
+        if rg and grad_mode.enabled and op.differentiable:
+            from .autograd.graph import record
+            return record(op, args, params, out)
+        return wrap_outputs(op, out, args)
+    return dispatch_slow(op, args, params)
+
+
+def wrap_outputs(op, out, args):
+    """Tensors from impl results; view outputs share the input's version counter and base."""
+    if op.nout == 1:
+        if type(out) is not _ndarray:
+            out = _asarray(out)
+        t = _new_tensor(out)
+        if op.view:
+            _link_view(t, args[0])
+        return t
+    res = []
+    for o in out:
+        if type(o) is not _ndarray:
+            o = _asarray(o)
+        t = _new_tensor(o)
+        if op.view:
+            _link_view(t, args[0])
+        res.append(t)
+    return tuple(res)
+
+
+def _link_view(t, src):
+    vc = src._vc
+    if vc is None:
+        vc = src._vc = [0, None]
+    t._vc = vc
+    t._base = src._base if src._base is not None else src
+    if src._inference:
+        t._inference = True
+
+
+def dispatch_slow(op, args, params):
+    """Transforms, listeners and anomaly mode. Transform levels run highest first."""
+    lvl = _top_level(args)
+    if lvl is not None:
+        return lvl.process(op, args, params)
+    listeners = state.listeners
+    if listeners:
+        ctxs = [cb.on_op(op, args, params) for cb in listeners]
+        try:
+            return _eager(op, args, params)
+        finally:
+            for c in reversed(ctxs):
+                if c is not None:
+                    c()
+    return _eager(op, args, params)
+
+
+def _eager(op, args, params):
+    rg = False
+    arrs = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._meta:
+                return _meta_eval(op, args, params)
+            arrs.append(a._data)
+            if a._rg:
+                rg = True
+        else:
+            arrs.append(a)
+    out = op.impl(xp, *arrs, **params)
+    if rg and grad_mode.enabled and op.differentiable:
+        from .autograd.graph import record
+        return record(op, args, params, out)
+    res = wrap_outputs(op, out, args)
+    if grad_mode.inference:
+        for t in (res,) if op.nout == 1 else res:
+            t._inference = True
+    return res
+
+
+def _meta_eval(op, args, params):
+    """Ops on 'meta' tensors: shapes and dtypes without storage (zero-strided inputs)."""
+    arrs = [a._data if isinstance(a, Tensor) else a for a in args]
+    out = op.impl(xp, *arrs, **params)
+    outs = (out,) if op.nout == 1 else tuple(out)
+    res = []
+    for o in outs:
+        o = _asarray(o)
+        t = _new_tensor(np.broadcast_to(np.zeros((), o.dtype), o.shape))
+        t._meta = True
+        res.append(t)
+    return res[0] if op.nout == 1 else tuple(res)
+
+
+def _top_level(args):
+    """The highest active transform level that any argument belongs to."""
+    best = None
+    for a in args:
+        if isinstance(a, Tensor):
+            lv = a._level_of()
+            if lv is not None and (best is None or lv.index > best.index):
+                best = lv
+        elif isinstance(a, (list, tuple)):
+            lv = _top_level(a)
+            if lv is not None and (best is None or lv.index > best.index):
+                best = lv
+    return best
+
+
+# ----------------------------------------------------------------------------- transform levels
+
+
+class Level:
+    """A transform level (vmap or forward-mode). Subclasses implement ``process``."""
+    index = 0
+
+    def process(self, op, args, params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def push_level(level):
+    level.index = (state.levels[-1].index + 1) if state.levels else 1
+    state.levels.append(level)
+    state.refresh()
+    return level
+
+
+def pop_level(level):
+    if not state.levels or state.levels[-1] is not level:
+        raise RuntimeError("transform levels must be exited in the reverse order of entry")
+    state.levels.pop()
+    state.refresh()
+
+
+def add_listener(cb):
+    state.listeners.append(cb)
+    state.refresh()
+
+
+def remove_listener(cb):
+    state.listeners.remove(cb)
+    state.refresh()

@@ -1,0 +1,143 @@
+"""dtypes and PyTorch's type-promotion rules.
+
+An ember dtype wraps a NumPy dtype. Promotion follows PyTorch, which differs from NumPy in
+two places: an integer combined with a floating type gives that floating type (NumPy widens
+to a float that holds every integer), and operands are ranked in three groups — tensors with
+dimensions, zero-dim tensors, Python numbers — where a lower group only matters when it is of
+a higher category (bool < integer < floating).
+"""
+import numpy as np
+
+__all__ = ["dtype", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+           "bool_", "promote_types", "get_default_dtype", "set_default_dtype"]
+
+
+class dtype:
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "category")
+
+    def __init__(self, name, np_dtype, category):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.is_floating_point = category == 2
+        self.is_signed = self.np.kind in "if"
+        self.category = category  # 0 bool, 1 integer, 2 floating
+
+    @property
+    def is_complex(self):
+        return False
+
+    def __repr__(self):
+        return "ember." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self):
+        return self
+
+
+float16 = dtype("float16", np.float16, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+uint8 = dtype("uint8", np.uint8, 1)
+bool_ = dtype("bool", np.bool_, 0)
+
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+_BY_NAME = {d.name: d for d in ALL}
+FROM_NP = {d.np: d for d in ALL}
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype, what="array"):
+    try:
+        return FROM_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(f"can't convert {what} of type {np_dtype}: the only supported types are "
+                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool") from None
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    return _default[0]
+
+
+def set_default_dtype(d):
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+_promote_cache = {}
+
+
+def promote_types(a, b):
+    """The smallest dtype both a and b can be cast to, by PyTorch's lattice."""
+    key = (a, b)
+    r = _promote_cache.get(key)
+    if r is None:
+        if a is b:
+            r = a
+        elif a.category != b.category and max(a.category, b.category) == 2:
+            r = a if a.category == 2 else b
+        else:
+            r = FROM_NP[np.promote_types(a.np, b.np)]
+        _promote_cache[key] = r
+    return r
+
+
+_SCALAR_DTYPE = {bool: bool_, int: int64}
+
+
+def scalar_dtype(x):
+    """The dtype a Python number takes when it stands alone (torch.tensor(x))."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return int64
+    if isinstance(x, float):
+        return _default[0]
+    if isinstance(x, np.generic):
+        return from_numpy_dtype(x.dtype)
+    raise TypeError(f"expected a Python number, got {type(x).__name__}")
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.category == 2:
+        return higher
+    if higher is bool_ or lower.category == 2:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type_of(dim_dtypes, zero_dtypes, scalars):
+    """PyTorch's result type: tensors with dims, then zero-dim tensors, then Python numbers."""
+    dim_r = zero_r = wrap_r = None
+    for d in dim_dtypes:
+        dim_r = d if dim_r is None else promote_types(dim_r, d)
+    for d in zero_dtypes:
+        zero_r = d if zero_r is None else promote_types(zero_r, d)
+    for s in scalars:
+        d = scalar_dtype(s)
+        if isinstance(s, np.generic) and d.category == 2:
+            d = _default[0]
+        wrap_r = d if wrap_r is None else promote_types(wrap_r, d)
+    return _combine(dim_r, _combine(zero_r, wrap_r))
+
+
+def can_cast(from_, to):
+    """PyTorch's rule for in-place results: no float into integer, no integer into bool."""
+    return from_.category <= to.category

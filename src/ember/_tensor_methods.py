@@ -1,0 +1,86 @@
+"""Tensor conversions: .to(), .float()/.double()/..., .type(), .cpu(), and the device/dtype parsing
+they share. Casts go through the registry's ``_to_copy`` op, so they are differentiable."""
+from . import _dtype as dt
+from ._memory_format import memory_format as _MF
+from ._tensor import Tensor, device as _device
+from .ops import shape as _S
+
+
+def _parse_to(args, kwargs):
+    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other) / keyword forms."""
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    mf = kwargs.pop("memory_format", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, dt.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device)):
+            dev = a
+        elif isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, bool):
+            copy = a
+        elif a is None:
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}; "
+                            "expected a dtype, a device, a memory_format keyword or a Tensor")
+    if mf is not None and not isinstance(mf, _MF):
+        raise TypeError(f"to(): memory_format must be an ember.memory_format, got {mf!r}")
+    return dtype, (_device(dev) if dev is not None else None), mf, copy
+
+
+def to(self, *args, **kwargs):
+    dtype, dev, mf, copy = _parse_to(args, dict(kwargs))
+    if dev is not None and dev.type == "meta" and not self._meta:
+        from ._creation import empty
+        return empty(self.shape, dtype=dtype or self.dtype, device="meta")
+    if dtype is None:
+        dtype = self.dtype
+    if dtype is self.dtype and not copy and (mf is None or self.is_contiguous(memory_format=mf)
+                                              or mf.name == "preserve_format"):
+        return self
+    return _S.to_dtype(self, dtype, memory_format=mf, copy=True)
+
+
+def _caster(d):
+    def cast(self, memory_format=None):
+        return _S.to_dtype(self, d, memory_format=memory_format)
+    cast.__name__ = d.name
+    return cast
+
+
+def type_(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return "torch." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                           "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+                           "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}[self.dtype.name]
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        table = {"FloatTensor": dt.float32, "DoubleTensor": dt.float64, "HalfTensor": dt.float16,
+                 "LongTensor": dt.int64, "IntTensor": dt.int32, "ShortTensor": dt.int16,
+                 "CharTensor": dt.int8, "ByteTensor": dt.uint8, "BoolTensor": dt.bool_}
+        if name not in table:
+            raise ValueError(f"invalid type: {dtype!r}")
+        dtype = table[name]
+    return _S.to_dtype(self, dtype)
+
+
+Tensor.to = to
+Tensor.type = type_
+Tensor.float = _caster(dt.float32)
+Tensor.double = _caster(dt.float64)
+Tensor.half = _caster(dt.float16)
+Tensor.long = _caster(dt.int64)
+Tensor.int = _caster(dt.int32)
+Tensor.short = _caster(dt.int16)
+Tensor.char = _caster(dt.int8)
+Tensor.byte = _caster(dt.uint8)
+Tensor.bool = _caster(dt.bool_)
+Tensor.cpu = lambda self, memory_format=None: self
+Tensor.cuda = lambda self, *a, **k: (_ for _ in ()).throw(
+    RuntimeError("ember has no CUDA device: tensors live on the 'cpu' device"))

@@ -1,0 +1,549 @@
+"""The autograd graph (backward nodes, AccumulateGrad, saved tensors) and the engine.
+
+A node is a callable object: ``node(*grad_outputs)`` returns the input gradients, as in
+PyTorch. ``next_functions`` is a tuple of ``(node, output_nr)`` edges, one per input, with
+``(None, 0)`` for inputs that need no gradient. The engine counts, for every node reachable
+from the roots, how many gradients it will receive, and runs a node once all have arrived
+(a ready queue ordered by creation, newest first): iterative, so deep graphs need no recursion.
+"""
+import heapq
+import itertools
+import sys
+import traceback
+import warnings
+import weakref
+
+from .. import _dispatch as D
+
+_seq = itertools.count()
+_FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors "
+              "after they have already been freed). Saved intermediate values of the graph are freed "
+              "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+              "backward through the graph a second time or if you need to access saved tensors after "
+              "calling backward.")
+
+
+class Node:
+    """Base of every backward node."""
+    __slots__ = ("next_functions", "_seq", "_pre_hooks", "_hooks", "_thooks", "_retain",
+                 "_trace", "_parent_trace", "metadata_", "__weakref__")
+    _nout = 1
+
+    def __init__(self):
+        self._seq = next(_seq)
+        self._pre_hooks = self._hooks = self._thooks = self._retain = None
+        self._trace = self._parent_trace = None
+        self.metadata_ = None
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def metadata(self):
+        if self.metadata_ is None:
+            self.metadata_ = {}
+        return self.metadata_
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or replacement grad_inputs; runs after the node."""
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(fn)
+        return _RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or replacement grad_outputs; runs before the node."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(fn)
+        return _RemovableHandle(self._pre_hooks, fn)
+
+    def _tensor_hook(self, nr, fn):
+        if self._thooks is None:
+            self._thooks = {}
+        lst = self._thooks.setdefault(nr, [])
+        lst.append(fn)
+        return _RemovableHandle(lst, fn)
+
+    def __call__(self, *grads):
+        res = self.apply(list(grads))
+        return res[0] if len(res) == 1 else tuple(res)
+
+    def apply(self, grads):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _release(self):
+        pass
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+
+class _RemovableHandle:
+    __slots__ = ("_lst", "_fn")
+
+    def __init__(self, lst, fn):
+        self._lst, self._fn = lst, fn
+
+    def remove(self):
+        try:
+            self._lst.remove(self._fn)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.remove()
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+    __slots__ = ("variable", "_post_acc_hooks")
+
+    def __init__(self, variable):
+        Node.__init__(self)
+        self._seq = sys.maxsize  # accumulate as soon as ready
+        self.variable = variable
+        self._post_acc_hooks = None
+
+    def apply(self, grads):
+        g = grads[0]
+        if g is None:
+            return []
+        accumulate_into(self.variable, g)
+        return []
+
+    @property
+    def next_functions(self):
+        return ()
+
+
+def accumulate_into(var, g):
+    """var.grad += g, without ever writing into a gradient array someone else holds."""
+    if var._hooks:
+        for h in var._hooks:
+            r = h(g)
+            if r is not None:
+                g = r
+    if not D.grad_mode.enabled:
+        g = g.detach() if g._rg else g
+    old = var._grad
+    if old is None:
+        if g.shape != var.shape:
+            g = g.expand(var.shape).contiguous()
+        var._grad = g
+        var._grad_owned = False
+    elif D.grad_mode.enabled or old._rg or g._rg:
+        var._grad = old + g
+        var._grad_owned = True
+    elif var._grad_owned and old._data.flags.writeable and old.dtype is g.dtype:
+        D.xp.add(old._data, g._data, out=old._data)
+        old._bump()
+    else:
+        var._grad = old + g
+        var._grad_owned = True
+    if var._post_acc_hooks:
+        for h in var._post_acc_hooks:
+            h(var)
+
+
+def grad_accumulator(t):
+    """The AccumulateGrad node of a leaf, shared by every edge to it while it lives."""
+    ref = t._acc
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._acc = weakref.ref(acc)
+    return acc
+
+
+def edge(t):
+    fn = t._fn
+    if fn is not None:
+        return (fn, t._nr)
+    return (grad_accumulator(t), 0)
+
+
+# ----------------------------------------------------------------------------- op nodes
+
+
+class OpNode(Node):
+    """A node recorded for a registry primitive; its class is named `<Op>Backward0`."""
+    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_freed",
+                 "_out_meta")
+    _op = None
+
+    @property
+    def needs_input_grad(self):
+        return self.needs
+
+    # -- what the vjp rule reads
+    @property
+    def inputs(self):
+        saved = self._saved
+        if saved is None:
+            if self._freed:
+                raise RuntimeError(_FREED_MSG)
+            raise RuntimeError(f"{type(self).__name__} did not save its inputs")
+        vs = self._versions
+        for i, a in enumerate(saved):
+            if vs[i] is not None:
+                vc = a._vc
+                if (vc[0] if vc is not None else 0) != vs[i]:
+                    _version_error(self, a, i, vs[i], vc)
+        return saved
+
+    @property
+    def out(self):
+        o = self._out
+        if o is None:
+            if self._freed:
+                raise RuntimeError(_FREED_MSG)
+            raise RuntimeError(f"{type(self).__name__} did not save its output")
+        return o[0] if self._op.nout == 1 else o[0]
+
+    @property
+    def outs(self):
+        if self._out is None:
+            raise RuntimeError(_FREED_MSG if self._freed else "output not saved")
+        return self._out
+
+    def _release(self):
+        if self._saved is not None or self._out is not None:
+            self._saved = None
+            self._out = None
+            self._freed = True
+
+    def apply(self, grads):
+        op = self._op
+        meta = self._out_meta
+        for i, g in enumerate(grads):
+            if g is None:
+                shape, dt = meta[i]
+                from .. import _creation
+                grads[i] = _creation.zeros(shape, dtype=dt)
+        res = op.vjp(self, *grads)
+        if type(res) is not tuple:
+            res = (res,) if not isinstance(res, list) else tuple(res)
+        n = len(self.next_functions)
+        if len(res) != n:
+            raise RuntimeError(f"{type(self).__name__}: the vjp rule of {op.name} returned {len(res)} "
+                               f"gradients, expected {n}")
+        if op.bcast:
+            shapes = self.shapes
+            res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
+                        and g.shape != shapes[i] else g for i, g in enumerate(res))
+        return res
+
+
+def _sum_to(g, shape):
+    from .. import ops
+    return ops.sum_to(g, shape)
+
+
+class _SavedOut:
+    """An output saved for backward without a reference cycle: unpacking makes a fresh alias
+    whose grad_fn is the node (so higher-order gradients flow through it)."""
+    __slots__ = ()
+
+
+def _version_error(node, t, i, saved_v, vc):
+    cur = vc[0] if vc is not None else 0
+    by = f" by {vc[1]}" if vc is not None and vc[1] else ""
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is input {i} of "
+        f"{type(node).__name__}, is at version {cur}; expected version {saved_v} instead. Hint: the "
+        f"tensor was changed in place after {node._op.name} saved it for backward; clone it before "
+        f"modifying it, or do the modification out of place.")
+
+
+def make_node_class(name, op):
+    return type(name, (OpNode,), {"__slots__": (), "_op": op})
+
+
+def record(op, args, params, out):
+    """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
+    Tensor = D.Tensor
+    outs = D.wrap_outputs(op, out, args)
+    node = op.node_cls()
+    nf = []
+    needs = []
+    for a in args:
+        if isinstance(a, Tensor) and a._rg:
+            nf.append(edge(a))
+            needs.append(True)
+        else:
+            nf.append((None, 0))
+            needs.append(False)
+    node.next_functions = tuple(nf)
+    node.needs = tuple(needs)
+    node.params = params
+    node._freed = False
+    save = op.save
+    if op.bcast or "shapes" in save:
+        node.shapes = tuple(a.shape if isinstance(a, Tensor) else None for a in args)
+    else:
+        node.shapes = None
+    if "inputs" in save:
+        node._saved = args
+        node._versions = tuple((a._vc[0] if a._vc is not None else 0) if isinstance(a, Tensor)
+                               else None for a in args)
+    else:
+        node._saved = None
+    single = op.nout == 1
+    olist = (outs,) if single else outs
+    node._out_meta = tuple((o.shape, o.dtype) for o in olist)
+    diff = op.diff_outputs
+    for i, o in enumerate(olist):
+        if (diff is None or i in diff) and o.dtype.is_floating_point:
+            o._rg = True
+            o._fn = node
+            o._nr = i
+    if "out" in save:
+        node._out = tuple(_saved_alias(o, node, i) for i, o in enumerate(olist))
+    else:
+        node._out = None
+    if D.state.anomaly:
+        node._trace = capture_forward_stack()
+        node._parent_trace = _current_parent_trace[0]
+    return outs
+
+
+def _saved_alias(o, node, i):
+    """A separate tensor object sharing o's data, version counter and grad_fn, so the node does
+    not keep the output object (which keeps the node) alive."""
+    a = o._shallow()
+    a._rg = o._rg
+    a._fn = node if o._fn is node else None
+    a._nr = i
+    if o._fw is not None:
+        a._fw = o._fw
+    return a
+
+
+# ----------------------------------------------------------------------------- anomaly support
+
+_current_parent_trace = [None]
+
+
+def capture_forward_stack():
+    """Code objects and line numbers only; formatted lazily if backward fails."""
+    f = sys._getframe(2)
+    frames = []
+    while f is not None:
+        frames.append((f.f_code, f.f_lineno))
+        f = f.f_back
+    return frames
+
+
+def format_forward_stack(frames):
+    lines = []
+    for code, lineno in reversed(frames):
+        fname = code.co_filename
+        if "/ember/" in fname.replace("\\", "/") and "/tests/" not in fname:
+            continue
+        import linecache
+        src = linecache.getline(fname, lineno).strip()
+        lines.append(f'  File "{fname}", line {lineno}, in {code.co_name}\n    {src}\n')
+    return "".join(lines)
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+def execute(roots, root_grads, keep_graph, create_graph, capture=None):
+    """Run backward from ``roots`` (edges) seeded with ``root_grads``.
+
+    capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
+    of being accumulated into leaves; only the part of the graph that reaches them is run.
+    """
+    # dependency counts over the reachable graph
+    deps = {}
+    order = []
+    seen = set()
+    stack = []
+    for fn, _ in roots:
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            stack.append(fn)
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+
+    captured = None
+    needed = None
+    if capture is not None:
+        captured = [None] * len(capture)
+        cap_at = {}
+        for k, (fn, nr) in enumerate(capture):
+            if fn is not None:
+                cap_at.setdefault(fn, []).append((nr, k))
+        # the nodes from which some captured edge is reachable
+        needed = set(cap_at)
+        changed = True
+        rev = order[::-1]
+        while changed:
+            changed = False
+            for n in rev:
+                if n not in needed:
+                    for nxt, _ in n.next_functions:
+                        if nxt in needed:
+                            needed.add(n)
+                            changed = True
+                            break
+
+    buffers = {}
+    for (fn, nr), g in zip(roots, root_grads):
+        if fn is None:
+            continue
+        buf = buffers.get(fn)
+        if buf is None:
+            buf = buffers[fn] = [None] * fn._nout
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+
+    ready = []
+    for fn, _ in roots:
+        if fn is not None and deps.get(fn, 0) == 0 and fn in buffers:
+            heapq.heappush(ready, (-fn._seq, id(fn), fn))
+            deps[fn] = -1  # queued
+    listeners = D.state.listeners
+    anomaly = D.state.anomaly
+    prev_mode = D.grad_mode.enabled
+    D.grad_mode.enabled = bool(create_graph)
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * node._nout
+            if node._thooks or node._retain:
+                grads = _run_tensor_hooks(node, grads)
+            if captured is not None and node in cap_at:
+                for nr, k in cap_at[node]:
+                    g = grads[nr]
+                    captured[k] = g if captured[k] is None else captured[k] + g
+                if type(node) is AccumulateGrad or node not in needed:
+                    continue
+            if needed is not None and node not in needed:
+                continue
+            if node._pre_hooks:
+                for h in node._pre_hooks:
+                    r = h(tuple(grads))
+                    if r is not None:
+                        grads = list(r)
+            if all(g is None for g in grads):
+                outs = [None] * len(node.next_functions)
+            else:
+                closers = [l.on_node(node) for l in listeners] if listeners else None
+                try:
+                    if anomaly:
+                        outs = _apply_anomaly(node, grads)
+                    else:
+                        outs = node.apply(grads)
+                finally:
+                    if closers:
+                        for c in reversed(closers):
+                            if c is not None:
+                                c()
+            if node._hooks:
+                for h in node._hooks:
+                    r = h(tuple(outs), tuple(grads))
+                    if r is not None:
+                        outs = tuple(r)
+            if not keep_graph:
+                node._release()
+            for (nxt, nr), g in zip(node.next_functions, outs):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._nout
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+    finally:
+        D.grad_mode.enabled = prev_mode
+    return captured
+
+
+def _run_tensor_hooks(node, grads):
+    grads = list(grads)
+    if node._thooks:
+        for nr, hooks in node._thooks.items():
+            g = grads[nr]
+            if g is None:
+                continue
+            for h in hooks:
+                r = h(g)
+                if r is not None:
+                    g = r
+            grads[nr] = g
+    if node._retain:
+        for nr, ref in node._retain.items():
+            t = ref()
+            g = grads[nr]
+            if t is not None and g is not None:
+                gg = g.detach() if not D.grad_mode.enabled else g
+                if t._grad is None:
+                    t._grad = gg.clone() if not D.grad_mode.enabled else gg
+                else:
+                    t._grad = t._grad + gg
+    return grads
+
+
+def _apply_anomaly(node, grads):
+    prev = _current_parent_trace[0]
+    _current_parent_trace[0] = (node._trace, node._parent_trace) if node._trace else prev
+    try:
+        outs = node.apply(grads)
+    except Exception as e:
+        _report_forward_trace(node, e)
+        raise
+    finally:
+        _current_parent_trace[0] = prev
+    if D.state.anomaly_nan:
+        for i, g in enumerate(outs):
+            if g is not None and g.dtype.is_floating_point and D.xp.isnan(g._data).any():
+                err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+                _report_forward_trace(node, err)
+                raise err
+    return outs
+
+
+def _report_forward_trace(node, err):
+    if node._trace is None:
+        msg = ("Error detected in " + node.name() + ". No forward pass information available. "
+               "Enable detect anomaly during forward pass for more information.")
+        text = msg
+    else:
+        text = (f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                + format_forward_stack(node._trace))
+        parent = node._parent_trace
+        while parent is not None:
+            ptrace, parent = parent
+            text += ("\n\nPrevious calculation was induced by a node. Traceback of forward call "
+                     "that induced the previous calculation:\n" + format_forward_stack(ptrace))
+    warnings.warn(text, stacklevel=2)
+    print(text, file=sys.stderr)
+    if hasattr(err, "add_note") and not getattr(err, "_ember_noted", False):
+        err.add_note(text)
+        try:
+            err._ember_noted = True
+        except AttributeError:
+            pass

@@ -1,0 +1,120 @@
+"""Helpers shared by the op families: promotion on raw arrays, dim checks, error wording."""
+import numpy as np
+
+from .. import _dispatch as D
+from .. import _dtype as dt
+
+_ndarray = np.ndarray
+_promo_cache = {}
+
+
+def _key(x):
+    t = type(x)
+    if t is _ndarray:
+        return (x.dtype, x.ndim == 0)
+    if t is float or t is int or t is bool:
+        return t
+    if isinstance(x, np.generic):
+        k = x.dtype.kind
+        return float if k == "f" else (bool if k == "b" else int)
+    if isinstance(x, _ndarray):
+        return (x.dtype, x.ndim == 0)
+    raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
+
+
+def result_dtype(*xs):
+    """PyTorch's result type of arrays (with their dims) and Python numbers, as an ember dtype."""
+    key = tuple(_key(x) for x in xs)
+    r = _promo_cache.get(key)
+    if r is None:
+        dims, zeros, scalars = [], [], []
+        for k, x in zip(key, xs):
+            if type(k) is tuple:
+                (zeros if k[1] else dims).append(dt.FROM_NP[k[0]])
+            else:
+                scalars.append(k(0) if k is not bool else False)
+        r = dt.result_type_of(dims, zeros, scalars)
+        _promo_cache[key] = r
+    return r
+
+
+def promote(a, b, floating=False):
+    """Cast array operands to the PyTorch result type (Python numbers stay weak)."""
+    r = result_dtype(a, b)
+    if floating and r.category < 2:
+        r = dt.get_default_dtype()
+    t = r.np
+    if type(a) is _ndarray and a.dtype is not t:
+        a = a.astype(t)
+    if type(b) is _ndarray and b.dtype is not t:
+        b = b.astype(t)
+    if type(a) is not _ndarray and floating and not isinstance(a, float):
+        a = float(a)
+    if type(b) is not _ndarray and floating and not isinstance(b, float):
+        b = float(b)
+    return a, b
+
+
+def to_float(a):
+    """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32)."""
+    if a.dtype.kind != "f":
+        return a.astype(dt.get_default_dtype().np)
+    return a
+
+
+def broadcast_error(op, a, b):
+    sa = list(np.shape(a))
+    sb = list(np.shape(b))
+    na, nb = len(sa), len(sb)
+    for i in range(1, max(na, nb) + 1):
+        x = sa[-i] if i <= na else 1
+        y = sb[-i] if i <= nb else 1
+        if x != y and x != 1 and y != 1:
+            return RuntimeError(f"{op}: The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                                f"at non-singleton dimension {max(na, nb) - i}")
+    return RuntimeError(f"{op}: shapes {sa} and {sb} cannot be broadcast together")
+
+
+def wrap_dim(dim, ndim, op=None):
+    n = max(ndim, 1)
+    try:
+        dim = dim.__index__()
+    except AttributeError:
+        raise TypeError(f"{op or 'dim'}: dim must be an int, got {type(dim).__name__}") from None
+    if not -n <= dim < n:
+        raise IndexError(f"{op + ': ' if op else ''}Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dim, ndim, op=None):
+    """None -> all dims; int or sequence -> sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        ds = tuple(wrap_dim(d, ndim, op) for d in dim)
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of dims")
+        return tuple(sorted(ds))
+    return (wrap_dim(dim, ndim, op),)
+
+
+def shape_tuple(size, op="shape"):
+    """Accept f(2, 3), f((2, 3)), f([2, 3]) and Size."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    out = []
+    for s in size:
+        try:
+            out.append(s.__index__())
+        except AttributeError:
+            raise TypeError(f"{op}: expected a sequence of ints, got {type(s).__name__}") from None
+    return tuple(out)
+
+
+def is_tensor(x):
+    return isinstance(x, D.Tensor)
+
+
+def fmt_shape(s):
+    return "[" + ", ".join(str(int(v)) for v in s) + "]"

@@ -1,0 +1,949 @@
+"""Elementwise primitives: arithmetic, unary math, activations, comparisons, where, clamp.
+
+Unary maths declare one rule, ``deriv(ctx) -> f'(x)``, that serves both modes: the vjp is
+``g * f'(x)`` and the jvp ``t * f'(x)``.
+"""
+import math
+
+import numpy as np
+
+from .. import _dispatch as D
+from .._dispatch import defop, dispatch
+from . import _util as U
+
+_nd = np.ndarray
+EW = "elementwise"
+
+
+def _same(a, b):
+    return type(a) is _nd and type(b) is _nd and a.dtype is b.dtype
+
+
+def _binary_impl(uf, name, floating=False):
+    def impl(xp, a, b):
+        if floating or not _same(a, b):
+            a, b = U.promote(a, b, floating)
+        try:
+            return uf(a, b)
+        except ValueError:
+            raise U.broadcast_error(name, a, b) from None
+        except TypeError as e:
+            raise RuntimeError(f"{name}: not supported for these dtypes "
+                               f"({getattr(a, 'dtype', type(a).__name__)}, "
+                               f"{getattr(b, 'dtype', type(b).__name__)}): {e}") from None
+    impl.ufunc = uf
+    return impl
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+add_op = defop("add", _binary_impl(np.add, "add"), bcast=True, family=EW)
+
+
+@add_op.def_vjp
+def _(ctx, g):
+    return g, g
+
+
+@add_op.def_jvp
+def _(ctx, ta, tb):
+    return _tsum(ta, tb)
+
+
+sub_op = defop("sub", _binary_impl(np.subtract, "sub"), bcast=True, family=EW)
+
+
+@sub_op.def_vjp
+def _(ctx, g):
+    return g, (-g if ctx.needs[1] else None)
+
+
+@sub_op.def_jvp
+def _(ctx, ta, tb):
+    if tb is None:
+        return ta
+    return -tb if ta is None else ta - tb
+
+
+mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=True, family=EW)
+
+
+@mul_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    n = ctx.needs
+    return (g * _conj_dtype(b, g) if n[0] else None), (g * a if n[1] else None)
+
+
+@mul_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    return _tsum(None if ta is None else ta * b, None if tb is None else a * tb)
+
+
+def _true_div(xp, a, b):
+    a, b = U.promote(a, b, floating=True)
+    return xp.true_divide(a, b)
+
+
+def _div_impl(xp, a, b, rounding_mode=None):
+    try:
+        if rounding_mode is None:
+            return _true_div(xp, a, b)
+        if not _same(a, b):
+            a, b = U.promote(a, b)
+        if rounding_mode == "floor":
+            return xp.floor_divide(a, b)
+        if rounding_mode == "trunc":
+            q = xp.true_divide(a, b)
+            q = xp.trunc(q)
+            kind = np.result_type(a, b).kind
+            return q.astype(np.result_type(a, b)) if kind != "f" else q
+    except ValueError:
+        raise U.broadcast_error("div", a, b) from None
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                     f"'{rounding_mode}'")
+
+
+div_op = defop("div", _div_impl, save=("inputs", "out"), bcast=True, family=EW)
+
+
+@div_op.def_vjp
+def _(ctx, g):
+    if ctx.params.get("rounding_mode") is not None:
+        return (g * 0 if ctx.needs[0] else None), (g * 0 if ctx.needs[1] else None)
+    a, b = ctx.inputs
+    n = ctx.needs
+    ga = g / b if n[0] else None
+    gb = -g * ctx.out / b if n[1] else None
+    return ga, gb
+
+
+@div_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    if ctx.params.get("rounding_mode") is not None:
+        return ctx.out * 0
+    r = None if ta is None else ta / b
+    if tb is not None:
+        r = _tsum(r, -tb * ctx.out / b)
+    return r
+
+
+def _pow_impl(xp, a, b):
+    if type(a) is _nd and a.dtype.kind in "iub" and type(b) is _nd and b.dtype.kind in "iub":
+        if (b < 0).any():
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    a, b = U.promote(a, b)
+    try:
+        return xp.power(a, b)
+    except ValueError:
+        if type(a) is _nd and a.dtype.kind in "iub" and not isinstance(b, _nd) and b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.") from None
+        raise U.broadcast_error("pow", a, b) from None
+
+
+pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW)
+
+
+@pow_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    n = ctx.needs
+    ga = gb = None
+    if n[0]:
+        ga = g * _pow_deriv_base(a, b)
+    if n[1]:
+        gb = g * _pow_deriv_exp(a, ctx.out)
+    return ga, gb
+
+
+@pow_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    r = None if ta is None else ta * _pow_deriv_base(a, b)
+    if tb is not None:
+        r = _tsum(r, tb * _pow_deriv_exp(a, ctx.out))
+    return r
+
+
+def _pow_deriv_base(a, b):
+    if not U.is_tensor(b):
+        if b == 0:
+            return a * 0
+        return b * a ** (b - 1)
+    return where(b == 0, 0.0, b * a ** (b - 1))
+
+
+def _pow_deriv_exp(a, out):
+    if not U.is_tensor(a):
+        return out * math.log(a) if a > 0 else out * (0.0 if a == 0 else math.nan)
+    return where((a == 0) & (out == 0), 0.0, out * log(a))
+
+
+def _minmax_impl(uf, name):
+    def impl(xp, a, b):
+        if not _same(a, b):
+            a, b = U.promote(a, b)
+        try:
+            return uf(a, b)
+        except ValueError:
+            raise U.broadcast_error(name, a, b) from None
+    return impl
+
+
+maximum_op = defop("maximum", _minmax_impl(np.maximum, "maximum"), save=("inputs",), bcast=True,
+                   family=EW)
+minimum_op = defop("minimum", _minmax_impl(np.minimum, "minimum"), save=("inputs",), bcast=True,
+                   family=EW)
+
+
+def _minmax_masks(ctx, greater):
+    a, b = ctx.inputs
+    wa = (a > b) if greater else (a < b)
+    tie = (a == b)
+    return wa.to(_fdtype(a, b)) + tie.to(_fdtype(a, b)) * 0.5
+
+
+def _fdtype(a, b):
+    return a.dtype if a.dtype.is_floating_point else b.dtype
+
+
+for _op, _gt in ((maximum_op, True), (minimum_op, False)):
+    def _mk(gt):
+        def vjp(ctx, g):
+            w = _minmax_masks(ctx, gt)
+            n = ctx.needs
+            return (g * w if n[0] else None), (g * (1 - w) if n[1] else None)
+
+        def jvp(ctx, ta, tb):
+            w = _minmax_masks(ctx, gt)
+            return _tsum(None if ta is None else ta * w, None if tb is None else tb * (1 - w))
+        return vjp, jvp
+    _op.vjp, _op.jvp = _mk(_gt)
+
+
+atan2_op = defop("atan2", _binary_impl(np.arctan2, "atan2", floating=True), save=("inputs",),
+                 bcast=True, family=EW)
+
+
+@atan2_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    den = a * a + b * b
+    return g * b / den, -g * a / den
+
+
+@atan2_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    den = a * a + b * b
+    return _tsum(None if ta is None else ta * b / den, None if tb is None else -tb * a / den)
+
+
+def _remainder_impl(xp, a, b):
+    if not _same(a, b):
+        a, b = U.promote(a, b)
+    return xp.remainder(a, b)
+
+
+remainder_op = defop("remainder", _remainder_impl, save=("inputs",), bcast=True, family=EW)
+
+
+@remainder_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    return g, (-g * floor_divide(a, b) if ctx.needs[1] else None)
+
+
+@remainder_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    return _tsum(ta, None if tb is None else -tb * floor_divide(a, b))
+
+
+def _fmod_impl(xp, a, b):
+    if not _same(a, b):
+        a, b = U.promote(a, b)
+    return xp.fmod(a, b)
+
+
+fmod_op = defop("fmod", _fmod_impl, save=("inputs",), bcast=True, family=EW)
+
+
+@fmod_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    return g, (-g * (a / b).trunc() if ctx.needs[1] else None)
+
+
+@fmod_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    return _tsum(ta, None if tb is None else -tb * (a / b).trunc())
+
+
+floor_divide_op = defop("floor_divide", _binary_impl(np.floor_divide, "floor_divide"),
+                        differentiable=False, family=EW)
+
+
+def _tsum(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _conj_dtype(b, g):
+    return b
+
+
+# ----------------------------------------------------------------------------- unary maths
+
+
+def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, params_ok=False):
+    """A unary op. ``fn(xp, a, **params)`` on arrays; ``deriv(ctx)`` gives f'(x) as a tensor
+    (vjp = g * f'(x), jvp = t * f'(x)); ``linear`` (a function of the gradient) for ops that are
+    their own derivative map (neg)."""
+    if floating:
+        def impl(xp, a, **p):
+            if a.dtype.kind != "f":
+                a = U.to_float(a)
+            return fn(xp, a, **p)
+    else:
+        impl = fn
+    op = defop(name, impl, save=save if deriv is not None else (), family=EW)
+    if linear is not None:
+        op.vjp = lambda ctx, g: linear(g)
+        op.jvp = lambda ctx, t: linear(t)
+    elif deriv is not None:
+        op.vjp = lambda ctx, g: g * deriv(ctx)
+        op.jvp = lambda ctx, t: t * deriv(ctx)
+    else:
+        op.differentiable = False
+    return op
+
+
+def _x(ctx):
+    return ctx.inputs[0]
+
+
+neg_op = _unary("neg", lambda xp, a: xp.negative(a), floating=False, linear=lambda g: -g)
+exp_op = _unary("exp", lambda xp, a: xp.exp(a), lambda c: c.out, save=("out",))
+exp2_op = _unary("exp2", lambda xp, a: xp.exp2(a), lambda c: c.out * math.log(2.0), save=("out",))
+log_op = _unary("log", lambda xp, a: xp.log(a), lambda c: _x(c).reciprocal())
+log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2.0)).reciprocal())
+log10_op = _unary("log10", lambda xp, a: xp.log10(a), lambda c: (_x(c) * math.log(10.0)).reciprocal())
+log1p_op = _unary("log1p", lambda xp, a: xp.log1p(a), lambda c: (_x(c) + 1).reciprocal())
+expm1_op = _unary("expm1", lambda xp, a: xp.expm1(a), lambda c: c.out + 1, save=("out",))
+sqrt_op = _unary("sqrt", lambda xp, a: xp.sqrt(a), lambda c: 0.5 / c.out, save=("out",))
+rsqrt_op = _unary("rsqrt", lambda xp, a: 1.0 / xp.sqrt(a) if a.ndim else xp.asarray(1.0 / xp.sqrt(a)),
+                  lambda c: -0.5 * c.out ** 3, save=("out",))
+sin_op = _unary("sin", lambda xp, a: xp.sin(a), lambda c: _x(c).cos())
+cos_op = _unary("cos", lambda xp, a: xp.cos(a), lambda c: -_x(c).sin())
+tan_op = _unary("tan", lambda xp, a: xp.tan(a), lambda c: 1 + c.out * c.out, save=("out",))
+asin_op = _unary("asin", lambda xp, a: xp.arcsin(a), lambda c: (1 - _x(c) ** 2).rsqrt())
+acos_op = _unary("acos", lambda xp, a: xp.arccos(a), lambda c: -(1 - _x(c) ** 2).rsqrt())
+atan_op = _unary("atan", lambda xp, a: xp.arctan(a), lambda c: (1 + _x(c) ** 2).reciprocal())
+sinh_op = _unary("sinh", lambda xp, a: xp.sinh(a), lambda c: _x(c).cosh())
+cosh_op = _unary("cosh", lambda xp, a: xp.cosh(a), lambda c: _x(c).sinh())
+tanh_op = _unary("tanh", lambda xp, a: xp.tanh(a), lambda c: 1 - c.out * c.out, save=("out",))
+asinh_op = _unary("asinh", lambda xp, a: xp.arcsinh(a), lambda c: (_x(c) ** 2 + 1).rsqrt())
+atanh_op = _unary("atanh", lambda xp, a: xp.arctanh(a), lambda c: (1 - _x(c) ** 2).reciprocal())
+reciprocal_op = _unary("reciprocal", lambda xp, a: xp.reciprocal(a), lambda c: -c.out * c.out,
+                       save=("out",))
+
+
+def _sigmoid(xp, a):
+    # stable for large |a| without overflow warnings
+    out = xp.exp(-xp.abs(a))
+    pos = a >= 0
+    num = xp.where(pos, 1.0, out).astype(a.dtype, copy=False)
+    return num / (1.0 + out)
+
+
+sigmoid_op = _unary("sigmoid", _sigmoid, lambda c: c.out * (1 - c.out), save=("out",))
+
+
+def _erf_arr(xp, a):
+    try:
+        from scipy.special import erf as _e  # noqa: F401  (optional fast path)
+        return _e(a).astype(a.dtype, copy=False)
+    except ImportError:
+        return _erf_fallback(xp, a)
+
+
+def _erf_fallback(xp, a):
+    # W. J. Cody's rational approximations are long; use the complementary-error series via
+    # math.erf vectorised in float64 (exact to double precision)
+    v = np.vectorize(math.erf, otypes=[np.float64])
+    return v(a.astype(np.float64)).astype(a.dtype, copy=False)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+erf_op = _unary("erf", _erf_arr, lambda c: _TWO_OVER_SQRT_PI * (-(_x(c) ** 2)).exp())
+
+
+def _erfinv_arr(xp, a):
+    try:
+        from scipy.special import erfinv as _e
+        return _e(a).astype(a.dtype, copy=False)
+    except ImportError:
+        raise RuntimeError("erfinv needs scipy") from None
+
+
+erfinv_op = _unary("erfinv", _erfinv_arr,
+                   lambda c: (c.out ** 2).exp() * (math.sqrt(math.pi) / 2), save=("out",))
+
+abs_op = _unary("abs", lambda xp, a: xp.abs(a), lambda c: _x(c).sign(), floating=False)
+sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.copy(),
+                 lambda c: _x(c) * 0, floating=False)
+sgn_op = sign_op
+for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
+    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
+           lambda c: _x(c) * 0, floating=False)
+_unary("round", lambda xp, a, decimals=0: xp.round(a, decimals) if a.dtype.kind == "f" else a.copy(),
+       lambda c: _x(c) * 0, floating=False)
+_unary("frac", lambda xp, a: a - xp.trunc(a), lambda c: _x(c) * 0 + 1)
+
+
+def _relu(xp, a):
+    if a.dtype.kind == "b":
+        raise RuntimeError("relu: not implemented for 'Bool'")
+    return xp.maximum(a, 0)
+
+
+relu_op = defop("relu", _relu, save=("out",), family=EW)
+relu_op.vjp = lambda ctx, g: g * (ctx.out > 0)
+relu_op.jvp = lambda ctx, t: t * (ctx.out > 0)
+
+
+def _leaky_relu(xp, a, negative_slope=0.01):
+    return xp.where(a > 0, a, a * a.dtype.type(negative_slope))
+
+
+leaky_relu_op = defop("leaky_relu", _leaky_relu, save=("inputs",), family=EW)
+leaky_relu_op.vjp = lambda ctx, g: g * where(ctx.inputs[0] > 0, 1.0, ctx.params.get("negative_slope", 0.01))
+leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.get("negative_slope", 0.01))
+
+
+def _elu(xp, a, alpha=1.0):
+    a = U.to_float(a)
+    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
+
+
+def _elu_deriv(c):
+    x = c.inputs[0]
+    alpha = c.params.get("alpha", 1.0)
+    return where(x > 0, 1.0, c.out + alpha)
+
+
+elu_op = defop("elu", _elu, save=("inputs", "out"), family=EW)
+elu_op.vjp = lambda ctx, g: g * _elu_deriv(ctx)
+elu_op.jvp = lambda ctx, t: t * _elu_deriv(ctx)
+
+
+def _hardtanh(xp, a, min_val=-1.0, max_val=1.0):
+    return xp.clip(a, min_val, max_val)
+
+
+def _hardtanh_deriv(c):
+    x = c.inputs[0]
+    p = c.params
+    return ((x > p.get("min_val", -1.0)) & (x < p.get("max_val", 1.0))).to(x.dtype)
+
+
+hardtanh_op = defop("hardtanh", _hardtanh, save=("inputs",), family=EW)
+hardtanh_op.vjp = lambda ctx, g: g * _hardtanh_deriv(ctx)
+hardtanh_op.jvp = lambda ctx, t: t * _hardtanh_deriv(ctx)
+
+_SQRT_HALF = math.sqrt(0.5)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(xp, a, approximate="none"):
+    a = U.to_float(a)
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)
+        return 0.5 * a * (1.0 + xp.tanh(inner))
+    if approximate != "none":
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return 0.5 * a * (1.0 + _erf_arr(xp, a * a.dtype.type(_SQRT_HALF)))
+
+
+def _gelu_deriv(c):
+    x = c.inputs[0]
+    if c.params.get("approximate", "none") == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        th = inner.tanh()
+        dinner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+        return 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * dinner
+    cdf = 0.5 * (1 + (x * _SQRT_HALF).erf())
+    pdf = (-0.5 * x * x).exp() * (1.0 / math.sqrt(2 * math.pi))
+    return cdf + x * pdf
+
+
+gelu_op = defop("gelu", _gelu, save=("inputs",), family=EW)
+gelu_op.vjp = lambda ctx, g: g * _gelu_deriv(ctx)
+gelu_op.jvp = lambda ctx, t: t * _gelu_deriv(ctx)
+
+
+def _silu(xp, a):
+    a = U.to_float(a)
+    return a * _sigmoid(xp, a)
+
+
+def _silu_deriv(c):
+    x = c.inputs[0]
+    s = x.sigmoid()
+    return s * (1 + x * (1 - s))
+
+
+silu_op = defop("silu", _silu, save=("inputs",), family=EW)
+silu_op.vjp = lambda ctx, g: g * _silu_deriv(ctx)
+silu_op.jvp = lambda ctx, t: t * _silu_deriv(ctx)
+
+
+def _softplus(xp, a, beta=1.0, threshold=20.0):
+    a = U.to_float(a)
+    z = a * beta
+    soft = xp.logaddexp(0, z) / beta
+    return xp.where(z > threshold, a, soft).astype(a.dtype, copy=False)
+
+
+def _softplus_deriv(c):
+    x = c.inputs[0]
+    beta = c.params.get("beta", 1.0)
+    thr = c.params.get("threshold", 20.0)
+    z = x * beta
+    return where(z > thr, 1.0, z.sigmoid())
+
+
+softplus_op = defop("softplus", _softplus, save=("inputs",), family=EW)
+softplus_op.vjp = lambda ctx, g: g * _softplus_deriv(ctx)
+softplus_op.jvp = lambda ctx, t: t * _softplus_deriv(ctx)
+
+
+def _clamp(xp, a, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if a.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+        a = U.to_float(a)
+    if min is not None and max is not None:
+        return xp.minimum(xp.maximum(a, min), max)
+    if min is not None:
+        return xp.maximum(a, min)
+    return xp.minimum(a, max)
+
+
+def _clamp_mask(c):
+    x = c.inputs[0]
+    lo, hi = c.params.get("min"), c.params.get("max")
+    m = None
+    if lo is not None:
+        m = x >= lo
+    if hi is not None:
+        m = (x <= hi) if m is None else m & (x <= hi)
+    return m
+
+
+clamp_op = defop("clamp", _clamp, save=("inputs",), family=EW)
+clamp_op.vjp = lambda ctx, g: g * _clamp_mask(ctx)
+clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
+
+
+# ----------------------------------------------------------------------------- comparisons & logic
+
+
+def _cmp(name, uf):
+    def impl(xp, a, b):
+        try:
+            return uf(a, b)
+        except ValueError:
+            raise U.broadcast_error(name, a, b) from None
+    return defop(name, impl, differentiable=False, family=EW)
+
+
+eq_op = _cmp("eq", np.equal)
+ne_op = _cmp("ne", np.not_equal)
+lt_op = _cmp("lt", np.less)
+le_op = _cmp("le", np.less_equal)
+gt_op = _cmp("gt", np.greater)
+ge_op = _cmp("ge", np.greater_equal)
+logical_and_op = _cmp("logical_and", np.logical_and)
+logical_or_op = _cmp("logical_or", np.logical_or)
+logical_xor_op = _cmp("logical_xor", np.logical_xor)
+logical_not_op = defop("logical_not", lambda xp, a: xp.logical_not(a), differentiable=False, family=EW)
+isnan_op = defop("isnan", lambda xp, a: xp.isnan(a), differentiable=False, family=EW)
+isinf_op = defop("isinf", lambda xp, a: xp.isinf(a), differentiable=False, family=EW)
+isfinite_op = defop("isfinite", lambda xp, a: xp.isfinite(a), differentiable=False, family=EW)
+
+
+def _bitwise(name, uf):
+    def impl(xp, a, b):
+        if not _same(a, b):
+            a, b = U.promote(a, b)
+        if (type(a) is _nd and a.dtype.kind == "f") or (type(b) is _nd and b.dtype.kind == "f") \
+                or isinstance(a, float) or isinstance(b, float):
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        return uf(a, b)
+    return defop(name, impl, differentiable=False, family=EW)
+
+
+bitwise_and_op = _bitwise("bitwise_and", np.bitwise_and)
+bitwise_or_op = _bitwise("bitwise_or", np.bitwise_or)
+bitwise_xor_op = _bitwise("bitwise_xor", np.bitwise_xor)
+
+
+def _bitwise_not(xp, a):
+    if a.dtype.kind == "f":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    return xp.invert(a)
+
+
+bitwise_not_op = defop("bitwise_not", _bitwise_not, differentiable=False, family=EW)
+
+
+def _where(xp, cond, a, b):
+    if type(cond) is _nd and cond.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {U.dt.FROM_NP[cond.dtype].name.capitalize()}")
+    if not _same(a, b):
+        a, b = U.promote(a, b)
+    try:
+        return xp.where(cond, a, b)
+    except ValueError:
+        raise RuntimeError(f"where: shapes {list(np.shape(cond))}, {list(np.shape(a))} and "
+                           f"{list(np.shape(b))} cannot be broadcast together") from None
+
+
+where_op = defop("where", _where, save=("inputs",), bcast=True, family=EW)
+
+
+@where_op.def_vjp
+def _(ctx, g):
+    c = ctx.inputs[0]
+    n = ctx.needs
+    return None, (where(c, g, 0.0) if n[1] else None), (where(c, 0.0, g) if n[2] else None)
+
+
+@where_op.def_jvp
+def _(ctx, tc, ta, tb):
+    c = ctx.inputs[0]
+    return where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+
+
+def _nan_to_num(xp, a, nan=0.0, posinf=None, neginf=None):
+    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+nan_to_num_op = defop("nan_to_num", _nan_to_num, save=("inputs",), family=EW)
+nan_to_num_op.vjp = lambda ctx, g: g * ctx.inputs[0].isfinite()
+nan_to_num_op.jvp = lambda ctx, t: t * ctx.inputs[0].isfinite()
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def _alpha(other, alpha):
+    return other if alpha == 1 else other * alpha
+
+
+def add(input, other, *, alpha=1, out=None):
+    if not U.is_tensor(input) and U.is_tensor(other):
+        input, other = other, input
+        r = dispatch(add_op, (_alpha(other, alpha) if alpha != 1 else other, input)) if alpha != 1 \
+            else dispatch(add_op, (other, input))
+        return _out(r, out)
+    r = dispatch(add_op, (input, _alpha(other, alpha)))
+    return _out(r, out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    return _out(dispatch(sub_op, (input, _alpha(other, alpha))), out)
+
+
+subtract = sub
+
+
+def mul(input, other, *, out=None):
+    return _out(dispatch(mul_op, (input, other)), out)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    p = {} if rounding_mode is None else {"rounding_mode": rounding_mode}
+    return _out(dispatch(div_op, (input, other), p), out)
+
+
+divide = div
+true_divide = div
+
+
+def floor_divide(input, other):
+    return dispatch(floor_divide_op, (input, other))
+
+
+def remainder(input, other):
+    return dispatch(remainder_op, (input, other))
+
+
+def fmod(input, other):
+    return dispatch(fmod_op, (input, other))
+
+
+def pow(input, exponent, *, out=None):
+    return _out(dispatch(pow_op, (input, exponent)), out)
+
+
+def float_power(input, exponent):
+    from .. import float64
+    a = input.to(float64) if U.is_tensor(input) else float(input)
+    b = exponent.to(float64) if U.is_tensor(exponent) else float(exponent)
+    return dispatch(pow_op, (a, b))
+
+
+def maximum(input, other):
+    return dispatch(maximum_op, (input, other))
+
+
+def minimum(input, other):
+    return dispatch(minimum_op, (input, other))
+
+
+fmax = maximum
+fmin = minimum
+
+
+def atan2(input, other):
+    return dispatch(atan2_op, (input, other))
+
+
+arctan2 = atan2
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    return dispatch(where_op, (condition, input, other))
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    if U.is_tensor(min) or U.is_tensor(max):
+        r = input
+        if min is not None:
+            r = maximum(r, min)
+        if max is not None:
+            r = minimum(r, max)
+        return _out(r, out)
+    p = {}
+    if min is not None:
+        p["min"] = min
+    if max is not None:
+        p["max"] = max
+    return _out(dispatch(clamp_op, (input,), p), out)
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def _out(r, out):
+    if out is None:
+        return r
+    out.copy_(r) if out.shape == r.shape else out.resize_as_(r).copy_(r)
+    return out
+
+
+def _mk_unary(op):
+    def f(input, *, out=None):
+        return _out(dispatch(op, (input,)), out)
+    f.__name__ = op.name
+    return f
+
+
+exp = _mk_unary(exp_op)
+exp2 = _mk_unary(exp2_op)
+log = _mk_unary(log_op)
+log2 = _mk_unary(log2_op)
+log10 = _mk_unary(log10_op)
+log1p = _mk_unary(log1p_op)
+expm1 = _mk_unary(expm1_op)
+sqrt = _mk_unary(sqrt_op)
+rsqrt = _mk_unary(rsqrt_op)
+sin = _mk_unary(sin_op)
+cos = _mk_unary(cos_op)
+tan = _mk_unary(tan_op)
+asin = arcsin = _mk_unary(asin_op)
+acos = arccos = _mk_unary(acos_op)
+atan = arctan = _mk_unary(atan_op)
+sinh = _mk_unary(sinh_op)
+cosh = _mk_unary(cosh_op)
+tanh = _mk_unary(tanh_op)
+asinh = arcsinh = _mk_unary(asinh_op)
+atanh = arctanh = _mk_unary(atanh_op)
+reciprocal = _mk_unary(reciprocal_op)
+sigmoid = _mk_unary(sigmoid_op)
+erf = _mk_unary(erf_op)
+erfinv = _mk_unary(erfinv_op)
+abs = absolute = _mk_unary(abs_op)
+sign = sgn = _mk_unary(sign_op)
+floor = _mk_unary(D.REGISTRY["floor"])
+ceil = _mk_unary(D.REGISTRY["ceil"])
+trunc = fix = _mk_unary(D.REGISTRY["trunc"])
+frac = _mk_unary(D.REGISTRY["frac"])
+relu = _mk_unary(relu_op)
+silu = _mk_unary(silu_op)
+isnan = _mk_unary(isnan_op)
+isinf = _mk_unary(isinf_op)
+isfinite = _mk_unary(isfinite_op)
+logical_not = _mk_unary(logical_not_op)
+bitwise_not = _mk_unary(bitwise_not_op)
+
+
+def neg(input, *, out=None):
+    return _out(dispatch(neg_op, (input,)), out)
+
+
+negative = neg
+
+
+def round(input, *, decimals=0):
+    return dispatch(D.REGISTRY["round"], (input,), {"decimals": decimals} if decimals else {})
+
+
+def square(input):
+    return dispatch(pow_op, (input, 2))
+
+
+def gelu(input, approximate="none"):
+    return dispatch(gelu_op, (input,), {"approximate": approximate})
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return dispatch(softplus_op, (input,), {"beta": beta, "threshold": threshold})
+
+
+def leaky_relu(input, negative_slope=0.01):
+    return dispatch(leaky_relu_op, (input,), {"negative_slope": negative_slope})
+
+
+def elu(input, alpha=1.0):
+    return dispatch(elu_op, (input,), {"alpha": alpha})
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    return dispatch(hardtanh_op, (input,), {"min_val": min_val, "max_val": max_val})
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    return dispatch(nan_to_num_op, (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
+
+
+def _mk_cmp(op):
+    def f(input, other, *, out=None):
+        return _out(dispatch(op, (input, other)), out)
+    f.__name__ = op.name
+    return f
+
+
+eq = _mk_cmp(eq_op)
+ne = not_equal = _mk_cmp(ne_op)
+lt = less = _mk_cmp(lt_op)
+le = less_equal = _mk_cmp(le_op)
+gt = greater = _mk_cmp(gt_op)
+ge = greater_equal = _mk_cmp(ge_op)
+logical_and = _mk_cmp(logical_and_op)
+logical_or = _mk_cmp(logical_or_op)
+logical_xor = _mk_cmp(logical_xor_op)
+bitwise_and = _mk_cmp(bitwise_and_op)
+bitwise_or = _mk_cmp(bitwise_or_op)
+bitwise_xor = _mk_cmp(bitwise_xor_op)
+
+
+def lerp(input, end, weight):
+    return input + weight * (end - input)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 * tensor2 if value != 1 else input + tensor1 * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
+
+
+def hypot(input, other):
+    return (input * input + other * other).sqrt()
+
+
+def logit(input, eps=None):
+    x = input if eps is None else clamp(input, eps, 1 - eps)
+    return (x / (1 - x)).log()
+
+
+def xlogy(input, other):
+    return where(input == 0, 0.0, input * log(other))
+
+
+def logaddexp(input, other):
+    m = maximum(input, other).detach()
+    return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def mish(input):
+    return input * tanh(softplus(input))
+
+
+def relu6(input):
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input):
+    return clamp(input / 6 + 0.5, 0.0, 1.0)
+
+
+def hardswish(input):
+    return input * hardsigmoid(input)
+
+
+def selu(input):
+    return 1.0507009873554804934193349852946 * elu(input, 1.6732632423543772848170429916717)
+
+
+def celu(input, alpha=1.0):
+    return maximum(input, 0.0) + minimum(alpha * ((input / alpha).exp() - 1), 0.0)
+
+
+def softsign(input):
+    return input / (1 + abs(input))
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    from .._creation import as_tensor
+    a, b = as_tensor(input), as_tensor(other)
+    r = np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return D._new_tensor(np.asarray(r))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input, other):
+    return input.shape == other.shape and bool((input._data == other._data).all())

@@ -1,0 +1,586 @@
+"""Indexing: __getitem__/__setitem__, gather/scatter, index_select/index_add, masked ops,
+sort/topk and friends."""
+import numpy as np
+
+from .. import _dispatch as D
+from .._dispatch import defop, dispatch
+from . import _util as U
+from .shape import select, slice_dim, unsqueeze, sum_to, view_op
+
+IDX = "indexing"
+
+
+# ----------------------------------------------------------------------------- advanced indexing
+
+
+def _index_impl(xp, a, spec):
+    try:
+        return a[spec]
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+
+
+index_op = defop("index", _index_impl, save=("shapes",), family=IDX)
+
+
+def _index_put_impl(xp, a, v, spec, accumulate=False):
+    out = a.copy(order="K")
+    if v.dtype != a.dtype:
+        v = v.astype(a.dtype)
+    try:
+        if accumulate:
+            xp.add.at(out, spec, v)
+        else:
+            out[spec] = v
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
+                           f"to indexing result of shape {list(out[spec].shape)}") from None
+    return out
+
+
+index_put_op = defop("index_put", _index_put_impl, save=("shapes",), family=IDX)
+
+
+def _index_backward_impl(xp, g, shape, spec):
+    z = xp.zeros(shape, g.dtype)
+    xp.add.at(z, spec, g)
+    return z
+
+
+index_backward_op = defop("index_backward", _index_backward_impl, family=IDX)
+index_op.vjp = lambda ctx, g: dispatch(index_backward_op, (g,), {"shape": ctx.shapes[0],
+                                                               "spec": ctx.params["spec"]})
+index_op.jvp = lambda ctx, t: dispatch(index_op, (t,), ctx.params)
+index_backward_op.vjp = lambda ctx, g: dispatch(index_op, (g,), {"spec": ctx.params["spec"]})
+index_backward_op.jvp = lambda ctx, t: dispatch(index_backward_op, (t,), ctx.params)
+
+
+@index_put_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    ga = gv = None
+    if ctx.needs[0]:
+        ga = g if p.get("accumulate") else dispatch(index_put_op, (g, g.new_zeros(())), {"spec": p["spec"]})
+    if ctx.needs[1]:
+        gv = sum_to(dispatch(index_op, (g,), {"spec": p["spec"]}), ctx.shapes[1])
+    return ga, gv
+
+
+@index_put_op.def_jvp
+def _(ctx, ta, tv):
+    p = ctx.params
+    base = ta if ta is not None else ctx.out * 0
+    val = tv if tv is not None else base.new_zeros(())
+    return dispatch(index_put_op, (base, val), p)
+
+
+def _to_np_index(item, dim_size=None):
+    if isinstance(item, D.Tensor):
+        a = item._data
+        if a.dtype.kind not in "iub":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return a
+    if isinstance(item, (list, tuple)):
+        arr = np.asarray([x._data if isinstance(x, D.Tensor) else x for x in item])
+        if arr.dtype.kind == "f":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return arr
+    return item
+
+
+def _normalize(idx, ndim):
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    n_ell = sum(1 for i in idx if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = 0
+    for i in idx:
+        if i is None or i is Ellipsis:
+            continue
+        if isinstance(i, D.Tensor) and i.dtype.category == 0:
+            used += i.dim()
+        elif isinstance(i, bool):
+            continue
+        else:
+            used += 1
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    out = []
+    for i in idx:
+        if i is Ellipsis:
+            out.extend([slice(None)] * (ndim - used))
+        else:
+            out.append(i)
+    return out
+
+
+def _is_basic(i):
+    return i is None or isinstance(i, (slice, int, np.integer)) and not isinstance(i, bool)
+
+
+def getitem(x, idx):
+    items = _normalize(idx, x.dim())
+    if all(_is_basic(i) for i in items):
+        return _basic_getitem(x, items)
+    spec = tuple(_to_np_index(i) for i in items)
+    return dispatch(index_op, (x,), {"spec": spec})
+
+
+def _basic_getitem(x, items):
+    r = x
+    d = 0
+    for i in items:
+        if i is None:
+            r = unsqueeze(r, d)
+            d += 1
+        elif isinstance(i, slice):
+            if i != slice(None):
+                size = r.shape[d]
+                start, stop, step = i.indices(size)
+                if i.step is not None and i.step <= 0:
+                    raise ValueError("step must be greater than zero")
+                r = slice_dim(r, d, start, stop, step)
+            d += 1
+        else:
+            size = r.shape[d]
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+            r = select(r, d, i)
+    if r is x:
+        return dispatch(view_op, (x,), {"shape": tuple(x.shape)})
+    return r
+
+
+def _spec_for_setitem(x, idx):
+    items = _normalize(idx, x.dim())
+    spec = []
+    for i in items:
+        spec.append(_to_np_index(i))
+    return tuple(spec)
+
+
+def setitem(x, idx, value):
+    from .inplace import inplace_apply
+    spec = _spec_for_setitem(x, idx)
+    if not U.is_tensor(value):
+        if isinstance(value, (list, tuple)):
+            from .._creation import tensor as _t
+            value = _t(value, dtype=x.dtype)
+        else:
+            value = D._new_tensor(np.asarray(value, dtype=x._data.dtype))
+    inplace_apply(index_put_op, x, (value,), {"spec": spec}, "index_put_")
+
+
+def index_put(input, indices, values, accumulate=False):
+    spec = tuple(_to_np_index(i) for i in indices)
+    return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
+
+
+def index_put_(input, indices, values, accumulate=False):
+    from .inplace import inplace_apply
+    spec = tuple(_to_np_index(i) for i in indices)
+    return inplace_apply(index_put_op, input, (values,), {"spec": spec, "accumulate": accumulate},
+                         "index_put_")
+
+
+# ----------------------------------------------------------------------------- gather / scatter
+
+
+def _check_index(op, x, dim, index):
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as input tensor")
+
+
+def _fit(a, shape, skip):
+    """a[:shape] along every dim but ``skip`` (gather/scatter allow smaller index tensors)."""
+    if a.shape == shape:
+        return a
+    return a[tuple(slice(None) if d == skip else slice(0, s) for d, s in enumerate(shape))]
+
+
+def _gather_impl(xp, a, index, dim):
+    _check_index("gather", a, dim, index)
+    if index.size and (index.max() >= a.shape[dim] or index.min() < -a.shape[dim]):
+        raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {dim} with size "
+                           f"{a.shape[dim]}")
+    return xp.take_along_axis(_fit(a, index.shape, dim), index, axis=dim)
+
+
+gather_op = defop("gather", _gather_impl, save=("inputs", "shapes"), family=IDX)
+
+
+@gather_op.def_vjp
+def _(ctx, g):
+    x, index = ctx.inputs
+    d = ctx.params["dim"]
+    from .._creation import zeros
+    return zeros(ctx.shapes[0], dtype=g.dtype).scatter_add(d, index, g), None
+
+
+gather_op.jvp = lambda ctx, t, ti: t.gather(ctx.params["dim"], ctx.inputs[1])
+
+
+def _grid(index, dim):
+    """Advanced-index tuple addressing out[..., index[...], ...] along dim."""
+    idx = list(np.ogrid[tuple(slice(0, s) for s in index.shape)])
+    idx[dim] = index
+    return tuple(idx)
+
+
+def _scatter_impl(xp, a, index, src, dim, reduce=None):
+    _check_index("scatter", a, dim, index)
+    out = a.copy(order="K")
+    if type(src) is np.ndarray:
+        src = _fit(src, index.shape, -1).astype(a.dtype, copy=False)
+    if reduce is None:
+        out[_grid(index, dim)] = src
+    elif reduce in ("add", "sum"):
+        xp.add.at(out, _grid(index, dim), src)
+    elif reduce in ("multiply", "prod"):
+        xp.multiply.at(out, _grid(index, dim), src)
+    else:
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    return out
+
+
+scatter_op = defop("scatter", _scatter_impl, save=("inputs",), family=IDX)
+
+
+@scatter_op.def_vjp
+def _(ctx, g):
+    x, index, src = ctx.inputs
+    d = ctx.params["dim"]
+    if ctx.params.get("reduce") is not None:
+        raise RuntimeError("scatter with reduce is not differentiable in ember")
+    gx = g.scatter(d, index, 0.0) if ctx.needs[0] else None
+    gs = g.gather(d, index) if ctx.needs[2] else None
+    return gx, None, gs
+
+
+@scatter_op.def_jvp
+def _(ctx, tx, ti, ts):
+    x, index, src = ctx.inputs
+    d = ctx.params["dim"]
+    base = tx if tx is not None else ctx.out * 0
+    s = ts if ts is not None else (0.0 if not U.is_tensor(src) else src * 0)
+    return base.scatter(d, index, s)
+
+
+def _scatter_add_impl(xp, a, index, src, dim):
+    _check_index("scatter_add", a, dim, index)
+    out = a.copy(order="K")
+    xp.add.at(out, _grid(index, dim), _fit(src, index.shape, -1).astype(a.dtype, copy=False))
+    return out
+
+
+scatter_add_op = defop("scatter_add", _scatter_add_impl, save=("inputs",), family=IDX)
+
+
+@scatter_add_op.def_vjp
+def _(ctx, g):
+    x, index, src = ctx.inputs
+    return (g if ctx.needs[0] else None), None, (g.gather(ctx.params["dim"], index) if ctx.needs[2] else None)
+
+
+@scatter_add_op.def_jvp
+def _(ctx, tx, ti, ts):
+    x, index, src = ctx.inputs
+    base = tx if tx is not None else ctx.out * 0
+    return base.scatter_add(ctx.params["dim"], index, ts) if ts is not None else base
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    return dispatch(gather_op, (input, index), {"dim": U.wrap_dim(dim, input.dim(), "gather")})
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    if src is None:
+        src = value
+    p = {"dim": U.wrap_dim(dim, input.dim(), "scatter")}
+    if reduce is not None:
+        p["reduce"] = reduce
+    return dispatch(scatter_op, (input, index, src), p)
+
+
+def scatter_add(input, dim, index, src):
+    return dispatch(scatter_add_op, (input, index, src), {"dim": U.wrap_dim(dim, input.dim(), "scatter_add")})
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    if reduce == "sum":
+        return scatter_add(input, dim, index, src)
+    raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not implemented in ember")
+
+
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    return gather(input, dim, indices)
+
+
+def _index_select_impl(xp, a, index, dim):
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index.size and (index.max() >= a.shape[dim] or index.min() < -a.shape[dim]):
+        raise IndexError(f"index out of range in self")
+    return xp.take(a, index, axis=dim)
+
+
+index_select_op = defop("index_select", _index_select_impl, save=("inputs", "shapes"), family=IDX)
+
+
+@index_select_op.def_vjp
+def _(ctx, g):
+    x, index = ctx.inputs
+    from .._creation import zeros
+    return zeros(ctx.shapes[0], dtype=g.dtype).index_add(ctx.params["dim"], index, g), None
+
+
+index_select_op.jvp = lambda ctx, t, ti: t.index_select(ctx.params["dim"], ctx.inputs[1])
+
+
+def _index_add_impl(xp, a, index, src, dim, alpha=1):
+    out = a.copy(order="K")
+    if alpha != 1:
+        src = src * alpha
+    xp.add.at(out, (slice(None),) * dim + (index,), src.astype(a.dtype, copy=False))
+    return out
+
+
+index_add_op = defop("index_add", _index_add_impl, save=("inputs",), family=IDX)
+
+
+@index_add_op.def_vjp
+def _(ctx, g):
+    x, index, src = ctx.inputs
+    a = ctx.params.get("alpha", 1)
+    gs = g.index_select(ctx.params["dim"], index) if ctx.needs[2] else None
+    if gs is not None and a != 1:
+        gs = gs * a
+    return (g if ctx.needs[0] else None), None, gs
+
+
+@index_add_op.def_jvp
+def _(ctx, tx, ti, ts):
+    x, index, src = ctx.inputs
+    base = tx if tx is not None else ctx.out * 0
+    return base.index_add(ctx.params["dim"], index, ts, alpha=ctx.params.get("alpha", 1)) if ts is not None else base
+
+
+def index_select(input, dim, index):
+    return dispatch(index_select_op, (input, index), {"dim": U.wrap_dim(dim, input.dim(), "index_select")})
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    return dispatch(index_add_op, (input, index, source),
+                    {"dim": U.wrap_dim(dim, input.dim(), "index_add"), "alpha": alpha})
+
+
+def index_fill(input, dim, index, value):
+    d = U.wrap_dim(dim, input.dim(), "index_fill")
+    mask = np.zeros(input.shape[d], bool)
+    mask[index._data] = True
+    shape = [1] * input.dim()
+    shape[d] = -1
+    return masked_fill(input, D._new_tensor(mask.reshape(shape)), value)
+
+
+def _masked_fill_impl(xp, a, mask, value):
+    if mask.dtype.kind != "b":
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    v = value if not isinstance(value, np.ndarray) else value.astype(a.dtype)
+    try:
+        r = xp.where(mask, v, a)
+    except ValueError:
+        raise U.broadcast_error("masked_fill", a, mask) from None
+    if r.shape != a.shape:
+        raise RuntimeError(f"masked_fill: the mask of shape {list(mask.shape)} must be broadcastable "
+                           f"to the input of shape {list(a.shape)}")
+    return r.astype(a.dtype, copy=False)
+
+
+masked_fill_op = defop("masked_fill", _masked_fill_impl, save=("inputs",), family=IDX)
+
+
+@masked_fill_op.def_vjp
+def _(ctx, g):
+    x, mask, value = ctx.inputs
+    gx = where(mask, 0.0, g) if ctx.needs[0] else None
+    gv = where(mask, g, 0.0).sum() if ctx.needs[2] else None
+    return gx, None, gv
+
+
+@masked_fill_op.def_jvp
+def _(ctx, tx, tm, tv):
+    x, mask, value = ctx.inputs
+    a = tx if tx is not None else ctx.out * 0
+    return where(mask, 0.0 if tv is None else tv, a)
+
+
+def masked_fill(input, mask, value):
+    if U.is_tensor(value) and value.dim() != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                           f"with {value.dim()} dimension(s).")
+    return dispatch(masked_fill_op, (input, mask, value))
+
+
+def masked_select(input, mask):
+    from .shape import broadcast_tensors
+    x, m = broadcast_tensors(input, mask)
+    return dispatch(index_op, (x,), {"spec": (m._data,)})
+
+
+def masked_scatter(input, mask, source):
+    from .shape import broadcast_tensors
+    x, m = broadcast_tensors(input, mask)
+    n = int(m._data.sum())
+    return dispatch(index_put_op, (x, source.reshape(-1)[:n]), {"spec": (m._data,)})
+
+
+def take(input, index):
+    return dispatch(index_op, (input.reshape(-1),), {"spec": (index._data,)})
+
+
+def _nonzero_impl(xp, a):
+    return xp.argwhere(a).astype(np.int64)
+
+
+nonzero_op = defop("nonzero", _nonzero_impl, differentiable=False, family=IDX)
+
+
+def nonzero(input, *, as_tuple=False):
+    r = dispatch(nonzero_op, (input,))
+    if as_tuple:
+        if input.dim() == 0:
+            return (r.reshape(-1),)
+        return tuple(r[:, i] for i in range(input.dim()))
+    return r
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+# ----------------------------------------------------------------------------- sort & co
+
+
+def _sort_impl(xp, a, dim, descending=False, stable=False):
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), np.int64)
+    if descending:
+        n = a.shape[dim]
+        fl = xp.flip(a, dim)
+        idx = xp.flip(xp.argsort(fl, axis=dim, kind="stable"), dim)
+        idx = (n - 1) - idx
+    else:
+        idx = xp.argsort(a, axis=dim, kind="stable")
+    return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+
+sort_op = defop("sort", _sort_impl, nout=2, diff_outputs=(0,), save=("shapes", "out"), family=IDX)
+
+
+def _scatter_back(ctx, g):
+    d = ctx.params["dim"]
+    idx = ctx.outs[1]
+    from .._creation import zeros
+    return zeros(ctx.shapes[0], dtype=g.dtype).scatter(d, idx, g)
+
+
+sort_op.vjp = lambda ctx, g, gi: _scatter_back(ctx, g)
+sort_op.jvp = lambda ctx, t: (t.gather(ctx.params["dim"], ctx.outs[1]), None)
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    from .reduce import _MinMax
+    d = U.wrap_dim(dim, input.dim(), "sort") if input.dim() else 0
+    return _MinMax(dispatch(sort_op, (input,), {"dim": d, "descending": descending}))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return sort(input, dim, descending, stable)[1]
+
+
+def msort(input):
+    return sort(input, 0)[0]
+
+
+def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
+    n = a.shape[dim] if a.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range")
+    v, i = _sort_impl(xp, a, dim, descending=largest)
+    sl = (slice(None),) * dim + (slice(0, k),)
+    return v[sl], i[sl]
+
+
+topk_op = defop("topk", _topk_impl, nout=2, diff_outputs=(0,), save=("shapes", "out"), family=IDX)
+topk_op.vjp = lambda ctx, g, gi: _scatter_back(ctx, g)
+topk_op.jvp = sort_op.jvp
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    from .reduce import _MinMax
+    d = U.wrap_dim(dim, input.dim(), "topk") if input.dim() else 0
+    return _MinMax(dispatch(topk_op, (input,), {"k": k, "dim": d, "largest": largest}))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    from .reduce import _MinMax
+    v, i = sort(input, dim)
+    d = U.wrap_dim(dim, input.dim())
+    v, i = v.select(d, k - 1), i.select(d, k - 1)
+    if keepdim:
+        v, i = v.unsqueeze(d), i.unsqueeze(d)
+    return _MinMax((v, i))
+
+
+def median(input, dim=None, keepdim=False):
+    from .reduce import _MinMax
+    if dim is None:
+        flat = input.reshape(-1)
+        return sort(flat)[0][(flat.numel() - 1) // 2]
+    d = U.wrap_dim(dim, input.dim())
+    return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    a = input._data
+    res = np.unique(a, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
+    if not isinstance(res, tuple):
+        return D._new_tensor(res)
+    out = [D._new_tensor(np.asarray(res[0]))]
+    k = 1
+    if return_inverse:
+        out.append(D._new_tensor(res[k].reshape(a.shape if dim is None else -1).astype(np.int64)))
+        k += 1
+    if return_counts:
+        out.append(D._new_tensor(res[k].astype(np.int64)))
+    return tuple(out)
+
+
+def bincount(input, weights=None, minlength=0):
+    w = None if weights is None else weights._data
+    return D._new_tensor(np.bincount(input._data, w, minlength))
+
+
+def searchsorted(sorted_sequence, values, *, right=False, side=None):
+    side = side or ("right" if right else "left")
+    s = sorted_sequence._data
+    v = values._data if U.is_tensor(values) else np.asarray(values)
+    if s.ndim == 1:
+        return D._new_tensor(np.asarray(np.searchsorted(s, v, side=side), dtype=np.int64))
+    out = np.stack([np.searchsorted(s[i], v[i], side=side) for i in np.ndindex(s.shape[:-1])])
+    return D._new_tensor(out.reshape(v.shape).astype(np.int64))
+
+
+def bucketize(input, boundaries, *, right=False):
+    side = "left" if not right else "right"
+    return D._new_tensor(np.searchsorted(boundaries._data, input._data, side=side).astype(np.int64))
+
+
+from .elementwise import where  # noqa: E402

@@ -1,0 +1,346 @@
+"""In-place ops: one mechanism for all of them.
+
+``x.op_(...)`` computes ``op(x, ...)`` and writes the result into x's memory, bumping the
+version counter that x shares with its views. Without autograd or transforms it writes
+directly (ufunc ``out=``). With autograd the out-of-place op is recorded (on a clone of x
+when its rule needs x's old value) and x takes over the result's history; when x is a view,
+its base gets a CopySlices node so gradients flow to the rest of the base as well.
+"""
+import numpy as np
+
+from .. import _dispatch as D
+from .. import _dtype as dt
+from .._dispatch import defop, dispatch
+from . import _util as U
+
+
+def _check(self, name):
+    gm = D.grad_mode
+    if self._inference and not gm.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
+                           "You can make a clone to get a normal tensor before doing inplace update.")
+    if gm.enabled:
+        if self._rg and self._fn is None:
+            raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place "
+                               f"operation ({name}).")
+        base = self._base
+        if base is not None and base._rg and base._fn is None:
+            raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an "
+                               f"in-place operation ({name}).")
+    if self._meta:
+        return
+
+
+def _write(self, r, name):
+    """Copy the result array r into self's memory, by PyTorch's casting and shape rules."""
+    dst = self._data
+    if r.shape != dst.shape:
+        try:
+            bs = np.broadcast_shapes(r.shape, dst.shape)
+        except ValueError:
+            bs = r.shape
+        if bs != dst.shape:
+            raise RuntimeError(f"{name}: output with shape {list(dst.shape)} doesn't match the broadcast "
+                               f"shape {list(bs)}")
+    rd = dt.FROM_NP.get(r.dtype)
+    sd = dt.FROM_NP[dst.dtype]
+    if rd is not None and not dt.can_cast(rd, sd):
+        raise RuntimeError(f"{name}: result type {rd.name.capitalize()} can't be cast to the desired "
+                           f"output type {sd.name.capitalize()}")
+    try:
+        np.copyto(dst, r, casting="unsafe")
+    except ValueError as e:
+        if not dst.flags.writeable:
+            raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to "
+                               f"tensor refers to a single memory location. Please clone() the tensor "
+                               f"before performing the operation.") from None
+        raise RuntimeError(f"{name}: {e}") from None
+
+
+def inplace_apply(op, self, others, params, name):
+    """self <- op(self, *others, **params), in place; returns self."""
+    _check(self, name)
+    gm = D.grad_mode
+    Tensor = D.Tensor
+    rg = gm.enabled and (self._rg or any(isinstance(o, Tensor) and o._rg for o in others))
+    if not rg and D.state.simple:
+        arrs = [o._data if isinstance(o, Tensor) else o for o in others]
+        fast = getattr(op, "inplace_fast", None)
+        dst = self._data
+        if fast is not None and not params:
+            try:
+                fast(dst, *arrs)
+            except (TypeError, ValueError):  # casting or broadcasting: let the checked path explain
+                r = op.impl(D.xp, dst, *arrs, **params)
+                _write(self, np.asarray(r), name)
+        else:
+            r = op.impl(D.xp, dst, *arrs, **params)
+            _write(self, np.asarray(r), name)
+        self._bump(name)
+        return self
+    src = self
+    if rg and "inputs" in op.save:
+        from .shape import clone
+        src = clone(self)  # the rule reads self's old value, which the write destroys
+    r = dispatch(op, (src,) + tuple(others), params)
+    if r.dtype is not self.dtype:
+        if not dt.can_cast(r.dtype, self.dtype):
+            raise RuntimeError(f"{name}: result type {r.dtype.name.capitalize()} can't be cast to the "
+                               f"desired output type {self.dtype.name.capitalize()}")
+        r = r.to(self.dtype)
+    if tuple(r.shape) != tuple(self.shape):
+        if np.broadcast_shapes(tuple(r.shape), tuple(self.shape)) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast "
+                               f"shape {list(np.broadcast_shapes(tuple(r.shape), tuple(self.shape)))}")
+        r = r.expand(self.shape)
+    _commit(self, r, name)
+    return self
+
+
+def _commit(self, r, name):
+    """Write r's values into self and give self r's autograd/forward-mode history."""
+    _write(self, r._data, name)
+    self._bump(name)
+    if r._rg:
+        if self._base is not None:
+            _rebase_view(self, r)
+        else:
+            self._fn, self._nr, self._rg = r._fn, r._nr, True
+    if r._fw is not None:
+        self._fw = r._fw
+    else:
+        if self._fw:
+            self._fw = None
+
+
+def _rebase_view(view, r):
+    """view (of base) now holds r: base's history becomes CopySlices(base, r), and view's becomes a
+    strided view of the new base."""
+    from ..autograd.graph import record
+    from .shape import as_strided_scatter_op, as_strided_op
+    base = view._base
+    if not base._data.flags.c_contiguous:
+        base_c = base.contiguous()
+        if base_c is not base:
+            raise NotImplementedError("in-place ops with autograd on views of non-contiguous tensors are "
+                                      "not supported in ember; clone the base first")
+    geo = {"size": tuple(view.shape), "stride": view.stride(), "offset": view.storage_offset()}
+    holder = record(as_strided_scatter_op, (base, r), geo, base._data)
+    base._fn, base._nr, base._rg = holder._fn, 0, True
+    vh = record(as_strided_op, (base,), geo, view._data)
+    view._fn, view._nr, view._rg = vh._fn, 0, True
+
+
+# ----------------------------------------------------------------------------- ops only used in place
+
+
+def _copy_impl(xp, a, src):
+    if not isinstance(src, np.ndarray):
+        src = np.asarray(src)
+    try:
+        return xp.broadcast_to(src, a.shape).astype(a.dtype, copy=True)
+    except ValueError:
+        raise RuntimeError(f"copy_: the size of src {list(src.shape)} must be broadcastable to the "
+                           f"destination of shape {list(a.shape)}") from None
+
+
+copy_op = defop("copy", _copy_impl, save=("shapes",), family="elementwise", node_name="CopyBackwards")
+
+
+@copy_op.def_vjp
+def _(ctx, g):
+    from .shape import sum_to
+    gs = None
+    if ctx.needs[1]:
+        gs = sum_to(g, ctx.shapes[1])
+    return (g * 0 if ctx.needs[0] else None), gs
+
+
+copy_op.jvp = lambda ctx, ta, ts: (ts.expand(ctx.out.shape) if ts is not None else ctx.out * 0)
+copy_op.inplace_fast = lambda dst, src: np.copyto(dst, src, casting="unsafe")
+
+fill_op = defop("fill", lambda xp, a, value: xp.full_like(a, value), family="elementwise")
+fill_op.vjp = lambda ctx, g: (g * 0,) + ((g.sum(),) if len(ctx.needs) > 1 else ())
+fill_op.jvp = lambda ctx, t, *rest: t * 0
+
+
+def _fill_tensor_impl(xp, a, value):
+    return xp.full_like(a, value)
+
+
+fill_t_op = defop("fill_tensor", _fill_tensor_impl, family="elementwise", node_name="FillBackward1")
+fill_t_op.vjp = lambda ctx, g: (g * 0, g.sum())
+fill_t_op.jvp = lambda ctx, t, tv: (tv.expand(ctx.out.shape) if tv is not None else ctx.out * 0)
+
+
+def _set_ufunc_fast():
+    from . import elementwise as E
+    for op in (E.add_op, E.sub_op, E.mul_op):
+        uf = op.impl.ufunc
+        op.inplace_fast = (lambda u: lambda dst, b: u(dst, b, out=dst, casting="same_kind"))(uf)
+
+
+_set_ufunc_fast()
+
+
+# ----------------------------------------------------------------------------- the methods
+
+
+def add_(self, other, *, alpha=1):
+    from .elementwise import add_op
+    return inplace_apply(add_op, self, (other if alpha == 1 else other * alpha,), {}, "add_")
+
+
+def sub_(self, other, *, alpha=1):
+    from .elementwise import sub_op
+    return inplace_apply(sub_op, self, (other if alpha == 1 else other * alpha,), {}, "sub_")
+
+
+def mul_(self, other):
+    from .elementwise import mul_op
+    return inplace_apply(mul_op, self, (other,), {}, "mul_")
+
+
+def div_(self, other, *, rounding_mode=None):
+    from .elementwise import div_op
+    return inplace_apply(div_op, self, (other,), {} if rounding_mode is None else
+                         {"rounding_mode": rounding_mode}, "div_")
+
+
+def pow_(self, exponent):
+    from .elementwise import pow_op
+    return inplace_apply(pow_op, self, (exponent,), {}, "pow_")
+
+
+def copy_(self, src, non_blocking=False):
+    if not U.is_tensor(src):
+        src = D._new_tensor(np.asarray(src))
+    return inplace_apply(copy_op, self, (src,), {}, "copy_")
+
+
+def fill_(self, value):
+    if U.is_tensor(value):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.dim()} dimensions.")
+        return inplace_apply(fill_t_op, self, (value,), {}, "fill_")
+    return inplace_apply(fill_op, self, (), {"value": value}, "fill_")
+
+
+def zero_(self):
+    return inplace_apply(fill_op, self, (), {"value": 0}, "zero_")
+
+
+def _inplace_via(self, fn, call, name):
+    """In place through a public function (clamp_, relu_, ...): the function's op is recorded
+    like any in-place op."""
+    args, kwargs = call
+    _check(self, name)
+    gm = D.grad_mode
+    if not (gm.enabled and self._rg) and D.state.simple:
+        with _NoGrad():
+            r = fn(self, *args, **kwargs)
+        _write(self, r._data, name)
+        self._bump(name)
+        return self
+    from .shape import clone
+    r = fn(clone(self) if gm.enabled and self._rg else self, *args, **kwargs)
+    if r.dtype is not self.dtype:
+        r = r.to(self.dtype)
+    _commit(self, r, name)
+    return self
+
+
+class _NoGrad:
+    def __enter__(self):
+        self.prev = D.grad_mode.enabled
+        D.grad_mode.enabled = False
+
+    def __exit__(self, *a):
+        D.grad_mode.enabled = self.prev
+
+
+INPLACE_VIA = ("clamp", "clamp_min", "clamp_max", "clip", "relu", "sigmoid", "tanh", "exp", "log",
+               "neg", "abs", "sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "sin", "cos",
+               "reciprocal", "sign", "masked_fill", "scatter", "scatter_add", "index_add",
+               "index_fill", "addcmul", "addcdiv", "lerp", "log1p", "expm1", "square", "fmod",
+               "remainder", "erf", "leaky_relu", "hardtanh", "elu", "silu", "gelu", "tril", "triu",
+               "nan_to_num", "frac", "logical_not", "exp2", "log2", "atan2", "maximum", "minimum",
+               "floor_divide", "sigmoid", "where")
+
+
+def masked_scatter_(self, mask, source):
+    from .indexing import masked_scatter
+    return _inplace_via(self, lambda s: masked_scatter(s, mask, source), ((), {}), "masked_scatter_")
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    n = min(self.shape)
+    idx = np.arange(n)
+    spec = tuple(idx for _ in range(self.dim()))
+    from .indexing import index_put_op
+    return inplace_apply(index_put_op, self, (D._new_tensor(np.asarray(fill_value, self._data.dtype)),),
+                         {"spec": spec}, "fill_diagonal_")
+
+
+# random fills: values from ember's generator, written through copy_ (no gradient to self)
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    from .._creation import _gen
+    g = _gen(generator)
+    v = g.random(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)
+    return _random_fill(self, v * (b - a) + a, "uniform_")
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    from .._creation import _gen
+    g = _gen(generator)
+    v = g.standard_normal(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)
+    return _random_fill(self, v * std + mean, "normal_")
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    from .._creation import _gen
+    g = _gen(generator)
+    pp = p._data if U.is_tensor(p) else p
+    v = g.random(self.shape) < pp
+    return _random_fill(self, v, "bernoulli_")
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    from .._creation import _gen
+    return _random_fill(self, _gen(generator).exponential(1.0 / lambd, self.shape), "exponential_")
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    from .._creation import _gen
+    if to is None:
+        from_, to = 0, from_ if from_ else 2 ** 24
+    return _random_fill(self, _gen(generator).integers(from_, to, self.shape), "random_")
+
+
+def geometric_(self, p, *, generator=None):
+    from .._creation import _gen
+    return _random_fill(self, _gen(generator).geometric(p, self.shape), "geometric_")
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    from .._creation import _gen
+    return _random_fill(self, median + sigma * _gen(generator).standard_cauchy(self.shape), "cauchy_")
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    from .._creation import _gen
+    return _random_fill(self, _gen(generator).lognormal(mean, std, self.shape), "log_normal_")
+
+
+def _random_fill(self, values, name):
+    _check(self, name)
+    if self._meta:
+        return self
+    src = D._new_tensor(np.asarray(values).astype(self._data.dtype, copy=False))
+    if D.grad_mode.enabled and self._rg or not D.state.simple:
+        return inplace_apply(copy_op, self, (src,), {}, name)
+    np.copyto(self._data, src._data, casting="unsafe")
+    self._bump(name)
+    return self

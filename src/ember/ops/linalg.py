@@ -1,0 +1,397 @@
+"""Matrix products: matmul (and mm/bmm/mv/dot), linear, einsum, and the composites built on them."""
+import string
+
+import numpy as np
+
+from .. import _dispatch as D
+from .._dispatch import defop, dispatch
+from . import _util as U
+from .shape import sum_to
+
+LIN = "linalg"
+
+
+def _mm_shapes_error(a, b):
+    def s(x):
+        return "x".join(str(v) for v in x.shape)
+    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s(a)} and {s(b)})")
+
+
+def _matmul_impl(xp, a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D "
+                           f"and {b.ndim}D")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{U.dt.FROM_NP[a.dtype].name} != {U.dt.FROM_NP[b.dtype].name}")
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb:
+        if a.ndim <= 2 and b.ndim <= 2:
+            if b.ndim == 1 and a.ndim == 2:
+                raise RuntimeError(f"size mismatch, got input ({a.shape[0]}x{a.shape[1]}), vec ({b.shape[0]})")
+            raise _mm_shapes_error(a if a.ndim == 2 else a.reshape(1, -1), b if b.ndim == 2 else b.reshape(-1, 1))
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{', '.join(map(str, b.shape[:-2]))}, {ka}] but got: "
+                           f"[{', '.join(map(str, b.shape[:-1]))}].")
+    try:
+        return xp.matmul(a, b)
+    except ValueError:
+        raise RuntimeError(f"matmul: batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} "
+                           f"cannot be broadcast") from None
+
+
+matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_name="MmBackward0")
+
+
+@matmul_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    n = ctx.needs
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    g2 = g
+    if a.dim() == 1:
+        g2 = g2.unsqueeze(-2)
+    if b.dim() == 1:
+        g2 = g2.unsqueeze(-1)
+    ga = gb = None
+    if n[0]:
+        ga = sum_to(matmul(g2, b2.mT), a2.shape)
+        if a.dim() == 1:
+            ga = ga.squeeze(0)
+    if n[1]:
+        gb = sum_to(matmul(a2.mT, g2), b2.shape)
+        if b.dim() == 1:
+            gb = gb.squeeze(-1)
+    return ga, gb
+
+
+@matmul_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    r = None if ta is None else matmul(ta, b)
+    if tb is not None:
+        s = matmul(a, tb)
+        r = s if r is None else r + s
+    return r
+
+
+def matmul(input, other, *, out=None):
+    return dispatch(matmul_op, (input, other))
+
+
+def mm(input, mat2):
+    if input.dim() != 2 or mat2.dim() != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.dim()}D and {mat2.dim()}D")
+    return dispatch(matmul_op, (input, mat2))
+
+
+def bmm(input, mat2):
+    if input.dim() != 3 or mat2.dim() != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3 else "batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}")
+    return dispatch(matmul_op, (input, mat2))
+
+
+def mv(input, vec):
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+    return dispatch(matmul_op, (input, vec))
+
+
+def dot(input, other):
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{other.shape[0]}] to have the same number of elements, but got "
+                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
+    return dispatch(matmul_op, (input, other))
+
+
+inner = dot
+vdot = dot
+
+
+def outer(input, vec2):
+    return input.unsqueeze(-1) * vec2.unsqueeze(0)
+
+
+ger = outer
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    p = mm(mat1, mat2)
+    if alpha != 1:
+        p = p * alpha
+    return p + (input if beta == 1 else input * beta) if beta != 0 else p
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    p = mv(mat, vec)
+    if alpha != 1:
+        p = p * alpha
+    return p + (input if beta == 1 else input * beta) if beta != 0 else p
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    p = bmm(batch1, batch2)
+    if alpha != 1:
+        p = p * alpha
+    return p + (input if beta == 1 else input * beta) if beta != 0 else p
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    p = bmm(batch1, batch2).sum(0)
+    if alpha != 1:
+        p = p * alpha
+    return p + (input if beta == 1 else input * beta) if beta != 0 else p
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    p = outer(vec1, vec2)
+    if alpha != 1:
+        p = p * alpha
+    return p + (input if beta == 1 else input * beta) if beta != 0 else p
+
+
+# ----------------------------------------------------------------------------- linear
+
+
+def _linear_impl(xp, x, w, b=None):
+    if x.dtype is not w.dtype:
+        raise RuntimeError(f"linear: expected input and weight to have the same dtype, but got "
+                           f"{U.dt.FROM_NP[x.dtype].name} and {U.dt.FROM_NP[w.dtype].name}")
+    if x.shape[-1] != w.shape[-1]:
+        lead = int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
+                           f"{w.shape[1]}x{w.shape[0]})")
+    if x.ndim > 2 and x.flags.c_contiguous:
+        y = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+    else:
+        y = xp.matmul(x, w.T)
+    if b is not None:
+        y += b
+    return y
+
+
+linear_op = defop("linear", _linear_impl, save=("inputs",), family=LIN, node_name="AddmmBackward0")
+
+
+@linear_op.def_vjp
+def _(ctx, g):
+    x, w, b = ctx.inputs if len(ctx.inputs) == 3 else (*ctx.inputs, None)
+    n = ctx.needs
+    gx = gw = gb = None
+    if n[0]:
+        gx = matmul(g, w)
+    if n[1]:
+        if x.dim() == 1:
+            gw = outer(g, x)
+        else:
+            gw = matmul(g.reshape(-1, g.shape[-1]).mT, x.reshape(-1, x.shape[-1]))
+    if len(n) > 2 and n[2]:
+        gb = g.sum(tuple(range(g.dim() - 1))) if g.dim() > 1 else g
+    return (gx, gw, gb) if len(n) > 2 else (gx, gw)
+
+
+@linear_op.def_jvp
+def _(ctx, tx, tw, tb=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    r = None
+    if tx is not None:
+        r = matmul(tx, w.mT)
+    if tw is not None:
+        s = matmul(x, tw.mT)
+        r = s if r is None else r + s
+    if tb is not None:
+        r = tb.expand(ctx.out.shape) if r is None else r + tb
+    return r
+
+
+def linear(input, weight, bias=None):
+    if bias is None:
+        return dispatch(linear_op, (input, weight))
+    return dispatch(linear_op, (input, weight, bias))
+
+
+def bilinear(input1, input2, weight, bias=None):
+    y = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return y + bias if bias is not None else y
+
+
+# ----------------------------------------------------------------------------- einsum
+
+
+def _parse_einsum(eq, shapes):
+    """Explicit form with '...' replaced by letters: (input subscripts, output subscripts)."""
+    eq = eq.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->")
+    else:
+        lhs, rhs = eq, None
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the equation"
+                           if len(shapes) > len(ins) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    used = set(c for c in eq if c.isalpha())
+    spare = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in used]
+    ell_n = 0
+    for s, shp in zip(ins, shapes):
+        if "..." in s:
+            ell_n = max(ell_n, len(shp) - (len(s) - 3))
+    ell = "".join(spare[:ell_n])
+    new_ins = []
+    for s, shp in zip(ins, shapes):
+        if "..." in s:
+            k = len(shp) - (len(s) - 3)
+            s = s.replace("...", ell[ell_n - k:] if k else "")
+        if len(s) != len(shp):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not "
+                               f"match the number of dimensions ({len(shp)}) for operand "
+                               f"{len(new_ins)}")
+        new_ins.append(s)
+    if rhs is None:
+        counts = {}
+        for s in new_ins:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    else:
+        rhs = rhs.replace("...", ell)
+    return new_ins, rhs
+
+
+def _einsum_impl(xp, *arrs, eq):
+    try:
+        return xp.einsum(eq, *arrs, optimize=len(arrs) > 2)
+    except ValueError as e:
+        raise RuntimeError(f"einsum(): {e}") from None
+
+
+einsum_op = defop("einsum", _einsum_impl, save=("inputs",), family=LIN)
+
+
+@einsum_op.def_vjp
+def _(ctx, g):
+    ops = ctx.inputs
+    ins, out = ctx.params["eq"].split("->")
+    ins = ins.split(",")
+    grads = []
+    for i, (need, s) in enumerate(zip(ctx.needs, ins)):
+        if not need:
+            grads.append(None)
+            continue
+        grads.append(_einsum_grad(g, out, ops, ins, i))
+    return tuple(grads)
+
+
+def _einsum_grad(g, out, ops, ins, i):
+    target = ins[i]
+    if len(set(target)) != len(target):
+        raise NotImplementedError("einsum backward with a repeated subscript within one operand "
+                                  "(a diagonal) is not supported in ember")
+    avail = set(out)
+    for j, s in enumerate(ins):
+        if j != i:
+            avail |= set(s)
+    kept = "".join(c for c in target if c in avail)
+    sub_ins = [out] + [s for j, s in enumerate(ins) if j != i]
+    args = [g] + [o for j, o in enumerate(ops) if j != i]
+    r = einsum(",".join(sub_ins) + "->" + kept, *args)
+    if kept != target:  # letters summed only inside operand i: broadcast back
+        shape = ops[i].shape
+        for k, c in enumerate(target):
+            if c not in avail:
+                r = r.unsqueeze(k)
+        r = r.expand(shape)
+    return r
+
+
+@einsum_op.def_jvp
+def _(ctx, *ts):
+    ops = ctx.inputs
+    eq = ctx.params["eq"]
+    r = None
+    for i, t in enumerate(ts):
+        if t is None:
+            continue
+        args = list(ops)
+        args[i] = t
+        s = einsum(eq, *args)
+        r = s if r is None else r + s
+    return r
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ins, out = _parse_einsum(equation, [o.shape for o in operands])
+    dts = {o.dtype for o in operands}
+    if len(dts) > 1:
+        raise RuntimeError(f"einsum(): operands do not have the same dtype: {sorted(d.name for d in dts)}")
+    return dispatch(einsum_op, tuple(operands), {"eq": ",".join(ins) + "->" + out})
+
+
+def tensordot(a, b, dims=2):
+    if isinstance(dims, int):
+        da = list(range(a.dim() - dims, a.dim()))
+        db = list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    letters = iter(string.ascii_lowercase)
+    sa = [next(letters) for _ in range(a.dim())]
+    sb = [None] * b.dim()
+    for x, y in zip(da, db):
+        sb[y] = sa[x]
+    sb = [c if c is not None else next(letters) for c in sb]
+    out = [c for k, c in enumerate(sa) if k not in da] + [c for k, c in enumerate(sb) if k not in db]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+def kron(input, other):
+    a = input.reshape(input.shape[0], 1, input.shape[1], 1) if input.dim() == 2 else input
+    if input.dim() == 2 and other.dim() == 2:
+        r = a * other.reshape(1, other.shape[0], 1, other.shape[1])
+        return r.reshape(input.shape[0] * other.shape[0], input.shape[1] * other.shape[1])
+    return outer(input.reshape(-1), other.reshape(-1)).reshape(-1)
+
+
+def cross(input, other, dim=None):
+    if dim is None:
+        dim = next(i for i, s in enumerate(input.shape) if s == 3)
+    a0, a1, a2 = input.unbind(dim)
+    b0, b1, b2 = other.unbind(dim)
+    from .shape import stack
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+def trace(input):
+    return input.diagonal().sum()
+
+
+def diag(input, diagonal=0):
+    if input.dim() == 1:
+        return _diag_embed(input, diagonal)
+    return input.diagonal(diagonal)
+
+
+def _diag_embed(v, offset):
+    from .shape import diagonal_backward_op
+    n = v.shape[0] + abs(offset)
+    return dispatch(diagonal_backward_op, (v,), {"shape": (n, n), "offset": offset, "dim1": 0, "dim2": 1})
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    if input.dim() == 1 and offset == 0:
+        return _diag_embed(input, 0)
+    from .shape import diagonal_backward_op
+    n = input.shape[-1] + abs(offset)
+    shape = tuple(input.shape[:-1]) + (n, n)
+    d1, d2 = U.wrap_dim(dim1, len(shape)), U.wrap_dim(dim2, len(shape))
+    return dispatch(diagonal_backward_op, (input,), {"shape": shape, "offset": offset, "dim1": d1, "dim2": d2})

@@ -1,0 +1,650 @@
+"""Reductions and scans: sum, mean, prod, max/min, amax/amin, arg*, var/std, norm, logsumexp,
+softmax/log_softmax, cumsum/cumprod, all/any."""
+import math
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._dispatch import defop, dispatch
+from . import _util as U
+
+RED = "reduction"
+
+
+def _expand_back(g, shape, dims, keepdim):
+    """Broadcast a reduced gradient back to the input's shape."""
+    if not keepdim and dims:
+        for d in dims:
+            g = g.unsqueeze(d)
+    return g.expand(shape)
+
+
+def _sum_impl(xp, a, dims=None, keepdim=False, dtype=None):
+    if dtype is None and a.dtype.kind in "bui" and a.dtype != np.int64:
+        dtype = np.int64
+    return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
+
+
+sum_op = defop("sum", _sum_impl, save=("shapes",), family=RED)
+
+
+@sum_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    return _expand_back(g, ctx.shapes[0], p.get("dims") or (), p.get("keepdim", False))
+
+
+@sum_op.def_jvp
+def _(ctx, t):
+    p = ctx.params
+    return sum(t, p.get("dims"), p.get("keepdim", False))
+
+
+def _mean_impl(xp, a, dims=None, keepdim=False, dtype=None):
+    if a.dtype.kind != "f" and dtype is None:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {dt.FROM_NP[a.dtype].name.capitalize()}")
+    r = xp.mean(a, axis=dims, keepdims=keepdim, dtype=dtype)
+    return r.astype(a.dtype if dtype is None else dtype, copy=False) if hasattr(r, "astype") else r
+
+
+mean_op = defop("mean", _mean_impl, save=("shapes",), family=RED)
+
+
+def _count(shape, dims):
+    n = 1
+    for d in (dims if dims is not None else range(len(shape))):
+        n *= shape[d]
+    return n
+
+
+@mean_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    shape = ctx.shapes[0]
+    dims = p.get("dims")
+    n = _count(shape, dims)
+    return _expand_back(g / n if n else g, shape, dims if dims is not None else tuple(range(len(shape))),
+                        p.get("keepdim", False))
+
+
+@mean_op.def_jvp
+def _(ctx, t):
+    p = ctx.params
+    return mean(t, p.get("dims"), p.get("keepdim", False))
+
+
+def _prod_impl(xp, a, dims=None, keepdim=False, dtype=None):
+    if dtype is None and a.dtype.kind in "bui" and a.dtype != np.int64:
+        dtype = np.int64
+    return xp.prod(a, axis=dims, keepdims=keepdim, dtype=dtype)
+
+
+prod_op = defop("prod", _prod_impl, save=("inputs", "out"), family=RED)
+
+
+def _prod_others(ctx):
+    """d prod / d x_i = product of the other elements, exact when x has zeros."""
+    x = ctx.inputs[0]
+    p = ctx.params
+    dims = p.get("dims")
+    keep = p.get("keepdim", False)
+    out = _expand_back(ctx.out, x.shape, dims if dims is not None else tuple(range(x.dim())), keep)
+    if not bool((x == 0).any()):
+        return out / x
+    # exclusive products along a flattened reduction axis
+    if dims is None or len(dims) != 1:
+        flat = x.reshape(-1)
+        return _exclusive_prod(flat, 0).reshape(x.shape)
+    return _exclusive_prod(x, dims[0])
+
+
+def _exclusive_prod(x, d):
+    n = x.shape[d]
+    ones = x.narrow(d, 0, 1) * 0 + 1
+    left = cat([ones, x.narrow(d, 0, n - 1).cumprod(d)], d) if n > 1 else ones
+    rx = x.flip(d)
+    right = cat([ones, rx.narrow(d, 0, n - 1).cumprod(d)], d).flip(d) if n > 1 else ones
+    return left * right
+
+
+@prod_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    x = ctx.inputs[0]
+    dims = p.get("dims")
+    g = _expand_back(g, x.shape, dims if dims is not None else tuple(range(x.dim())), p.get("keepdim", False))
+    return g * _prod_others(ctx)
+
+
+@prod_op.def_jvp
+def _(ctx, t):
+    p = ctx.params
+    return sum(t * _prod_others(ctx), p.get("dims"), p.get("keepdim", False))
+
+
+def _amax_impl(xp, a, dims=None, keepdim=False):
+    if a.size == 0 and (dims is None or any(a.shape[d] == 0 for d in dims)):
+        raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0. "
+                         "Specify the reduction dim with the 'dim' argument.")
+    return xp.amax(a, axis=dims, keepdims=keepdim)
+
+
+def _amin_impl(xp, a, dims=None, keepdim=False):
+    if a.size == 0 and (dims is None or any(a.shape[d] == 0 for d in dims)):
+        raise IndexError("amin(): Expected reduction dim to be specified for input.numel() == 0.")
+    return xp.amin(a, axis=dims, keepdims=keepdim)
+
+
+amax_op = defop("amax", _amax_impl, save=("inputs", "out"), family=RED)
+amin_op = defop("amin", _amin_impl, save=("inputs", "out"), family=RED)
+
+
+def _even_mask(ctx):
+    """Gradient of amax/amin splits evenly among tied extreme elements."""
+    x = ctx.inputs[0]
+    p = ctx.params
+    dims = p.get("dims")
+    dims = dims if dims is not None else tuple(range(x.dim()))
+    keep = p.get("keepdim", False)
+    m = (x == _expand_back(ctx.out, x.shape, dims, keep)).to(x.dtype)
+    cnt = m.sum(dims, keepdim=True) if dims else m
+    return m / cnt, dims, keep
+
+
+for _o in (amax_op, amin_op):
+    def _vjp(ctx, g):
+        w, dims, keep = _even_mask(ctx)
+        return _expand_back(g, w.shape, dims, keep) * w
+
+    def _jvp(ctx, t):
+        w, dims, keep = _even_mask(ctx)
+        return sum(t * w, dims, keep)
+    _o.vjp, _o.jvp = _vjp, _jvp
+
+
+def _max_dim_impl(xp, a, dim, keepdim=False):
+    if a.shape[dim] == 0:
+        raise IndexError(f"max(): Expected reduction dim {dim} to have non-zero size.")
+    idx = xp.argmax(a, axis=dim, keepdims=True)
+    val = xp.take_along_axis(a, idx, axis=dim)
+    if not keepdim:
+        idx = idx.squeeze(dim)
+        val = val.squeeze(dim)
+    return val, idx
+
+
+def _min_dim_impl(xp, a, dim, keepdim=False):
+    if a.shape[dim] == 0:
+        raise IndexError(f"min(): Expected reduction dim {dim} to have non-zero size.")
+    idx = xp.argmin(a, axis=dim, keepdims=True)
+    val = xp.take_along_axis(a, idx, axis=dim)
+    if not keepdim:
+        idx = idx.squeeze(dim)
+        val = val.squeeze(dim)
+    return val, idx
+
+
+max_dim_op = defop("max_dim", _max_dim_impl, nout=2, diff_outputs=(0,), save=("shapes", "out"),
+                   family=RED, node_name="MaxBackward0")
+min_dim_op = defop("min_dim", _min_dim_impl, nout=2, diff_outputs=(0,), save=("shapes", "out"),
+                   family=RED, node_name="MinBackward0")
+
+
+def _index_vjp(ctx, g, gi=None):
+    p = ctx.params
+    d, keep = p["dim"], p.get("keepdim", False)
+    idx = ctx.outs[1]
+    if not keep:
+        g, idx = g.unsqueeze(d), idx.unsqueeze(d)
+    from .. import _creation
+    return _creation.zeros(ctx.shapes[0], dtype=g.dtype).scatter(d, idx, g)
+
+
+def _index_jvp(ctx, t):
+    p = ctx.params
+    d, keep = p["dim"], p.get("keepdim", False)
+    idx = ctx.outs[1]
+    idx = idx if keep else idx.unsqueeze(d)
+    r = t.gather(d, idx)
+    return (r if keep else r.squeeze(d)), None
+
+
+for _o in (max_dim_op, min_dim_op):
+    _o.vjp, _o.jvp = _index_vjp, _index_jvp
+
+
+def _arg_impl(f, name):
+    def impl(xp, a, dim=None, keepdim=False):
+        if a.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        if dim is None:
+            r = f(a.reshape(-1))
+            return xp.asarray(r).reshape((1,) * a.ndim) if keepdim else xp.asarray(r)
+        return f(a, axis=dim, keepdims=keepdim)
+    return impl
+
+
+argmax_op = defop("argmax", _arg_impl(np.argmax, "argmax"), differentiable=False, family=RED)
+argmin_op = defop("argmin", _arg_impl(np.argmin, "argmin"), differentiable=False, family=RED)
+all_op = defop("all", lambda xp, a, dims=None, keepdim=False: xp.all(a, axis=dims, keepdims=keepdim),
+               differentiable=False, family=RED)
+any_op = defop("any", lambda xp, a, dims=None, keepdim=False: xp.any(a, axis=dims, keepdims=keepdim),
+               differentiable=False, family=RED)
+count_nonzero_op = defop("count_nonzero", lambda xp, a, dims=None: xp.asarray(
+    xp.count_nonzero(a, axis=dims), dtype=np.int64), differentiable=False, family=RED)
+
+
+def _var_impl(xp, a, dims=None, correction=1, keepdim=False):
+    if a.dtype.kind != "f":
+        raise RuntimeError("var(): input dtype should be floating point")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = xp.var(a, axis=dims, ddof=correction, keepdims=keepdim)
+    return xp.asarray(r, dtype=a.dtype)
+
+
+var_op = defop("var", _var_impl, save=("inputs",), family=RED)
+
+
+def _var_grad_factor(ctx, x):
+    p = ctx.params
+    dims = p.get("dims")
+    n = _count(x.shape, dims)
+    return 2.0 / max(n - p.get("correction", 1), 0) if n - p.get("correction", 1) > 0 else math.inf
+
+
+@var_op.def_vjp
+def _(ctx, g):
+    x = ctx.inputs[0]
+    p = ctx.params
+    dims = p.get("dims")
+    dims = dims if dims is not None else tuple(range(x.dim()))
+    centered = x - x.mean(dims, keepdim=True)
+    return _expand_back(g, x.shape, dims, p.get("keepdim", False)) * centered * _var_grad_factor(ctx, x)
+
+
+@var_op.def_jvp
+def _(ctx, t):
+    x = ctx.inputs[0]
+    p = ctx.params
+    dims = p.get("dims")
+    dims = dims if dims is not None else tuple(range(x.dim()))
+    centered = x - x.mean(dims, keepdim=True)
+    return sum(t * centered, dims, p.get("keepdim", False)) * _var_grad_factor(ctx, x)
+
+
+def _logsumexp_impl(xp, a, dims, keepdim=False):
+    a = U.to_float(a)
+    m = xp.amax(a, axis=dims, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+    m = xp.where(xp.isfinite(m), m, 0)
+    r = xp.log(xp.sum(xp.exp(a - m), axis=dims, keepdims=True)) + m
+    return r if keepdim else r.squeeze(axis=dims)
+
+
+logsumexp_op = defop("logsumexp", _logsumexp_impl, save=("inputs", "out"), family=RED)
+
+
+def _lse_weights(ctx):
+    x = ctx.inputs[0]
+    p = ctx.params
+    return (x - _expand_back(ctx.out, x.shape, p["dims"], p.get("keepdim", False))).exp()
+
+
+@logsumexp_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    x = ctx.inputs[0]
+    return _expand_back(g, x.shape, p["dims"], p.get("keepdim", False)) * _lse_weights(ctx)
+
+
+@logsumexp_op.def_jvp
+def _(ctx, t):
+    p = ctx.params
+    return sum(t * _lse_weights(ctx), p["dims"], p.get("keepdim", False))
+
+
+def _softmax_impl(xp, a, dim):
+    a = U.to_float(a)
+    if a.ndim == 0:
+        return xp.ones_like(a)
+    m = xp.amax(a, axis=dim, keepdims=True)
+    e = xp.exp(a - m)
+    e /= xp.sum(e, axis=dim, keepdims=True)
+    return e
+
+
+def _log_softmax_impl(xp, a, dim):
+    a = U.to_float(a)
+    if a.ndim == 0:
+        return xp.zeros_like(a)
+    m = xp.amax(a, axis=dim, keepdims=True)
+    s = a - m
+    s -= xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
+    return s
+
+
+softmax_op = defop("softmax", _softmax_impl, save=("out",), family=RED, node_name="SoftmaxBackward0")
+log_softmax_op = defop("log_softmax", _log_softmax_impl, save=("out",), family=RED,
+                       node_name="LogSoftmaxBackward0")
+
+
+@softmax_op.def_vjp
+def _(ctx, g):
+    y = ctx.out
+    d = ctx.params["dim"]
+    return y * (g - (g * y).sum(d, keepdim=True))
+
+
+softmax_op.jvp = softmax_op.vjp  # the Jacobian of softmax is symmetric
+
+
+@log_softmax_op.def_vjp
+def _(ctx, g):
+    d = ctx.params["dim"]
+    return g - ctx.out.exp() * g.sum(d, keepdim=True)
+
+
+@log_softmax_op.def_jvp
+def _(ctx, t):
+    d = ctx.params["dim"]
+    return t - (t * ctx.out.exp()).sum(d, keepdim=True)
+
+
+def _cumsum_impl(xp, a, dim, dtype=None):
+    if dtype is None and a.dtype.kind in "bui":
+        dtype = np.int64
+    return xp.cumsum(a, axis=dim, dtype=dtype)
+
+
+cumsum_op = defop("cumsum", _cumsum_impl, family="scan")
+
+
+@cumsum_op.def_vjp
+def _(ctx, g):
+    d = ctx.params["dim"]
+    return g.flip(d).cumsum(d).flip(d)
+
+
+cumsum_op.jvp = lambda ctx, t: t.cumsum(ctx.params["dim"])
+
+
+def _cumprod_impl(xp, a, dim, dtype=None):
+    if dtype is None and a.dtype.kind in "bui":
+        dtype = np.int64
+    return xp.cumprod(a, axis=dim, dtype=dtype)
+
+
+cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="scan")
+
+
+@cumprod_op.def_vjp
+def _(ctx, g):
+    x = ctx.inputs[0]
+    d = ctx.params["dim"]
+    # valid where x has no zeros (the common case); zeros give the limit through where()
+    r = (g * ctx.out).flip(d).cumsum(d).flip(d)
+    return where(x == 0, 0.0, r / where(x == 0, 1.0, x))
+
+
+@cumprod_op.def_jvp
+def _(ctx, t):
+    x = ctx.inputs[0]
+    d = ctx.params["dim"]
+    return ctx.out * (t / x).cumsum(d)
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def _dims(input, dim, op):
+    return None if dim is None else U.wrap_dims(dim, input.dim(), op)
+
+
+def _np_dtype(dtype):
+    return None if dtype is None else dtype.np
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    p = {}
+    if dim is not None:
+        dims = U.wrap_dims(dim, input.dim(), "sum") if not isinstance(dim, tuple) or dim else None
+        if dims is not None:
+            p["dims"] = dims
+    if keepdim:
+        p["keepdim"] = True
+    if dtype is not None:
+        p["dtype"] = dtype.np
+    return dispatch(sum_op, (input,), p)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    p = {}
+    if dim is not None and not (isinstance(dim, (tuple, list)) and not dim):
+        p["dims"] = U.wrap_dims(dim, input.dim(), "mean")
+    if keepdim:
+        p["keepdim"] = True
+    if dtype is not None:
+        p["dtype"] = dtype.np
+    return dispatch(mean_op, (input,), p)
+
+
+def nanmean(input, dim=None, keepdim=False):
+    m = ~isnan(input)
+    return nansum(input, dim, keepdim) / m.sum(dim, keepdim)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    p = {}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "prod")
+    if keepdim:
+        p["keepdim"] = True
+    if dtype is not None:
+        p["dtype"] = dtype.np
+    return dispatch(prod_op, (input,), p)
+
+
+def amax(input, dim=(), keepdim=False):
+    p = {"keepdim": keepdim}
+    if dim is not None and dim != ():
+        p["dims"] = U.wrap_dims(dim, input.dim(), "amax")
+    return dispatch(amax_op, (input,), p)
+
+
+def amin(input, dim=(), keepdim=False):
+    p = {"keepdim": keepdim}
+    if dim is not None and dim != ():
+        p["dims"] = U.wrap_dims(dim, input.dim(), "amin")
+    return dispatch(amin_op, (input,), p)
+
+
+class _MinMax(tuple):
+    """torch.return_types.max: (values, indices) with names."""
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def max(input, dim=None, keepdim=False, *, out=None):
+    if dim is None:
+        if U.is_tensor(keepdim):  # torch.max(a, b)
+            return maximum(input, keepdim)
+        if input.numel() == 0:
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return dispatch(amax_op, (input,), {})
+    if U.is_tensor(dim):
+        return maximum(input, dim)
+    d = U.wrap_dim(dim, input.dim(), "max")
+    return _MinMax(dispatch(max_dim_op, (input,), {"dim": d, "keepdim": keepdim}))
+
+
+def min(input, dim=None, keepdim=False, *, out=None):
+    if dim is None:
+        if U.is_tensor(keepdim):
+            return minimum(input, keepdim)
+        if input.numel() == 0:
+            raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return dispatch(amin_op, (input,), {})
+    if U.is_tensor(dim):
+        return minimum(input, dim)
+    d = U.wrap_dim(dim, input.dim(), "min")
+    return _MinMax(dispatch(min_dim_op, (input,), {"dim": d, "keepdim": keepdim}))
+
+
+def argmax(input, dim=None, keepdim=False):
+    p = {"keepdim": keepdim}
+    if dim is not None:
+        p["dim"] = U.wrap_dim(dim, input.dim(), "argmax")
+    return dispatch(argmax_op, (input,), p)
+
+
+def argmin(input, dim=None, keepdim=False):
+    p = {"keepdim": keepdim}
+    if dim is not None:
+        p["dim"] = U.wrap_dim(dim, input.dim(), "argmin")
+    return dispatch(argmin_op, (input,), p)
+
+
+def all(input, dim=None, keepdim=False):
+    p = {"keepdim": keepdim}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "all")
+    return dispatch(all_op, (input,), p)
+
+
+def any(input, dim=None, keepdim=False):
+    p = {"keepdim": keepdim}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "any")
+    return dispatch(any_op, (input,), p)
+
+
+def count_nonzero(input, dim=None):
+    p = {}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "count_nonzero")
+    return dispatch(count_nonzero_op, (input,), p)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # var(x, False)
+        unbiased, dim = dim, None
+    p = {"correction": _correction(unbiased, correction), "keepdim": keepdim}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "var")
+    return dispatch(var_op, (input,), p)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):
+    return dispatch(logsumexp_op, (input,), {"dims": U.wrap_dims(dim, input.dim(), "logsumexp"),
+                                             "keepdim": keepdim})
+
+
+def softmax(input, dim=None, dtype=None, _stacklevel=3):
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:
+        dim = 0 if input.dim() in (0, 1, 3) else 1
+    return dispatch(softmax_op, (input,), {"dim": U.wrap_dim(dim, input.dim(), "softmax")})
+
+
+def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:
+        dim = 0 if input.dim() in (0, 1, 3) else 1
+    return dispatch(log_softmax_op, (input,), {"dim": U.wrap_dim(dim, input.dim(), "log_softmax")})
+
+
+def cumsum(input, dim, *, dtype=None):
+    p = {"dim": U.wrap_dim(dim, input.dim(), "cumsum")}
+    if dtype is not None:
+        p["dtype"] = dtype.np
+    return dispatch(cumsum_op, (input,), p)
+
+
+def cumprod(input, dim, *, dtype=None):
+    p = {"dim": U.wrap_dim(dim, input.dim(), "cumprod")}
+    if dtype is not None:
+        p["dtype"] = dtype.np
+    return dispatch(cumprod_op, (input,), p)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if p == "fro" or p == 2 or p is None:
+        if dim is None and input.numel() == 0:
+            return sum(input * input).sqrt()
+        return _l2(input, dim, keepdim)
+    if p == "nuc":
+        raise NotImplementedError("norm(p='nuc') is not implemented in ember")
+    if p == math.inf or p == "inf":
+        return amax(input.abs(), dim if dim is not None else (), keepdim)
+    if p == -math.inf:
+        return amin(input.abs(), dim if dim is not None else (), keepdim)
+    if p == 0:
+        return sum((input != 0).to(input.dtype), dim, keepdim)
+    if p == 1:
+        return sum(input.abs(), dim, keepdim)
+    return sum(input.abs() ** p, dim, keepdim) ** (1.0 / p)
+
+
+def _l2(x, dim, keepdim):
+    # sqrt(sum(x^2)) whose gradient at 0 is 0 (the subgradient PyTorch uses)
+    return dispatch(_safe_norm_op, (sum(x * x, dim, keepdim),))
+
+
+def _safe_sqrt(xp, a):
+    return xp.sqrt(a)
+
+
+_safe_norm_op = defop("norm", _safe_sqrt, save=("out",), family="elementwise",
+                      node_name="NormBackward1")
+_safe_norm_op.vjp = lambda ctx, g: where(ctx.out == 0, 0.0, g * 0.5 / ctx.out)
+_safe_norm_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, t * 0.5 / ctx.out)
+
+
+def dist(input, other, p=2):
+    return norm(input - other, p)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    return amin(input, dim if dim is not None else (), keepdim), amax(input, dim if dim is not None else (), keepdim)
+
+
+from .elementwise import where, maximum, minimum, isnan  # noqa: E402
+from .shape import cat  # noqa: E402
