@@ -1,0 +1,68 @@
+"""The benchmark harness: each workload is timed for ember and for PyTorch (and JAX where a
+workload provides it) in the same process run, medians compared as ratios.
+
+A benchmark module ``benchmarks/bench_<area>.py`` defines ``WORKLOADS``: a list of ``Workload``.
+Each side is a factory ``make(lib) -> step`` that builds inputs once (outside the timing) and
+returns a no-argument callable running one iteration.
+"""
+import gc
+import statistics
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Workload:
+    name: str
+    ember: object                   # factory(ember module) -> step()
+    torch: object = None            # factory(torch module) -> step(); None: same as ember's
+    jax: object = None              # factory() -> step(), optional
+    unit: str = "iter"              # what one step is
+    min_time: float = 0.4           # seconds of timing per side per repeat
+    repeats: int = 5
+    notes: str = ""
+    tags: tuple = field(default_factory=tuple)
+
+
+def time_step(step, min_time, repeats):
+    """Median seconds per call: calibrate a loop count to ~min_time/repeats, then time repeats."""
+    step()  # warm-up (caches, lazy imports)
+    n, t = 1, 0.0
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        t = time.perf_counter() - t0
+        if t >= min_time / repeats or n >= 1 << 20:
+            break
+        n *= 2 if t == 0 else max(2, min(10, int(min_time / repeats / max(t, 1e-9)) + 1))
+    samples = []
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                step()
+            samples.append((time.perf_counter() - t0) / n)
+    finally:
+        if gc_was:
+            gc.enable()
+    return statistics.median(samples), n
+
+
+def import_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(2)
+    return torch
+
+
+def import_jax():
+    try:
+        import jax
+    except ImportError:
+        return None
+    return jax
