@@ -8,6 +8,7 @@ from the roots, how many gradients it will receive, and runs a node once all hav
 """
 import heapq
 import itertools
+import os
 import sys
 import traceback
 import warnings
@@ -325,30 +326,92 @@ def _saved_alias(o, node, i):
 
 
 # ----------------------------------------------------------------------------- anomaly support
+# In anomaly mode every node keeps the call stack of its forward as (code object, line number)
+# pairs, which is cheap to take; it is formatted only when that node's backward fails.
+# Nodes created while another node's backward runs (double backward) also keep that node's
+# trace, so a failure deep in a nested backward reports the chain of forward calls behind it.
 
-_current_parent_trace = [None]
+_current_parent_trace = [None]  # (trace, parent) of the node whose backward is running
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def capture_forward_stack():
-    """Code objects and line numbers only; formatted lazily if backward fails."""
+    """The caller's stack as (code, lineno) pairs, innermost first."""
     f = sys._getframe(2)
     frames = []
+    append = frames.append
     while f is not None:
-        frames.append((f.f_code, f.f_lineno))
+        append((f.f_code, f.f_lineno))
         f = f.f_back
     return frames
 
 
+def _user_frames(frames):
+    """The frames outside ember itself, outermost first."""
+    return [(c, n) for c, n in reversed(frames) if not c.co_filename.startswith(_PKG_DIR)]
+
+
 def format_forward_stack(frames):
+    import linecache
     lines = []
-    for code, lineno in reversed(frames):
-        fname = code.co_filename
-        if "/ember/" in fname.replace("\\", "/") and "/tests/" not in fname:
-            continue
-        import linecache
-        src = linecache.getline(fname, lineno).strip()
-        lines.append(f'  File "{fname}", line {lineno}, in {code.co_name}\n    {src}\n')
+    for code, lineno in _user_frames(frames):
+        src = linecache.getline(code.co_filename, lineno).strip()
+        lines.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
+                     + (f"    {src}\n" if src else ""))
     return "".join(lines)
+
+
+def _apply_anomaly(node, grads):
+    prev = _current_parent_trace[0]
+    _current_parent_trace[0] = (node._trace, node._parent_trace) if node._trace is not None else prev
+    try:
+        outs = node.apply(grads)
+    except Exception as e:
+        _report_forward_trace(node, e)
+        raise
+    finally:
+        _current_parent_trace[0] = prev
+    if D.state.anomaly_nan:
+        isnan = D.xp.isnan
+        for i, g in enumerate(outs):
+            if g is not None and g.dtype.is_floating_point and isnan(g._data).any():
+                err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+                _report_forward_trace(node, err)
+                raise err
+    return outs
+
+
+def _report_forward_trace(node, err):
+    """Warn with the forward traceback of the failing node (as PyTorch does) and attach it to the
+    exception as a note, once: an error passing up through enclosing backward calls keeps the
+    innermost report."""
+    if getattr(err, "_ember_anomaly_reported", False):
+        return
+    if node._trace is None:
+        text = (f"Error detected in {node.name()}. No forward pass information available. Enable detect "
+                f"anomaly during forward pass for more information.")
+        site = None
+    else:
+        text = (f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                + format_forward_stack(node._trace))
+        user = _user_frames(node._trace)
+        site = user[-1] if user else None
+        parent = node._parent_trace
+        while parent is not None:
+            ptrace, parent = parent
+            text += ("\nPrevious calculation was induced by a node. Traceback of forward call that "
+                     "induced the previous calculation:\n" + format_forward_stack(ptrace))
+    text = text.rstrip("\n")
+    if site is not None:
+        warnings.warn_explicit(text, UserWarning, site[0].co_filename, site[1])
+    else:
+        warnings.warn(text, UserWarning, stacklevel=3)
+    try:
+        err._ember_anomaly_reported = True
+        if hasattr(err, "add_note"):
+            err.add_note(text)
+    except AttributeError:  # exceptions without a __dict__
+        pass
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -505,45 +568,3 @@ def _run_tensor_hooks(node, grads):
                 else:
                     t._grad = t._grad + gg
     return grads
-
-
-def _apply_anomaly(node, grads):
-    prev = _current_parent_trace[0]
-    _current_parent_trace[0] = (node._trace, node._parent_trace) if node._trace else prev
-    try:
-        outs = node.apply(grads)
-    except Exception as e:
-        _report_forward_trace(node, e)
-        raise
-    finally:
-        _current_parent_trace[0] = prev
-    if D.state.anomaly_nan:
-        for i, g in enumerate(outs):
-            if g is not None and g.dtype.is_floating_point and D.xp.isnan(g._data).any():
-                err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-                _report_forward_trace(node, err)
-                raise err
-    return outs
-
-
-def _report_forward_trace(node, err):
-    if node._trace is None:
-        msg = ("Error detected in " + node.name() + ". No forward pass information available. "
-               "Enable detect anomaly during forward pass for more information.")
-        text = msg
-    else:
-        text = (f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                + format_forward_stack(node._trace))
-        parent = node._parent_trace
-        while parent is not None:
-            ptrace, parent = parent
-            text += ("\n\nPrevious calculation was induced by a node. Traceback of forward call "
-                     "that induced the previous calculation:\n" + format_forward_stack(ptrace))
-    warnings.warn(text, stacklevel=2)
-    print(text, file=sys.stderr)
-    if hasattr(err, "add_note") and not getattr(err, "_ember_noted", False):
-        err.add_note(text)
-        try:
-            err._ember_noted = True
-        except AttributeError:
-            pass
