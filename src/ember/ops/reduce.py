@@ -250,7 +250,8 @@ def _var_grad_factor(ctx, x):
     p = ctx.params
     dims = p.get("dims")
     n = _count(x.shape, dims)
-    return 2.0 / max(n - p.get("correction", 1), 0) if n - p.get("correction", 1) > 0 else math.inf
+    c = n - p.get("correction", 1)
+    return 2.0 / c if c > 0 else math.inf
 
 
 @var_op.def_vjp
