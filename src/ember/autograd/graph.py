@@ -173,7 +173,7 @@ def edge(t):
 class OpNode(Node):
     """A node recorded for a registry primitive; its class is named `<Op>Backward0`."""
     __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_freed",
-                 "_out_meta")
+                 "_out_meta", "_out_versions")
     _op = None
 
     @property
@@ -203,13 +203,20 @@ class OpNode(Node):
             if self._freed:
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its output")
-        return o[0] if self._op.nout == 1 else o[0]
+        self._check_out_versions()
+        return o[0]
 
     @property
     def outs(self):
         if self._out is None:
             raise RuntimeError(_FREED_MSG if self._freed else "output not saved")
+        self._check_out_versions()
         return self._out
+
+    def _check_out_versions(self):
+        for i, (a, v) in enumerate(zip(self._out, self._out_versions)):
+            if a._vc[0] != v:
+                _version_error(self, a, i, v, a._vc, "output")
 
     def _release(self):
         if self._saved is not None or self._out is not None:
@@ -250,12 +257,12 @@ class _SavedOut:
     __slots__ = ()
 
 
-def _version_error(node, t, i, saved_v, vc):
+def _version_error(node, t, i, saved_v, vc, what="input"):
     cur = vc[0] if vc is not None else 0
     by = f" by {vc[1]}" if vc is not None and vc[1] else ""
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is input {i} of "
+        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is {what} {i} of "
         f"{type(node).__name__}, is at version {cur}; expected version {saved_v} instead. Hint: the "
         f"tensor was changed in place after {node._op.name} saved it for backward; clone it before "
         f"modifying it, or do the modification out of place.")
@@ -305,6 +312,7 @@ def record(op, args, params, out):
             o._nr = i
     if "out" in save:
         node._out = tuple(_saved_alias(o, node, i) for i, o in enumerate(olist))
+        node._out_versions = tuple(a._vc[0] for a in node._out)  # aliases share the counter
     else:
         node._out = None
     if D.state.anomaly:
