@@ -259,3 +259,10 @@ def assert_same_ember(a, b):
         return
     assert tuple(a.shape) == tuple(b.shape)
     np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.skipif(not HAS_FUNC, reason="needs ember.func.vmap")
+def test_vectorized_jacobian_with_unused_input():
+    x, y = ember.randn(3, dtype=ember.float64), ember.randn(2, dtype=ember.float64)
+    assert_same_ember(jacobian(lambda a, b: (a * 2, b.sum()), (x, y), vectorize=True),
+                      jacobian(lambda a, b: (a * 2, b.sum()), (x, y)))
