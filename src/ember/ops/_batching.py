@@ -248,11 +248,20 @@ def matmul_rule(op, vals, bd, params, size):
     if lb == 1:
         b = b.unsqueeze(-1)
     n = max(max(la, 2), max(lb, 2))
-    if ba:
-        a = _pad_to(a, n)
-    if bb:
-        b = _pad_to(b, n)
-    r = dispatch(op, (a, b), params)
+    if ba and not bb and lb <= 2:
+        # one GEMM: the batch (and a's other leading dims) fold into a's rows
+        s = tuple(a.shape)
+        r = dispatch(op, (a.reshape(-1, s[-1]), b), params)
+        r = r.reshape(s[:-1] + (r.shape[-1],))
+    else:
+        if ba:
+            a = _pad_to(a, n)
+        if bb:
+            b = _pad_to(b, n)
+        if a.shape[-1] == 1:  # outer products (per-sample weight gradients): a broadcast multiply
+            r = dispatch(REGISTRY["mul"], (a, b))
+        else:
+            r = dispatch(op, (a, b), params)
     if la == 1:
         r = r.squeeze(-2)
     if lb == 1:
@@ -266,8 +275,10 @@ def linear_rule(op, vals, bd, params, size):
     bx, bw = bd[0], bd[1]
     bb = bd[2] if len(bd) > 2 else False
     if not bw and not bb:
-        if bx:
-            return dispatch(op, tuple(vals), params), True
+        if bx:  # one GEMM over the batch and the leading dims
+            s = tuple(x.shape)
+            r = dispatch(op, (x.reshape(-1, s[-1]),) + tuple(vals[1:]), params)
+            return r.reshape(s[:-1] + (r.shape[-1],)), True
     # batched weight (ensembles): x @ w^T (+ b) through the matmul rule
     wt = w.transpose(-1, -2)
     if bx or bw:
