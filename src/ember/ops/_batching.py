@@ -46,6 +46,13 @@ def _shift(d):
     return d + 1 if d >= 0 else d
 
 
+def _prod(s):
+    n = 1
+    for v in s:
+        n *= v
+    return n
+
+
 def _flags(op, b):
     return b if op.nout == 1 else (b,) * op.nout
 
@@ -251,7 +258,7 @@ def matmul_rule(op, vals, bd, params, size):
     if ba and not bb and lb <= 2:
         # one GEMM: the batch (and a's other leading dims) fold into a's rows
         s = tuple(a.shape)
-        r = dispatch(op, (a.reshape(-1, s[-1]), b), params)
+        r = dispatch(op, (a.reshape(_prod(s[:-1]), s[-1]), b), params)
         r = r.reshape(s[:-1] + (r.shape[-1],))
     else:
         if ba:
@@ -277,7 +284,7 @@ def linear_rule(op, vals, bd, params, size):
     if not bw and not bb:
         if bx:  # one GEMM over the batch and the leading dims
             s = tuple(x.shape)
-            r = dispatch(op, (x.reshape(-1, s[-1]),) + tuple(vals[1:]), params)
+            r = dispatch(op, (x.reshape(_prod(s[:-1]), s[-1]),) + tuple(vals[1:]), params)
             return r.reshape(s[:-1] + (r.shape[-1],)), True
     # batched weight (ensembles): x @ w^T (+ b) through the matmul rule
     wt = w.transpose(-1, -2)
