@@ -33,7 +33,11 @@ class VmapLevel(D.Level):
         self.randomness = randomness
 
     def wrap(self, value):
-        t = D._new_tensor(np.broadcast_to(np.zeros((), value._data.dtype), value.shape[1:]))
+        # the wrapper's own array only carries the logical shape and dtype (zero strides, no
+        # memory); floats read as NaN, so a batched tensor leaking out of vmap cannot pass for data
+        dtype = value._data.dtype
+        fill = np.full((), np.nan, dtype) if dtype.kind == "f" else np.zeros((), dtype)
+        t = D._new_tensor(np.broadcast_to(fill, value.shape[1:]))
         t._wr = self
         t._val = value
         return t
@@ -63,10 +67,9 @@ class VmapLevel(D.Level):
             return self.wrap(out) if ob else out
         return tuple(self.wrap(o) if b else o for o, b in zip(out, ob))
 
-    def check_item(self, t):
+    def check_item(self, t, what=".item() (or bool(), float(), int(), or an `if` on a Tensor)"):
         if t._wr is self:
-            raise RuntimeError(f"vmap: It looks like you're calling .item() (or bool(), float(), int(), "
-                               f"or an `if` on a Tensor) on a Tensor batched by vmap: its value differs "
+            raise RuntimeError(f"vmap: It looks like you're calling {what} on a Tensor batched by vmap: its value differs "
                                f"across the batch, so data-dependent Python control flow is not "
                                f"supported. At {_user_line()}. Use ember.where or a masked computation "
                                f"instead.")

@@ -321,8 +321,10 @@ def fallback_rule(op, vals, bd, params, size):
     fallback_counts[op.name] = fallback_counts.get(op.name, 0) + 1
     if op.name not in _reported:
         _reported.add(op.name)
+        from ..func._vmap import _user_line
         warnings.warn(f"vmap: there is no batching rule for {op.name} with these inputs; it runs as a "
-                      f"Python loop over the batch (reported once per op)", RuntimeWarning, stacklevel=4)
+                      f"Python loop over the batch (reported once per op). At {_user_line()}",
+                      RuntimeWarning, stacklevel=2)
     from .shape import stack
     outs = []
     for i in range(size):
