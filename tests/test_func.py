@@ -231,3 +231,41 @@ def test_per_sample_grads_match_loop(torch):
         g = EF.grad(loss)(params, x[i], t[i])
         for k in params:
             _close(_np(ps[k][i]), _np(g[k]), rtol=1e-5, atol=1e-6)
+
+
+class Cube(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        ctx.save_for_forward(x, w)
+        return x ** 3 * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return 3 * x ** 2 * w * g, x ** 3 * g
+
+    @staticmethod
+    def jvp(ctx, tx, tw):
+        x, w = ctx._saved_fw
+        return 3 * x ** 2 * w * tx + x ** 3 * tw
+
+
+def test_custom_function_under_transforms():
+    x = ember.randn(4, 3, dtype=ember.float64)
+    w = ember.randn(3, dtype=ember.float64)
+    _close(_np(EF.vmap(EF.grad(lambda v: Cube.apply(v, w).sum()))(x)), 3 * _np(x) ** 2 * _np(w))
+    d = np.diag(3 * _np(x[0]) ** 2 * _np(w))
+    _close(_np(EF.jacrev(lambda v: Cube.apply(v, w))(x[0])), d)
+    _close(_np(EF.jacfwd(lambda v: Cube.apply(v, w))(x[0])), d)
+    _close(_np(EF.hessian(lambda v: Cube.apply(v, w).sum())(x[0])), np.diag(6 * _np(x[0]) * _np(w)))
+    _close(EF.grad(EF.grad(lambda v: Cube.apply(v, w[0]).sum()))(x[0, 0]).item(),
+           6 * x[0, 0].item() * w[0].item())
+
+
+def test_custom_function_in_vmap_under_outer_autograd():
+    x = ember.randn(4, 3, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    EF.vmap(lambda r: Cube.apply(r, w).sum())(x).sum().backward()
+    _close(_np(x.grad), 3 * _np(x) ** 2 * _np(w))
+    _close(_np(w.grad), (_np(x) ** 3).sum(0))

@@ -43,6 +43,19 @@ class GradLevel(D.Level):
         return _record(self, op, args, vals, params, out)
 
 
+    def run_custom_function(self, cls, ctx, args, forward):
+        """A custom Function whose inputs are tracked here: its forward runs on the values one level
+        down (forward() runs without grad, so the ops unwrap), and its outputs are wrapped at this
+        level, where autograd.Function records its backward node on the wrappers."""
+        outs = forward()
+        if not (self.alive and any(isinstance(a, Tensor) and a._wr is self and a._rg for a in args)):
+            return outs
+        single = not isinstance(outs, tuple)
+        res = tuple(wrap(self, o, False) if isinstance(o, Tensor) and o._wr is not self else o
+                    for o in ((outs,) if single else outs))
+        return res[0] if single else res
+
+
 def wrap(level, value, requires_grad):
     t = D._new_tensor(value._data)
     t._wr = level
