@@ -302,8 +302,7 @@ class Tensor:
         return G._RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         t = self._shallow()
@@ -421,6 +420,12 @@ class Tensor:
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)))
+
+
+def _autograd_backward(*args, **kwargs):
+    global _autograd_backward
+    from .autograd import backward as _autograd_backward
+    return _autograd_backward(*args, **kwargs)
 
 
 def _init(t, arr):

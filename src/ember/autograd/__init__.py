@@ -30,7 +30,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
             if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
-                grads.append(D._new_tensor(np.ones(out._data.shape, out._data.dtype)))
+                one = np.empty(out._data.shape, out._data.dtype)
+                one.fill(1)
+                grads.append(D._new_tensor(one))
                 continue
             if out._rg:
                 if out.numel() != 1:

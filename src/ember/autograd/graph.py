@@ -274,7 +274,7 @@ class OpNode(Node):
         if len(res) != nargs:
             raise RuntimeError(f"{type(self).__name__}: the vjp rule of {op.name} returned {len(res)} "
                                f"gradients, expected {nargs}")
-        if op.bcast:
+        if op.bcast and self.shapes is not None:
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
                         and g._data.shape != shapes[i] else g for i, g in enumerate(res))
@@ -317,6 +317,9 @@ _new = object.__new__
 def record(op, args, params, out):
     """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
     Tensor = D.Tensor
+    single = op.nout == 1
+    if single and type(out) is not _ndarray:
+        out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
     edges = []
@@ -339,19 +342,29 @@ def record(op, args, params, out):
     node.params = params
     node._freed = False
     save = op.save
-    if op.bcast or "shapes" in save:
+    if "shapes" in save:
         node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
     else:
         node.shapes = None
+        if op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
+            osh = out.shape if single else np.shape(out[0])
+            for a in args:
+                if isinstance(a, Tensor) and a._data.shape != osh:
+                    node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+                    break
     if "inputs" in save:
         node._saved = args
-        node._versions = tuple((a._vc[0] if a._vc is not None else 0) if isinstance(a, Tensor)
-                               else None for a in args)
+        vs = []
+        for a in args:
+            if isinstance(a, Tensor):
+                vc = a._vc
+                vs.append(vc[0] if vc is not None else 0)
+            else:
+                vs.append(None)
+        node._versions = vs
     else:
         node._saved = None
-    if op.nout == 1:
-        if type(out) is not _ndarray:
-            out = _asarray(out)
+    if single:
         o = D._new_tensor(out)
         if op.view:
             D._link_view(o, args[0])

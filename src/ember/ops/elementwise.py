@@ -21,7 +21,7 @@ def _same(a, b):
 
 def _binary_impl(uf, name, floating=False):
     def impl(xp, a, b):
-        if floating or not _same(a, b):
+        if floating or type(a) is not _nd or type(b) is not _nd or a.dtype is not b.dtype:
             a, b = U.promote(a, b, floating)
         try:
             return uf(a, b)
@@ -72,7 +72,7 @@ mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
-    return (g * _conj_dtype(b, g) if n[0] else None), (g * a if n[1] else None)
+    return (g * b if n[0] else None), (g * a if n[1] else None)
 
 
 @mul_op.def_jvp
@@ -768,7 +768,8 @@ def _out(r, out):
 
 def _mk_unary(op):
     def f(input, *, out=None):
-        return _out(dispatch(op, (input,)), out)
+        r = dispatch(op, (input,))
+        return r if out is None else _out(r, out)
     f.__name__ = op.name
     return f
 
