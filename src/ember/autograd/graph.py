@@ -295,14 +295,19 @@ class _SavedOut:
     __slots__ = ()
 
 
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+               "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
 def _version_error(node, t, i, saved_v, vc, what="input"):
     cur = vc[0] if vc is not None else 0
-    by = f" by {vc[1]}" if vc is not None and vc[1] else ""
+    by = f" It was last changed in place by {vc[1]}." if vc is not None and vc[1] else ""
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is {what} {i} of "
-        f"{type(node).__name__}, is at version {cur}; expected version {saved_v} instead. Hint: the "
-        f"tensor was changed in place after {node._op.name} saved it for backward; clone it before "
+        f"operation: [torch.{_TYPE_NAMES.get(t.dtype.name, 'Tensor')} {list(t.shape)}], which is "
+        f"{what} {i} of {type(node).__name__}, is at version {cur}; expected version {saved_v} "
+        f"instead.{by} Hint: {node._op.name} saved this tensor for its backward; clone it before "
         f"modifying it, or do the modification out of place.")
 
 
