@@ -156,10 +156,13 @@ def accumulate_into(var, g):
         else:
             if g._rg:
                 g = g.detach()
-            if g._data.shape != var._data.shape:
-                g = D._new_tensor(D.xp.broadcast_to(g._data, var._data.shape).copy())
-            elif g._is_grad:
-                g = D._new_tensor(g._data.copy())
+            gd = g._data
+            if gd.shape != var._data.shape:
+                g = D._new_tensor(D.xp.broadcast_to(gd, var._data.shape).copy())
+            elif g._is_grad or g._base is not None or not gd.flags.writeable:
+                # shared with another leaf, a view of another tensor, or an expanded read-only
+                # array: .grad gets its own writable copy
+                g = D._new_tensor(gd.copy())
         g._is_grad = True
         var._grad = g
         var._grad_owned = False
