@@ -69,7 +69,6 @@ class Tensor:
     _meta = False
     _inference = False
     _grad_owned = False
-    _is_grad = False  # stored as some leaf's .grad by the engine (never handed to a second leaf)
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __new__(cls, *args, **kwargs):

@@ -136,13 +136,14 @@ class AccumulateGrad(Node):
         accumulate_into(self.variable, g)
         return []
 
-def accumulate_into(var, g):
+def accumulate_into(var, g, stored=None):
     """var.grad += g, without ever writing into a gradient array someone else holds.
 
-    A gradient tensor stored as some leaf's .grad is marked; a marked tensor reaching another
-    leaf (add's backward hands the same tensor to both inputs) is copied first, so two leaves
-    never share one .grad object. Stored gradients are not owned: the next accumulation is out
-    of place, later ones in place."""
+    ``stored``: ids of the gradient tensors the running backward pass has already made some
+    leaf's .grad (the engine's set; add's backward hands one tensor to both inputs). A tensor
+    found there, or any tensor when no set is given, is copied before it becomes .grad, so two
+    leaves never share one .grad object. A stored gradient is not owned: the next accumulation
+    is out of place, later ones in place."""
     if var._hooks:
         for h in var._hooks:
             r = h(g)
@@ -159,13 +160,15 @@ def accumulate_into(var, g):
             gd = g._data
             if gd.shape != var._data.shape:
                 g = D._new_tensor(D.xp.broadcast_to(gd, var._data.shape).copy())
-            elif g._is_grad or g._base is not None or not gd.flags.writeable:
+            elif stored is None or id(g) in stored or g._base is not None or not gd.flags.writeable:
                 # shared with another leaf, a view of another tensor, or an expanded read-only
                 # array: .grad gets its own writable copy
                 g = D._new_tensor(gd.copy())
-        g._is_grad = True
+        if stored is not None:
+            stored.add(id(g))
         var._grad = g
-        var._grad_owned = False
+        if var._grad_owned:
+            var._grad_owned = False
     elif D.grad_mode.enabled or old._rg or g._rg:
         var._grad = old + g
         var._grad_owned = True
@@ -173,9 +176,7 @@ def accumulate_into(var, g):
         D.xp.add(old._data, g._data, out=old._data)
         old._bump()
     else:
-        g = old + g
-        g._is_grad = True
-        var._grad = g
+        var._grad = old + g
         var._grad_owned = True
     if var._post_acc_hooks:
         for h in var._post_acc_hooks:
@@ -380,9 +381,22 @@ def record(op, args, params, out):
             o._rg = True
             o._fn = node
         if "out" in save:
-            al = _saved_alias(o, node, 0)
+            # an alias sharing data and version counter: the node must not keep o alive
+            vc = o._vc
+            if vc is None:
+                vc = o._vc = [0, None]
+            al = _new(Tensor)
+            al._data = out
+            al._rg = o._rg
+            al._fn = o._fn
+            al._nr = 0
+            al._vc = vc
+            al._base = o._base  # not o itself: no cycle node -> alias -> o -> node
+            al._grad = None
+            if o._meta:
+                al._meta = True
             node._out = (al,)
-            node._outv = (al._vc[0],)
+            node._outv = (vc[0],)
         else:
             node._out = None
         if D.state.anomaly:
@@ -411,7 +425,13 @@ def record(op, args, params, out):
 def _saved_alias(o, node, i):
     """A separate tensor object sharing o's data, version counter and grad_fn, so the node does
     not keep the output object (which keeps the node) alive."""
-    a = o._shallow()
+    if o._vc is None:
+        o._vc = [0, None]
+    a = D._new_tensor(o._data)
+    a._vc = o._vc
+    a._base = o._base
+    if o._meta:
+        a._meta = True
     a._rg = o._rg
     a._fn = node if o._fn is node else None
     a._nr = i
@@ -594,6 +614,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
     leaf_bufs = {}
+    stored = set(map(id, root_grads))  # the caller's gradients never become a .grad as they are
     try:
         while ready:
             node = pop(ready)[2]
@@ -651,9 +672,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                             elif needed is None:
                                 if old is not None:
                                     del leaf_bufs[nxt]
-                                accumulate_into(nxt, g)
+                                accumulate_into(nxt, g, stored)
                         elif not d and nxt in leaf_bufs and needed is None:
-                            accumulate_into(nxt, leaf_bufs.pop(nxt))
+                            accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
                         continue
                 if g is not None:
                     buf = buffers.get(nxt)
