@@ -540,7 +540,8 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
 
     An edge ``(t, -1)`` leads to a leaf tensor: if its AccumulateGrad node is alive (hooks on
     it, or someone holds it) the node runs; otherwise the engine accumulates into ``t`` as soon
-    as all of its gradients have arrived, as AccumulateGrad would.
+    as all of its gradients have arrived (tensor hooks see their sum, as in PyTorch), or, for a
+    leaf with no hooks at all, as each one arrives.
     """
     # dependency counts over the reachable graph
     deps = {}
@@ -556,7 +557,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
         for nxt, nr in n._edges:
             if nxt is None:
                 continue
-            if nr < 0 and nxt._acc is not None:
+            if nr < 0:
+                if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                    continue  # a plain leaf: each gradient is accumulated as it arrives
                 acc = _live_acc(nxt)
                 if acc is not None:
                     nxt = acc
@@ -656,6 +659,11 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                 if nxt is None:
                     continue
                 if nr < 0:  # a leaf
+                    if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                        # no hook sees the sum: accumulating each part into .grad is the same
+                        if g is not None and needed is None:
+                            accumulate_into(nxt, g, stored)
+                        continue
                     if nxt._acc is not None:
                         acc = _live_acc(nxt)
                         if acc is not None:
