@@ -150,8 +150,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if dtype is None and device is None:
         # fast path: a float or a flat list of floats (the common small-tensor case)
         tp = type(data)
-        if tp is float or (tp is list and data and _all_floats(data)):
-            t = _new(np.array(data, dt.get_default_dtype().np))
+        if tp is float or (tp is list and data and (
+                type(data[0]) is float if len(data) == 1 else _all_floats(data))):
+            t = _new(np.array(data, dt._default[0].np))
             if requires_grad:
                 t._rg = True
             if D.grad_mode.inference and not D.grad_mode.enabled:

@@ -239,6 +239,11 @@ class OpNode(Node):
 
     @property
     def out(self):
+        o = self._out
+        if o is not None and len(o) == 1:
+            a = o[0]
+            if a._vc[0] == self._outv[0]:
+                return a
         return self.outs[0]
 
     @property
@@ -374,7 +379,14 @@ def record(op, args, params, out):
     else:
         node._saved = None
     if single:
-        o = D._new_tensor(out)
+        o = _new(Tensor)
+        o._data = out
+        o._rg = False
+        o._fn = None
+        o._nr = 0
+        o._vc = None
+        o._base = None
+        o._grad = None
         if op.view:
             D._link_view(o, args[0])
         if out.dtype.kind == "f":
