@@ -27,7 +27,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training or running_mean is None:
         mean = input.mean(dims)
         var = input.var(dims, unbiased=False)
-        if training and running_mean is not None:
+        if training and running_mean is not None and not running_mean._meta:
             with no_grad():
                 running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
                 running_var.mul_(1 - momentum).add_(var.detach() * (momentum * n / (n - 1)))
