@@ -60,7 +60,7 @@ class Collector:
         self.with_stack = with_stack
         self.with_modules = with_modules
         self.records = []
-        self.module_records = []   # [module, tid, start_ns, end_ns, parent record]
+        self.module_records = []   # [module, tid, start_ns, end_ns, enclosing module's record]
         self._tls = _TLS()
         self._mstack = _TLS()
         self._names = {}
@@ -84,6 +84,7 @@ class Collector:
         self.active = True
         _active.append(self)
         D.add_listener(self)
+        self._hook_modules()
 
     def stop(self):
         if not self.active:
@@ -92,6 +93,7 @@ class Collector:
         self.active = False
         D.remove_listener(self)
         _active.remove(self)
+        self._unhook_modules()
         if self._started_tracemalloc:
             import tracemalloc
             tracemalloc.stop()
@@ -139,16 +141,34 @@ class Collector:
     def push_range(self, name, cat="user_annotation"):
         return self._open(name, cat)
 
-    def enter_module(self, module):
-        rec = [module, _get_tid(), _perf_ns(), None, None]
+    # nn.Module calls, through nn's global forward (pre-)hooks while this collector records
+    def _module_pre(self, module, args):
         st = self._mstack.stack
-        rec[4] = st[-1] if st else None
+        rec = [module, _get_tid(), 0, None, st[-1] if st else None]
         st.append(rec)
         self.module_records.append(rec)
-        return self._exit_module
+        rec[2] = _perf_ns()
 
-    def _exit_module(self):
+    def _module_post(self, module, args, output):
         t1 = _perf_ns()
         st = self._mstack.stack
-        if st:
-            st.pop()[3] = t1
+        while st:  # a forward that raised left its record open: skip past it
+            rec = st.pop()
+            if rec[0] is module:
+                rec[3] = t1
+                break
+
+    def _hook_modules(self):
+        mod = sys.modules.get("ember.nn.modules.module")
+        if mod is None:
+            try:
+                from ..nn.modules import module as mod
+            except ImportError:  # pragma: no cover - a build without nn
+                return
+        self._module_handles = (mod.register_module_forward_pre_hook(self._module_pre),
+                                mod.register_module_forward_hook(self._module_post))
+
+    def _unhook_modules(self):
+        for h in getattr(self, "_module_handles", ()):
+            h.remove()
+        self._module_handles = ()

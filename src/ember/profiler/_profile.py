@@ -186,6 +186,8 @@ class _ProfileBase:
                 child_time[id(r[4])] = child_time.get(id(r[4]), 0) + (r[3] - r[2])
         groups = {}
         for r, p in zip(recs, paths):
+            if r[4] is not None:
+                p = f"{p} ({type(r[0]).__name__})"
             avg = groups.get(p)
             if avg is None:
                 avg = groups[p] = FunctionEventAvg(p)
