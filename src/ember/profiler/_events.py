@@ -27,16 +27,17 @@ def format_time_share(time_us, total_time_us):
 
 
 def format_memory(nbytes):
+    """Bytes the way PyTorch's tables print them: ``400 B``, ``1.17 KB``, ``3.05 MB``."""
     kb = 1024
     mb = 1024 * kb
     gb = 1024 * mb
     if abs(nbytes) >= gb:
-        return f"{nbytes * 1.0 / gb:.2f} Gb"
+        return f"{nbytes * 1.0 / gb:.2f} GB"
     if abs(nbytes) >= mb:
-        return f"{nbytes * 1.0 / mb:.2f} Mb"
+        return f"{nbytes * 1.0 / mb:.2f} MB"
     if abs(nbytes) >= kb:
-        return f"{nbytes * 1.0 / kb:.2f} Kb"
-    return f"{nbytes} b"
+        return f"{nbytes * 1.0 / kb:.2f} KB"
+    return f"{int(nbytes)} B"
 
 
 class FunctionEvent:
