@@ -1,14 +1,11 @@
 """Run under mpirun -n N: every collective against NumPy on the data of all ranks (regenerated from
 each rank's seed), for every reduction op and several dtypes, sync and async; errors that must be
 raised. Prints 'OK <rank>' at the end; any failure raises, and the excepthook aborts the job."""
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src"))
-import ember  # noqa: E402
-import ember.distributed as dist  # noqa: E402
+import _common  # noqa: F401
+import ember
+import ember.distributed as dist
 
 dist.init_process_group("mpi")
 rank, world = dist.get_rank(), dist.get_world_size()
