@@ -261,7 +261,7 @@ def _version_error(node, t, i, saved_v, vc):
 
 
 def make_node_class(name, op):
-    return type(name, (OpNode,), {"__slots__": (), "_op": op})
+    return type(name, (OpNode,), {"__slots__": (), "_op": op, "_nout": op.nout})
 
 
 def record(op, args, params, out):

@@ -774,7 +774,7 @@ def clone(input, *, memory_format=None):
     return dispatch(clone_op, (input,), {"memory_format": memory_format} if memory_format else {})
 
 
-def _to_copy_impl(xp, a, dtype, memory_format=None):
+def _to_copy_impl(xp, a, dtype, in_dtype=None, memory_format=None):
     from .._memory_format import cast_in_format
     return cast_in_format(xp, a, dtype, memory_format)
 
