@@ -127,3 +127,10 @@ def test_a_failing_rank_aborts_the_job():
     assert "rank 1 fails on purpose" in proc.stderr
     assert "passed the barrier" not in proc.stdout
     assert elapsed < 30, f"the job took {elapsed:.1f} s to end"
+
+
+@needs_mpi
+def test_ddp_matches_single_process_training():
+    if not hasattr(pytest.importorskip("ember.nn"), "Linear"):
+        pytest.skip("ember.nn has not landed")
+    ok_ranks(run_mpi("ddp.py", 2), 2)
