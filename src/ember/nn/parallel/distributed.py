@@ -3,7 +3,8 @@
 Every rank holds a full replica of the module and runs forward and backward on its own slice of the
 batch. Gradients are averaged across ranks during backward: parameters are grouped into buckets
 (about ``bucket_cap_mb`` each, in the reverse order of ``module.parameters()``, which is roughly
-the order backward produces their gradients); a hook on each parameter's gradient accumulation
+the order backward produces their gradients; the first bucket holds at most 1 MiB so the first
+reduction starts early); a hook on each parameter's gradient accumulation
 copies the gradient into its bucket, and the moment a bucket is complete a non-blocking MPI
 all-reduce starts on it, while backward goes on computing the earlier layers' gradients. Buckets
 start in the same order on every rank (MPI requires it). When the last bucket has started, the
@@ -16,6 +17,8 @@ import numpy as np
 from .. import Module
 
 __all__ = ["DistributedDataParallel"]
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
 
 
 class _Bucket:
@@ -136,11 +139,15 @@ class DistributedDataParallel(Module):
                 off += n
 
     def _build_buckets(self, cap_bytes):
+        # the first bucket (the last layers, whose gradients come first) is small so that
+        # communication starts early in backward, as PyTorch does
+        first_cap = min(cap_bytes, _FIRST_BUCKET_BYTES)
         buckets, cur, cur_bytes, cur_dtype = [], [], 0, None
         index_of = {}
         for p in reversed(self._params):
             dtype = p._data.dtype
-            if cur and (cur_bytes + p._data.nbytes > cap_bytes or dtype != cur_dtype):
+            cap = first_cap if not buckets else cap_bytes
+            if cur and (cur_bytes + p._data.nbytes > cap or dtype != cur_dtype):
                 buckets.append(_Bucket(len(buckets), cur, cur_dtype))
                 cur, cur_bytes = [], 0
             cur.append(p)
