@@ -20,6 +20,7 @@ from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double,
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled)
+from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401
 
 half = float16
 float = float32

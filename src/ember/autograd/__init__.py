@@ -6,9 +6,12 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
                         is_inference_mode_enabled)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, \
     is_anomaly_check_nan_enabled
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from . import functional
 
 __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "detect_anomaly", "set_detect_anomaly", "Variable"]
+           "inference_mode", "detect_anomaly", "set_detect_anomaly", "Variable", "gradcheck",
+           "gradgradcheck", "GradcheckError", "functional"]
 
 
 def _as_list(x):
