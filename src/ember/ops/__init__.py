@@ -11,6 +11,7 @@ from . import shape as _S
 from . import indexing as _I
 from . import linalg as _L
 from . import inplace as _IP
+from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
