@@ -232,3 +232,29 @@ def _onehot(shape, t, dtype):
     oh[np.arange(shape[0]), t] = 1
     return oh
 
+
+
+@cross_entropy_op.def_jvp
+def _(ctx, tx, tt):
+    x, t = ctx.inputs
+    from .._creation import ones
+    red = ctx.params["reduction"]
+    g = ones(x.shape[0], dtype=x.dtype) if red == "none" else ones((), dtype=x.dtype)
+    dx = dispatch(cross_entropy_backward_op, (g, x, t), ctx.params)
+    return (dx * tx).sum(1) if red == "none" else (dx * tx).sum()
+
+
+@cross_entropy_backward_op.def_jvp
+def _(ctx, tg, tx, tt):
+    g, x, t = ctx.inputs
+    res = None
+    if tg is not None:
+        res = dispatch(cross_entropy_backward_op, (tg, x, t), ctx.params)
+    if tx is not None:
+        red = ctx.params["reduction"]
+        vf = (t != ctx.params["ignore_index"]).to(x.dtype)
+        scale = (g * vf if red != "mean" else g * vf / vf.sum()).unsqueeze(1)
+        p = _R.softmax(x, 1)
+        term = scale * p * (tx - (tx * p).sum(1, keepdim=True))
+        res = term if res is None else res + term
+    return res
