@@ -4,6 +4,7 @@ from . import graph
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction, NestedIOFunction
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled)
+from . import profiler  # noqa: F401  (ember.autograd.profiler.profile)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, \
     is_anomaly_check_nan_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
