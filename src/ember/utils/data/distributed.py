@@ -1,10 +1,7 @@
 """DistributedSampler: each rank of a data-parallel job reads its own share of a dataset."""
 import math
 
-try:
-    from .sampler import Sampler
-except ImportError:  # the Sampler base lives with the DataLoader; duck typing is all a sampler needs
-    Sampler = object
+from .sampler import Sampler
 
 
 class DistributedSampler(Sampler):
