@@ -55,16 +55,19 @@ state = _State()
 
 Tensor = None  # bound by ember._tensor at import (the module graph is circular by nature)
 _new_tensor = None
+record = None  # bound by ember.autograd.graph at import: records a backward node
+_new = object.__new__
 
 
 class Op:
     """One primitive and all its rules."""
     __slots__ = ("name", "impl", "vjp", "jvp", "batch", "save", "nout", "view", "bcast",
                  "diff_outputs", "node_cls", "family", "inplace_ufunc", "differentiable",
-                 "__dict__")
+                 "tensor_edges_only", "__dict__")
 
     def __init__(self, name, impl, *, save=(), nout=1, view=False, bcast=False,
-                 diff_outputs=None, family=None, differentiable=True, node_name=None):
+                 diff_outputs=None, family=None, differentiable=True, node_name=None,
+                 tensor_edges_only=False):
         self.name = name
         self.impl = impl
         self.vjp = None
@@ -77,6 +80,8 @@ class Op:
         self.diff_outputs = diff_outputs  # indices of outputs that carry gradient (None: all)
         self.family = family
         self.differentiable = differentiable
+        # Python-number args get no edge in the node (PyTorch's Scalar overloads, e.g. pow)
+        self.tensor_edges_only = tensor_edges_only
         from .autograd.graph import make_node_class
         self.node_cls = make_node_class(node_name or _camel(name) + "Backward0", self)
 
@@ -133,8 +138,19 @@ def dispatch(op, args, params=_EMPTY):
                 arrs.append(a)
         out = op.impl(xp, *arrs, **params)
         if rg and grad_mode.enabled and op.differentiable:
-            from .autograd.graph import record
             return record(op, args, params, out)
+        if op.nout == 1 and not op.view:
+            if type(out) is not _ndarray:
+                out = _asarray(out)
+            t = _new(Tensor)
+            t._data = out
+            t._rg = False
+            t._fn = None
+            t._nr = 0
+            t._vc = None
+            t._base = None
+            t._grad = None
+            return t
         return wrap_outputs(op, out, args)
     return dispatch_slow(op, args, params)
 
@@ -200,7 +216,6 @@ def _eager(op, args, params):
             arrs.append(a)
     out = op.impl(xp, *arrs, **params)
     if rg and grad_mode.enabled and op.differentiable:
-        from .autograd.graph import record
         return record(op, args, params, out)
     res = wrap_outputs(op, out, args)
     if grad_mode.inference:
