@@ -97,8 +97,7 @@ class _ConvNd(Module):
             s += ", bias=False"
         if self.padding_mode != "zeros":
             s += ", padding_mode={padding_mode}"
-        return s.format(**{k: (repr(v) if k == "padding" and isinstance(v, str) else v)
-                           for k, v in self.__dict__.items()})
+        return s.format(**self.__dict__)
 
     def __setstate__(self, state):
         super().__setstate__(state)
