@@ -208,13 +208,3 @@ def _step_tensor(state):
     return float(st._data)
 
 
-
-def _scratch(opt, p, like):
-    """A reusable temporary the shape of ``p`` (not part of the optimizer's state)."""
-    bufs = opt.__dict__.get("_scratch_bufs")
-    if bufs is None:
-        bufs = opt.__dict__["_scratch_bufs"] = {}
-    b = bufs.get(id(p))
-    if b is None or b.shape != like.shape or b.dtype != like.dtype:
-        b = bufs[id(p)] = np.empty_like(like, order="C") if like.flags.c_contiguous else np.empty_like(like)
-    return b
