@@ -208,3 +208,15 @@ def _step_tensor(state):
     return float(st._data)
 
 
+
+
+def _scratch(opt, p, a):
+    """A reusable temporary the shape of parameter ``p`` (not part of the optimizer's state): a
+    fresh array per parameter per step costs more than the arithmetic of the update."""
+    bufs = opt.__dict__.get("_scratch_bufs")
+    if bufs is None:
+        bufs = opt.__dict__["_scratch_bufs"] = {}
+    t = bufs.get(id(p))
+    if t is None or t.shape != a.shape or t.dtype != a.dtype:
+        t = bufs[id(p)] = np.empty(a.shape, a.dtype)
+    return t
