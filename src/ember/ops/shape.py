@@ -197,6 +197,8 @@ def sum_to(g, shape):
     if tuple(gs) == shape:
         return g
     lead = len(gs) - len(shape)
+    if lead < 0:  # a node called by hand with a smaller gradient: nothing to reduce (as PyTorch)
+        return g
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
     from .reduce import sum as _sum
     r = _sum(g, dims, keepdim=True) if dims else g
@@ -774,7 +776,7 @@ def clone(input, *, memory_format=None):
     return dispatch(clone_op, (input,), {"memory_format": memory_format} if memory_format else {})
 
 
-def _to_copy_impl(xp, a, dtype, memory_format=None, in_dtype=None):
+def _to_copy_impl(xp, a, dtype, in_dtype=None, memory_format=None):
     from .._memory_format import cast_in_format
     return cast_in_format(xp, a, dtype, memory_format)
 

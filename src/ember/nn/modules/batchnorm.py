@@ -12,7 +12,7 @@ class _NormBase(Module):
     _version = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -21,7 +21,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -46,14 +49,15 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs, assign=False):
