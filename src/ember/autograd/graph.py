@@ -563,7 +563,16 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
             grads = buffers.pop(node, None)
             if isinstance(node, Tensor):  # a leaf with no AccumulateGrad node: accumulate
                 if grads is not None and grads[0] is not None and needed is None:
-                    accumulate_into(node, grads[0])
+                    if listeners:  # the profiler sees it as an AccumulateGrad node
+                        closers = [l.on_node(node) for l in listeners]
+                        try:
+                            accumulate_into(node, grads[0])
+                        finally:
+                            for c in reversed(closers):
+                                if c is not None:
+                                    c()
+                    else:
+                        accumulate_into(node, grads[0])
                 continue
             if grads is None:
                 grads = [None] * node._nout
