@@ -136,7 +136,9 @@ class Collector:
         return self._open(name, "cpu_op", shapes)
 
     def on_node(self, node):
-        return self._open(type(node).__name__, "cpu_op")
+        # a leaf tensor stands for its AccumulateGrad node (the engine accumulates leaves directly)
+        name = "AccumulateGrad" if isinstance(node, D.Tensor) else type(node).__name__
+        return self._open(name, "cpu_op")
 
     def push_range(self, name, cat="user_annotation"):
         return self._open(name, cat)
