@@ -285,3 +285,24 @@ def test_module_times():
     # module hooks are gone once the profiler stops
     from ember.nn.modules import module as M
     assert not M._global_forward_hooks and not M._global_forward_pre_hooks
+
+
+def _user_fn(x):
+    return (x * 2).sum()
+
+
+def test_with_stack_groups_by_user_frames(tmp_path):
+    x = ember.ones(3)
+    with ember.profiler.profile(with_stack=True) as prof:
+        _user_fn(x)
+        _user_fn(x)
+    mul = next(e for e in prof.events() if e.name == "ember::mul")
+    assert mul.stack and "_user_fn" in mul.stack[0] and "test_profiler.py" in mul.stack[0]
+    assert not any("/ember/" in s and "tests" not in s for s in mul.stack)  # ember frames hidden
+    avg = [e for e in prof.key_averages(group_by_stack_n=1) if e.key == "ember::mul"]
+    assert len(avg) == 1 and avg[0].count == 2
+    assert "Source Location" in prof.key_averages(group_by_stack_n=1).table()
+    out = tmp_path / "stacks.txt"
+    prof.export_stacks(str(out))
+    lines = out.read_text().splitlines()
+    assert any(ln.rsplit(" ", 1)[0].endswith("_user_fn;ember::mul") for ln in lines)
