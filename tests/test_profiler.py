@@ -306,3 +306,20 @@ def test_with_stack_groups_by_user_frames(tmp_path):
     prof.export_stacks(str(out))
     lines = out.read_text().splitlines()
     assert any(ln.rsplit(" ", 1)[0].endswith("_user_fn;ember::mul") for ln in lines)
+
+
+def test_step_inside_a_record_function_keeps_both_ranges():
+    sched = ember.profiler.schedule(wait=0, warmup=0, active=3, repeat=1)
+    x = ember.ones(2)
+    with ember.profiler.profile(schedule=sched) as prof:
+        with ember.profiler.record_function("train"):
+            for _ in range(2):
+                x + 1
+                prof.step()
+        x * 2  # after "train" closed; ProfilerStep#2 is still open
+    ev = {e.name: e for e in prof.events()}
+    train, s0, s1, s2 = (ev[k] for k in ("train", "ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"))
+    mul = ev["ember::mul"]
+    assert s0.end_ns <= s1.start_ns <= s1.end_ns <= s2.start_ns
+    assert train.end_ns <= mul.start_ns  # "train" ended where its block ended, not at stop
+    assert s1.cpu_parent is train and mul.cpu_parent is s2

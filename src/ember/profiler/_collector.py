@@ -168,7 +168,24 @@ class Collector:
         return self._open(name, "cpu_op")
 
     def push_range(self, name, cat="user_annotation"):
-        return self._open(name, cat)
+        """Open a user range; the returned closer ends this very range even when ranges are not
+        closed in the reverse order of opening (e.g. ``prof.step()`` inside a record_function)."""
+        tls = self._tls
+        rec = [name, cat, tls.tid, 0, None, None, None, None]
+        self._append(rec)
+        tls.stack.append(rec)
+        rec[T0] = _perf_ns()
+
+        def close():
+            t1 = _perf_ns()
+            stack = tls.stack
+            for k in range(len(stack) - 1, -1, -1):
+                if stack[k] is rec:
+                    del stack[k]
+                    break
+            if rec[T1] is None:
+                rec[T1] = t1
+        return close
 
     # nn.Module calls, through nn's global forward (pre-)hooks while this collector records
     def _module_pre(self, module, args):
