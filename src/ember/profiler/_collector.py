@@ -198,11 +198,11 @@ class Collector:
     def _module_post(self, module, args, output):
         t1 = _perf_ns()
         st = self._mstack.stack
-        while st:  # a forward that raised left its record open: skip past it
-            rec = st.pop()
-            if rec[0] is module:
-                rec[3] = t1
-                break
+        for k in range(len(st) - 1, -1, -1):
+            if st[k][0] is module:
+                st[k][3] = t1
+                del st[k:]  # records above it belong to forwards that raised
+                break       # (not found: the call began before the profiler started)
 
     def _hook_modules(self):
         mod = sys.modules.get("ember.nn.modules.module")
