@@ -323,3 +323,33 @@ def test_step_inside_a_record_function_keeps_both_ranges():
     assert s0.end_ns <= s1.start_ns <= s1.end_ns <= s2.start_ns
     assert train.end_ns <= mul.start_ns  # "train" ended where its block ended, not at stop
     assert s1.cpu_parent is train and mul.cpu_parent is s2
+
+
+def test_record_function_recursion_and_threads():
+    import threading
+
+    @ember.profiler.record_function("rec")
+    def f(n, x):
+        return x if n == 0 else f(n - 1, x + 1)
+
+    x = ember.ones(2)
+    with ember.profiler.profile() as prof:
+        ts = [threading.Thread(target=f, args=(2, x)) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        f(2, x)
+    recs = [e for e in prof.events() if e.name == "rec"]
+    assert len(recs) == 9 and len({e.thread for e in recs}) == 3
+    for e in recs:  # each range nests in the previous level of its own thread
+        depth = 0
+        p = e.cpu_parent
+        while p is not None:
+            assert p.thread == e.thread and p.name == "rec"
+            depth += 1
+            p = p.cpu_parent
+        assert depth in (0, 1, 2)
+    for t in {e.thread for e in recs}:
+        mine = sorted((e for e in recs if e.thread == t), key=lambda e: e.start_ns)
+        assert mine[1].cpu_parent is mine[0] and mine[2].cpu_parent is mine[1]
