@@ -1,5 +1,4 @@
-"""ember.utils: data loading (ember.utils.data), benchmarking (ember.utils.benchmark) and other
-helpers, imported on first use."""
+"""ember.utils: data loading (ember.utils.data) and other helpers, imported on first use."""
 
 
 def __getattr__(name):
