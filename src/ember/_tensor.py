@@ -65,7 +65,9 @@ class Tensor:
     _hooks = None
     _post_acc_hooks = None
     _acc = None
-    _fw = None
+    _fw = None      # forward-mode tangents: {level: tangent}
+    _wr = None      # the vmap / func.grad level this tensor wraps a value at (see _dispatch.Level)
+    _val = None     # the wrapped value, one level down
     _meta = False
     _inference = False
     _grad_owned = False
@@ -196,14 +198,14 @@ class Tensor:
         return t
 
     def _level_of(self):
+        """The highest transform level this tensor takes part in (see ember._dispatch.Level)."""
+        best = self._wr
         fw = self._fw
         if fw:
-            best = None
             for lvl in fw:
-                if best is None or lvl.index > best.index:
+                if lvl.active and (best is None or lvl.index > best.index):
                     best = lvl
-            return best
-        return None
+        return best
 
     # ------------------------------------------------------------------ autograd
     @property

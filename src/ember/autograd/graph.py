@@ -501,7 +501,8 @@ def _apply_anomaly(node, grads):
     if D.state.anomaly_nan:
         isnan = D.xp.isnan
         for i, g in enumerate(outs):
-            if g is not None and g.dtype.is_floating_point and isnan(g._data).any():
+            # max propagates NaN: one pass and no temporary array
+            if g is not None and g.dtype.is_floating_point and g._data.size and isnan(g._data.max()):
                 err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
                 _report_forward_trace(node, err)
                 raise err
@@ -674,7 +675,10 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                     if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
                         # no hook sees the sum: accumulating each part into .grad is the same
                         if g is not None and needed is None:
-                            accumulate_into(nxt, g, stored)
+                            if listeners:
+                                _accumulate_listened(nxt, g, listeners, stored)
+                            else:
+                                accumulate_into(nxt, g, stored)
                         continue
                     if nxt._acc is not None:
                         acc = _live_acc(nxt)
@@ -692,9 +696,15 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                             elif needed is None:
                                 if old is not None:
                                     del leaf_bufs[nxt]
-                                accumulate_into(nxt, g, stored)
+                                if listeners:
+                                    _accumulate_listened(nxt, g, listeners, stored)
+                                else:
+                                    accumulate_into(nxt, g, stored)
                         elif not d and nxt in leaf_bufs and needed is None:
-                            accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
+                            if listeners:
+                                _accumulate_listened(nxt, leaf_bufs.pop(nxt), listeners, stored)
+                            else:
+                                accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
                         continue
                 if g is not None:
                     buf = buffers.get(nxt)
@@ -720,6 +730,17 @@ def _apply_listened(node, grads, listeners, anomaly):
             for c in reversed(closers):
                 if c is not None:
                     c()
+
+
+def _accumulate_listened(var, g, listeners, stored=None):
+    """Leaf accumulation while a profiler listens: reported as an AccumulateGrad node."""
+    closers = [l.on_node(var) for l in listeners]
+    try:
+        accumulate_into(var, g, stored)
+    finally:
+        for c in reversed(closers):
+            if c is not None:
+                c()
 
 
 _LEAF_SEQ = sys.maxsize

@@ -97,8 +97,7 @@ class _ConvNd(Module):
             s += ", bias=False"
         if self.padding_mode != "zeros":
             s += ", padding_mode={padding_mode}"
-        return s.format(**{k: (repr(v) if k == "padding" and isinstance(v, str) else v)
-                           for k, v in self.__dict__.items()})
+        return s.format(**self.__dict__)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -140,7 +139,9 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         p = self._parameters
-        return self._conv_forward(input, p["weight"], p["bias"])
+        if "weight" in p and "bias" in p:
+            return self._conv_forward(input, p["weight"], p["bias"])
+        return self._conv_forward(input, self.weight, self.bias)  # parameters replaced by plain tensors
 
 
 class _ConvTransposeNd(_ConvNd):
