@@ -189,6 +189,13 @@ def fixed(*samples_fns):
 ENTRIES = []
 
 
+def _reg_late(name):
+    def f(m, *args, **params):
+        from ember import _dispatch as D
+        return D.REGISTRY[name](*args, **params)
+    return f
+
+
 def F(m):
     """torch.nn.functional, or ember's (the ops' own functions until ember.nn lands)."""
     if m.__name__ == "torch":
@@ -546,6 +553,19 @@ add("einsum", fn=lambda m, eq, *xs: m.einsum(eq, *xs),
                   lambda r: S(("...ij,...jk", U(r, (2, 2, 3)), U(r, (3, 4))))))
 
 
+add("cross_entropy", fn=lambda m, x, t, **k: F(m).cross_entropy(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
+                  lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1, "reduction": "sum"}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
+add("cross_entropy", "cross_entropy_primitive", fn=_reg_late("cross_entropy"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
+add("cross_entropy_backward", fn=_reg_late("cross_entropy_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
+                  lambda r: S((U(r, ()), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "sum"}),
+                  lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
+
+
 # ----------------------------------------------------------------------------- in place (functional form)
 
 
@@ -675,3 +695,14 @@ def sample_list(entry, seed=0):
 
 __all__ = ["Sample", "OpEntry", "ENTRIES", "entries_for", "call", "flat_outputs", "diff_outputs",
            "NON_DIFFERENTIABLE", "INTERNAL", "sample_list", "math"]
+
+# ----------------------------------------------------------------------------- nn losses (ops/loss.py)
+
+add("cross_entropy", fn=lambda m, x, t, **k: F(m).cross_entropy(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
+                  lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "sum"}),
+                  lambda r: S((U(r, (3, 4)), np.array([0, -100, 2])), {"ignore_index": -100}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
+add("cross_entropy_backward", fn=_reg("cross_entropy_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "mean", "ignore_index": -100}),
+                  lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none", "ignore_index": -100})))

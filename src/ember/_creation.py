@@ -134,6 +134,8 @@ def _to_array(data, dtype=None):
 
 
 def _finish(arr, requires_grad=False, device=None):
+    if device is None and not requires_grad and not D.grad_mode.inference:
+        return _new(arr)
     if device is not None and _device_cls(device).type == "meta":
         t = _new(np.broadcast_to(np.zeros((), arr.dtype), arr.shape))
         t._meta = True
@@ -147,7 +149,27 @@ def _finish(arr, requires_grad=False, device=None):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if dtype is None and device is None:
+        # fast path: a float or a flat list of floats (the common small-tensor case)
+        tp = type(data)
+        if tp is float or (tp is list and data and (
+                type(data[0]) is float if len(data) == 1 else _all_floats(data))):
+            t = _new(np.array(data, dt._default[0].np))
+            if requires_grad:
+                t._rg = True
+            if D.grad_mode.inference and not D.grad_mode.enabled:
+                t._inference = True
+                if requires_grad:
+                    t.requires_grad_(True)  # raises as PyTorch does
+            return t
     return _finish(_to_array(data, dtype), requires_grad, device)
+
+
+def _all_floats(xs):
+    for x in xs:
+        if type(x) is not float:
+            return False
+    return True
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -281,6 +281,7 @@ class Tensor:
         if fn._retain is None:
             fn._retain = {}
         fn._retain[self._nr] = weakref.ref(self)
+        fn._hooked = True
 
     def register_hook(self, hook):
         """hook(grad) -> None or a replacement gradient; runs when this tensor's grad is computed."""
@@ -302,8 +303,7 @@ class Tensor:
         return G._RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         t = self._shallow()
@@ -393,8 +393,7 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __hash__(self):
-        return id(self)
+    __hash__ = object.__hash__
 
     def __reduce_ex__(self, proto):
         # deepcopy/pickle within a process: data copied, leaf-ness and requires_grad kept
@@ -432,6 +431,12 @@ class Tensor:
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)))
+
+
+def _autograd_backward(*args, **kwargs):
+    global _autograd_backward
+    from .autograd import backward as _autograd_backward
+    return _autograd_backward(*args, **kwargs)
 
 
 def _init(t, arr):

@@ -1,9 +1,12 @@
 """ember.autograd: backward, grad, custom Functions, grad modes, anomaly detection."""
+import numpy as np
+
 from .. import _dispatch as D
 from . import graph
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction, NestedIOFunction
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled)
+from . import profiler  # noqa: F401  (ember.autograd.profiler.profile)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, \
     is_anomaly_check_nan_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
@@ -27,6 +30,11 @@ def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
+            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
+                one = np.empty(out._data.shape, out._data.dtype)
+                one.fill(1)
+                grads.append(D._new_tensor(one))
+                continue
             if out._rg:
                 if out.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -64,6 +72,16 @@ def _roots(outputs):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate d(tensors)/d(leaves) into the leaves' .grad (or only into ``inputs``)."""
+    if (grad_tensors is None and grad_variables is None and inputs is None and not create_graph
+            and isinstance(tensors, D.Tensor)):
+        # the common call, loss.backward(): a scalar root seeded with one
+        fn = tensors._fn
+        d = tensors._data
+        if fn is not None and d.size == 1 and d.dtype.kind == "f":
+            one = np.empty(d.shape, d.dtype)
+            one.fill(1)
+            graph.execute([(fn, tensors._nr)], [D._new_tensor(one)], bool(retain_graph), False)
+            return
     outputs = _as_list(tensors)
     if grad_tensors is None:
         grad_tensors = grad_variables

@@ -39,6 +39,7 @@ class Node:
     __slots__ = ("_edges", "_seq", "__dict__", "__weakref__")
     _nout = 1
     _pre_hooks = _hooks = _thooks = _retain = _trace = _parent_trace = metadata_ = None
+    _hooked = False  # True once any hook or retain_grad is registered: the engine's slow path
 
     def __init__(self):
         self._seq = next(_seq)
@@ -46,8 +47,7 @@ class Node:
 
     @property
     def next_functions(self):
-        return tuple((grad_accumulator(t), 0) if t is not None and not isinstance(t, Node) else (t, nr)
-                     for t, nr in self._edges)
+        return tuple((grad_accumulator(t), 0) if nr < 0 else (t, nr) for t, nr in self._edges)
 
     @next_functions.setter
     def next_functions(self, edges):
@@ -67,6 +67,7 @@ class Node:
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(fn)
+        self._hooked = True
         return _RemovableHandle(self._hooks, fn)
 
     def register_prehook(self, fn):
@@ -74,6 +75,7 @@ class Node:
         if self._pre_hooks is None:
             self._pre_hooks = []
         self._pre_hooks.append(fn)
+        self._hooked = True
         return _RemovableHandle(self._pre_hooks, fn)
 
     def _tensor_hook(self, nr, fn):
@@ -81,6 +83,7 @@ class Node:
             self._thooks = {}
         lst = self._thooks.setdefault(nr, [])
         lst.append(fn)
+        self._hooked = True
         return _RemovableHandle(lst, fn)
 
     def __call__(self, *grads):
@@ -133,21 +136,39 @@ class AccumulateGrad(Node):
         accumulate_into(self.variable, g)
         return []
 
-def accumulate_into(var, g):
-    """var.grad += g, without ever writing into a gradient array someone else holds."""
+def accumulate_into(var, g, stored=None):
+    """var.grad += g, without ever writing into a gradient array someone else holds.
+
+    ``stored``: ids of the gradient tensors the running backward pass has already made some
+    leaf's .grad (the engine's set; add's backward hands one tensor to both inputs). A tensor
+    found there, or any tensor when no set is given, is copied before it becomes .grad, so two
+    leaves never share one .grad object. A stored gradient is not owned: the next accumulation
+    is out of place, later ones in place."""
     if var._hooks:
         for h in var._hooks:
             r = h(g)
             if r is not None:
                 g = r
-    if not D.grad_mode.enabled:
-        g = g.detach() if g._rg else g
     old = var._grad
     if old is None:
-        if g.shape != var.shape:
-            g = g.expand(var.shape).contiguous()
+        if D.grad_mode.enabled:
+            if g._data.shape != var._data.shape:
+                g = g.expand(var.shape).contiguous()
+        else:
+            if g._rg:
+                g = g.detach()
+            gd = g._data
+            if gd.shape != var._data.shape:
+                g = D._new_tensor(D.xp.broadcast_to(gd, var._data.shape).copy())
+            elif stored is None or id(g) in stored or g._base is not None or not gd.flags.writeable:
+                # shared with another leaf, a view of another tensor, or an expanded read-only
+                # array: .grad gets its own writable copy
+                g = D._new_tensor(gd.copy())
+        if stored is not None:
+            stored.add(id(g))
         var._grad = g
-        var._grad_owned = False
+        if var._grad_owned:
+            var._grad_owned = False
     elif D.grad_mode.enabled or old._rg or g._rg:
         var._grad = old + g
         var._grad_owned = True
@@ -179,15 +200,11 @@ def edge(t):
     return (grad_accumulator(t), 0)
 
 
-def _target(t):
-    """The node an edge leads to: a leaf tensor's live AccumulateGrad, else the tensor itself
-    (the engine then accumulates into it directly)."""
+def _live_acc(t):
+    """A leaf's AccumulateGrad if someone holds it (hooks on it, next_functions), else None: the
+    engine then accumulates into the tensor directly."""
     ref = t._acc
-    if ref is not None:
-        acc = ref()
-        if acc is not None:
-            return acc
-    return t
+    return ref() if ref is not None else None
 
 
 # ----------------------------------------------------------------------------- op nodes
@@ -222,6 +239,11 @@ class OpNode(Node):
 
     @property
     def out(self):
+        o = self._out
+        if o is not None and len(o) == 1:
+            a = o[0]
+            if a._vc[0] == self._outv[0]:
+                return a
         return self.outs[0]
 
     @property
@@ -261,10 +283,10 @@ class OpNode(Node):
         if len(res) != nargs:
             raise RuntimeError(f"{type(self).__name__}: the vjp rule of {op.name} returned {len(res)} "
                                f"gradients, expected {nargs}")
-        if op.bcast:
+        if op.bcast and self.shapes is not None:
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
-                        and g.shape != shapes[i] else g for i, g in enumerate(res))
+                        and g._data.shape != shapes[i] else g for i, g in enumerate(res))
         pos = self._argpos
         if pos is not None:
             res = tuple(res[i] for i in pos)
@@ -282,14 +304,19 @@ class _SavedOut:
     __slots__ = ()
 
 
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+               "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
 def _version_error(node, t, i, saved_v, vc, what="input"):
     cur = vc[0] if vc is not None else 0
-    by = f" by {vc[1]}" if vc is not None and vc[1] else ""
+    by = f" It was last changed in place by {vc[1]}." if vc is not None and vc[1] else ""
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is {what} {i} of "
-        f"{type(node).__name__}, is at version {cur}; expected version {saved_v} instead. Hint: the "
-        f"tensor was changed in place after {node._op.name} saved it for backward; clone it before "
+        f"operation: [torch.{_TYPE_NAMES.get(t.dtype.name, 'Tensor')} {list(t.shape)}], which is "
+        f"{what} {i} of {type(node).__name__}, is at version {cur}; expected version {saved_v} "
+        f"instead.{by} Hint: {node._op.name} saved this tensor for its backward; clone it before "
         f"modifying it, or do the modification out of place.")
 
 
@@ -304,6 +331,9 @@ _new = object.__new__
 def record(op, args, params, out):
     """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
     Tensor = D.Tensor
+    single = op.nout == 1
+    if single and type(out) is not _ndarray:
+        out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
     edges = []
@@ -311,7 +341,7 @@ def record(op, args, params, out):
     for a in args:
         if isinstance(a, Tensor) and a._rg:
             fn = a._fn
-            edges.append((fn, a._nr) if fn is not None else (a, 0))
+            edges.append((fn, a._nr) if fn is not None else (a, -1))
             needs.append(True)
         else:
             edges.append(_NO_EDGE)
@@ -326,29 +356,59 @@ def record(op, args, params, out):
     node.params = params
     node._freed = False
     save = op.save
-    if op.bcast or "shapes" in save:
+    if "shapes" in save:
         node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
     else:
         node.shapes = None
+        if op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
+            osh = out.shape if single else np.shape(out[0])
+            for a in args:
+                if isinstance(a, Tensor) and a._data.shape != osh:
+                    node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+                    break
     if "inputs" in save:
         node._saved = args
-        node._versions = tuple((a._vc[0] if a._vc is not None else 0) if isinstance(a, Tensor)
-                               else None for a in args)
+        vs = []
+        for a in args:
+            if isinstance(a, Tensor):
+                vc = a._vc
+                vs.append(vc[0] if vc is not None else 0)
+            else:
+                vs.append(None)
+        node._versions = vs
     else:
         node._saved = None
-    if op.nout == 1:
-        if type(out) is not _ndarray:
-            out = _asarray(out)
-        o = D._new_tensor(out)
+    if single:
+        o = _new(Tensor)
+        o._data = out
+        o._rg = False
+        o._fn = None
+        o._nr = 0
+        o._vc = None
+        o._base = None
+        o._grad = None
         if op.view:
             D._link_view(o, args[0])
         if out.dtype.kind == "f":
             o._rg = True
             o._fn = node
         if "out" in save:
-            al = _saved_alias(o, node, 0)
+            # an alias sharing data and version counter: the node must not keep o alive
+            vc = o._vc
+            if vc is None:
+                vc = o._vc = [0, None]
+            al = _new(Tensor)
+            al._data = out
+            al._rg = o._rg
+            al._fn = o._fn
+            al._nr = 0
+            al._vc = vc
+            al._base = o._base  # not o itself: no cycle node -> alias -> o -> node
+            al._grad = None
+            if o._meta:
+                al._meta = True
             node._out = (al,)
-            node._outv = (al._vc[0],)
+            node._outv = (vc[0],)
         else:
             node._out = None
         if D.state.anomaly:
@@ -377,7 +437,13 @@ def record(op, args, params, out):
 def _saved_alias(o, node, i):
     """A separate tensor object sharing o's data, version counter and grad_fn, so the node does
     not keep the output object (which keeps the node) alive."""
-    a = o._shallow()
+    if o._vc is None:
+        o._vc = [0, None]
+    a = D._new_tensor(o._data)
+    a._vc = o._vc
+    a._base = o._base
+    if o._meta:
+        a._meta = True
     a._rg = o._rg
     a._fn = node if o._fn is node else None
     a._nr = i
@@ -435,7 +501,8 @@ def _apply_anomaly(node, grads):
     if D.state.anomaly_nan:
         isnan = D.xp.isnan
         for i, g in enumerate(outs):
-            if g is not None and g.dtype.is_floating_point and isnan(g._data).any():
+            # max propagates NaN: one pass and no temporary array
+            if g is not None and g.dtype.is_floating_point and g._data.size and isnan(g._data.max()):
                 err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
                 _report_forward_trace(node, err)
                 raise err
@@ -484,30 +551,35 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
     capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
     of being accumulated into leaves; only the part of the graph that reaches them is run.
 
-    The targets of edges are nodes, or leaf tensors whose AccumulateGrad nobody holds: those
-    are accumulated into directly, with the same hooks and semantics.
+    An edge ``(t, -1)`` leads to a leaf tensor: if its AccumulateGrad node is alive (hooks on
+    it, or someone holds it) the node runs; otherwise the engine accumulates into ``t`` as soon
+    as all of its gradients have arrived (tensor hooks see their sum, as in PyTorch), or, for a
+    leaf with no hooks at all, as each one arrives.
     """
-    Tensor = D.Tensor
     # dependency counts over the reachable graph
     deps = {}
-    order = []
     stack = []
     for fn, _ in roots:
         if fn is not None and fn not in deps:
             deps[fn] = 0
             stack.append(fn)
+    order = []
     while stack:
         n = stack.pop()
         order.append(n)
-        for nxt, _ in n._edges:
+        for nxt, nr in n._edges:
             if nxt is None:
                 continue
-            if type(nxt) is Tensor or isinstance(nxt, Tensor):
-                nxt = _target(nxt)
+            if nr < 0:
+                if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                    continue  # a plain leaf: each gradient is accumulated as it arrives
+                acc = _live_acc(nxt)
+                if acc is not None:
+                    nxt = acc
             d = deps.get(nxt)
             if d is None:
                 deps[nxt] = 1
-                if type(nxt) is not Tensor and not isinstance(nxt, Tensor):
+                if nr >= 0:
                     stack.append(nxt)
             else:
                 deps[nxt] = d + 1
@@ -529,9 +601,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
             changed = False
             for n in rev:
                 if n not in needed:
-                    for nxt, _ in n._edges:
-                        if nxt is not None and isinstance(nxt, Tensor):
-                            nxt = _target(nxt)
+                    for nxt, nr in n._edges:
+                        if nr < 0 and nxt._acc is not None:
+                            nxt = _live_acc(nxt) or nxt
                         if nxt in needed:
                             needed.add(n)
                             changed = True
@@ -547,57 +619,49 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
         buf[nr] = g if buf[nr] is None else buf[nr] + g
 
     ready = []
+    push, pop = heapq.heappush, heapq.heappop
     for fn, _ in roots:
         if fn is not None and deps.get(fn, 0) == 0 and fn in buffers:
-            heapq.heappush(ready, (-fn._seq, id(fn), fn))
+            push(ready, (-fn._seq, id(fn), fn))
             deps[fn] = -1  # queued
     listeners = D.state.listeners
     anomaly = D.state.anomaly
     gm = D.grad_mode
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
-    push, pop = heapq.heappush, heapq.heappop
+    leaf_bufs = {}
+    stored = set(map(id, root_grads))  # the caller's gradients never become a .grad as they are
     try:
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node, None)
-            if isinstance(node, Tensor):  # a leaf with no AccumulateGrad node: accumulate
-                if grads is not None and grads[0] is not None and needed is None:
-                    accumulate_into(node, grads[0])
-                continue
             if grads is None:
                 grads = [None] * node._nout
-            if node._thooks or node._retain:
-                grads = _run_tensor_hooks(node, grads)
-            if cap_at is not None and node in cap_at:
-                for nr, k in cap_at[node]:
-                    g = grads[nr]
-                    captured[k] = g if captured[k] is None else captured[k] + g
-                if type(node) is AccumulateGrad or node not in needed:
+            if node._hooked:
+                if node._thooks or node._retain:
+                    grads = _run_tensor_hooks(node, grads)
+            if cap_at is not None:
+                if node in cap_at:
+                    for nr, k in cap_at[node]:
+                        g = grads[nr]
+                        captured[k] = g if captured[k] is None else captured[k] + g
+                    if type(node) is AccumulateGrad:
+                        continue
+                if node not in needed:
                     continue
-            if needed is not None and node not in needed:
-                continue
-            if node._pre_hooks:
+            if node._hooked and node._pre_hooks:
                 for h in node._pre_hooks:
                     r = h(tuple(grads))
                     if r is not None:
                         grads = list(r)
             edges = node._edges
-            if all(g is None for g in grads):
-                outs = [None] * len(edges)
+            if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
+                outs = (None,) * len(edges)
+            elif listeners or anomaly:
+                outs = _apply_listened(node, grads, listeners, anomaly)
             else:
-                closers = [l.on_node(node) for l in listeners] if listeners else None
-                try:
-                    if anomaly:
-                        outs = _apply_anomaly(node, grads)
-                    else:
-                        outs = node.apply(grads)
-                finally:
-                    if closers:
-                        for c in reversed(closers):
-                            if c is not None:
-                                c()
-            if node._hooks:
+                outs = node.apply(grads)
+            if node._hooked and node._hooks:
                 for h in node._hooks:
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
@@ -607,24 +671,76 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
             for (nxt, nr), g in zip(edges, outs):
                 if nxt is None:
                     continue
-                if type(nxt) is Tensor or isinstance(nxt, Tensor):
-                    nxt = _target(nxt)
-                    seq = _LEAF_SEQ
-                else:
-                    seq = nxt._seq
+                if nr < 0:  # a leaf
+                    if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                        # no hook sees the sum: accumulating each part into .grad is the same
+                        if g is not None and needed is None:
+                            if listeners:
+                                _accumulate_listened(nxt, g, listeners, stored)
+                            else:
+                                accumulate_into(nxt, g, stored)
+                        continue
+                    if nxt._acc is not None:
+                        acc = _live_acc(nxt)
+                        if acc is not None:
+                            nxt, nr = acc, 0
+                    if nr < 0:
+                        d = deps[nxt] - 1
+                        deps[nxt] = d
+                        if g is not None:
+                            old = leaf_bufs.get(nxt)
+                            if old is not None:
+                                g = old + g
+                            if d:
+                                leaf_bufs[nxt] = g
+                            elif needed is None:
+                                if old is not None:
+                                    del leaf_bufs[nxt]
+                                if listeners:
+                                    _accumulate_listened(nxt, g, listeners, stored)
+                                else:
+                                    accumulate_into(nxt, g, stored)
+                        elif not d and nxt in leaf_bufs and needed is None:
+                            if listeners:
+                                _accumulate_listened(nxt, leaf_bufs.pop(nxt), listeners, stored)
+                            else:
+                                accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
+                        continue
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] if seq == _LEAF_SEQ else [None] * nxt._nout
+                        buf = buffers[nxt] = [None] * nxt._nout
                     old = buf[nr]
                     buf[nr] = g if old is None else old + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    push(ready, (-seq, id(nxt), nxt))
+                    push(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         gm.enabled = prev_mode
     return captured
+
+
+def _apply_listened(node, grads, listeners, anomaly):
+    closers = [l.on_node(node) for l in listeners] if listeners else None
+    try:
+        return _apply_anomaly(node, grads) if anomaly else node.apply(grads)
+    finally:
+        if closers:
+            for c in reversed(closers):
+                if c is not None:
+                    c()
+
+
+def _accumulate_listened(var, g, listeners, stored=None):
+    """Leaf accumulation while a profiler listens: reported as an AccumulateGrad node."""
+    closers = [l.on_node(var) for l in listeners]
+    try:
+        accumulate_into(var, g, stored)
+    finally:
+        for c in reversed(closers):
+            if c is not None:
+                c()
 
 
 _LEAF_SEQ = sys.maxsize

@@ -40,9 +40,10 @@ def _check_index_target(op, input, target, ignore_index):
         C = input.shape[1]
     if not D.state.levels and not target._meta:
         t = target._data
-        bad = (t != ignore_index) & ((t < 0) | (t >= C))
-        if bad.any():
-            raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+        if t.size and (t.min() < 0 or t.max() >= C):
+            bad = (t != ignore_index) & ((t < 0) | (t >= C))
+            if bad.any():
+                raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
     return C
 
 
@@ -80,7 +81,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     C = input.shape[cdim]
     if target.is_floating_point():
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim, C)
-    if (input.dim() == 2 and weight is None and label_smoothing == 0.0 and not D.state.levels
+    if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
         _check_index_target("cross_entropy", input, target, ignore_index)
         return dispatch(cross_entropy_op, (input, target),
@@ -145,25 +146,37 @@ def _softmax_rows(xp, x):
     return e
 
 
+def _all_valid(t, ign):
+    """No target equals ignore_index (one reduction in the usual case of a negative ignore_index)."""
+    if t.size == 0:
+        return True
+    if ign < 0:
+        return bool(t.min() > ign)
+    return not bool((t == ign).any())
+
+
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
-    m = x.max(axis=1, keepdims=True)
-    s = x - m
+    s = x - x.max(axis=1, keepdims=True)
     lse = xp.log(xp.exp(s).sum(axis=1))
+    if _all_valid(t, ignore_index):
+        picked = s[xp.arange(n), t]
+        if reduction == "none":
+            lse -= picked
+            return lse
+        total = lse.sum() - picked.sum()
+        return xp.asarray(total if reduction == "sum" else total / x.dtype.type(n) if n else np.nan,
+                          dtype=x.dtype)
     valid = t != ignore_index
-    all_valid = valid.all()
-    tt = t if all_valid else xp.where(valid, t, 0)
-    loss = lse - s[xp.arange(n), tt]
-    if not all_valid:
-        loss *= valid
+    loss = lse - s[xp.arange(n), xp.where(valid, t, 0)]
+    loss *= valid
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    cnt = n if all_valid else int(valid.sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
+    cnt = int(valid.sum())
+    return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
 
 
 cross_entropy_op = defop("cross_entropy", _ce_impl, save=("inputs",), node_name="NllLossBackward0")
@@ -175,23 +188,30 @@ def _(ctx, g):
     return dispatch(cross_entropy_backward_op, (g, x, t), ctx.params), None
 
 
-def _ce_scale(xp, g, valid, reduction, dtype):
-    """Per-row multiplier of (softmax - onehot) for the three reductions."""
-    s = g * valid
+def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
+    """g * d(loss)/dx = scale * (softmax(x) - onehot(t)) per row, masked where t == ignore_index."""
+    n = x.shape[0]
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    rows = xp.arange(n)
+    if _all_valid(t, ignore_index):
+        if reduction == "none":
+            scale = g.astype(x.dtype, copy=False)[:, None]
+            e *= scale / e.sum(axis=1, keepdims=True)
+            e[rows, t] -= scale[:, 0]
+            return e
+        scale = x.dtype.type(g / n if reduction == "mean" else g)
+        e *= scale / e.sum(axis=1, keepdims=True)
+        e[rows, t] -= scale
+        return e
+    valid = t != ignore_index
+    e /= e.sum(axis=1, keepdims=True)
+    e[rows, xp.where(valid, t, 0)] -= 1
+    sc = g * valid
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            s = s / valid.sum()
-    return s[:, None].astype(dtype, copy=False)
-
-
-def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
-    p = _softmax_rows(xp, x)
-    n = x.shape[0]
-    valid = t != ignore_index
-    tt = t if valid.all() else xp.where(valid, t, 0)
-    p[xp.arange(n), tt] -= 1
-    p *= _ce_scale(xp, g, valid, reduction, x.dtype)
-    return p
+            sc = sc / valid.sum()
+    e *= sc[:, None].astype(x.dtype, copy=False)
+    return e
 
 
 cross_entropy_backward_op = defop("cross_entropy_backward", _ce_backward_impl, save=("inputs",),
@@ -299,3 +319,87 @@ def _ce_backward_batch(op, vals, bd, params, size):
 
 cross_entropy_op.batch = _ce_batch
 cross_entropy_backward_op.batch = _ce_backward_batch
+
+
+def _valid_f(t, ign, dtype):
+    return (t != ign).to(dtype)
+
+
+def _ce_reduce(r, vf, red):
+    if red == "none":
+        return r
+    if red == "sum":
+        return r.sum()
+    return r.sum() / vf.sum()
+
+
+@cross_entropy_op.def_jvp
+def _(ctx, tx, tt=None):
+    x, t = ctx.inputs
+    p_ = ctx.params
+    vf = _valid_f(t, p_["ignore_index"], x.dtype)
+    onehot = D._new_tensor(_onehot(x.shape, _E.where(t != p_["ignore_index"], t, 0)._data, x._data.dtype))
+    r = ((_R.softmax(x, 1) - onehot) * tx).sum(1) * vf
+    return _ce_reduce(r, vf, p_["reduction"])
+
+
+@cross_entropy_backward_op.def_jvp
+def _(ctx, tg, tx, tt=None):
+    g, x, t = ctx.inputs
+    p_ = ctx.params
+    red = p_["reduction"]
+    vf = _valid_f(t, p_["ignore_index"], x.dtype)
+    denom = vf.sum() if red == "mean" else None
+    p = _R.softmax(x, 1)
+    out = None
+    if tg is not None:
+        s = tg * vf if denom is None else tg * vf / denom
+        onehot = D._new_tensor(_onehot(x.shape, _E.where(t != p_["ignore_index"], t, 0)._data, x._data.dtype))
+        out = s.unsqueeze(1) * (p - onehot)
+    if tx is not None:
+        s = g * vf if denom is None else g * vf / denom
+        d = s.unsqueeze(1) * p * (tx - (tx * p).sum(1, keepdim=True))
+        out = d if out is None else out + d
+    return out
+
+
+def _batched_rows(vals, bd, size):
+    """x (B, N, C) and t (B, N) with the batch made explicit, flattened to B*N rows."""
+    from ._batching import _materialize
+    x, t = vals[-2], vals[-1]
+    bx, bt = bd[-2], bd[-1]
+    if not bx:
+        x = _materialize(x, size)
+    if not bt:
+        t = _materialize(t, size)
+    B, N, C = x.shape
+    return x.reshape(B * N, C), t.reshape(B * N), B, N
+
+
+@cross_entropy_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: the per-row losses of all examples at once, then each example's reduction."""
+    x2, t2, B, N = _batched_rows(vals, bd, size)
+    ign, red = params["ignore_index"], params["reduction"]
+    rows = dispatch(op, (x2, t2), {"ignore_index": ign, "reduction": "none"}).reshape(B, N)
+    if red == "none":
+        return rows, True
+    if red == "sum":
+        return rows.sum(1), True
+    return rows.sum(1) / (t2.reshape(B, N) != ign).sum(1).to(rows.dtype), True
+
+
+@cross_entropy_backward_op.def_batch
+def _(op, vals, bd, params, size):
+    from ._batching import _materialize
+    x2, t2, B, N = _batched_rows(vals, bd, size)
+    g = vals[0] if bd[0] else _materialize(vals[0], size)
+    ign, red = params["ignore_index"], params["reduction"]
+    if red == "none":
+        g2 = g.reshape(B * N)
+    else:
+        if red == "mean":
+            g = g / (t2.reshape(B, N) != ign).sum(1).to(g.dtype)
+        g2 = g.unsqueeze(1).expand(B, N).reshape(B * N)
+    out = dispatch(op, (g2, x2, t2), {"ignore_index": ign, "reduction": "none"})
+    return out.reshape(B, N, x2.shape[1]), True

@@ -43,6 +43,13 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    def __deepcopy__(self, memo):
+        import copy as _copy
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(_copy.deepcopy(self.__getstate__(), memo))
+        return new
+
     def __setstate__(self, state):
         self.__dict__.update(state)
 
@@ -200,3 +207,16 @@ def _step_tensor(state):
     st._data = st._data + np.float32(1)
     return float(st._data)
 
+
+
+
+def _scratch(opt, p, a):
+    """A reusable temporary the shape of parameter ``p`` (not part of the optimizer's state): a
+    fresh array per parameter per step costs more than the arithmetic of the update."""
+    bufs = opt.__dict__.get("_scratch_bufs")
+    if bufs is None:
+        bufs = opt.__dict__["_scratch_bufs"] = {}
+    t = bufs.get(id(p))
+    if t is None or t.shape != a.shape or t.dtype != a.dtype:
+        t = bufs[id(p)] = np.empty(a.shape, a.dtype)
+    return t
