@@ -194,6 +194,7 @@ class Tracer:
 
     # ------------------------------------------------------------------ node building
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        target = getattr(target, "__fx_original__", target)  # never record a recorder
         n = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         if self.module_stack:
             n.meta["nn_module_stack"] = list(self.module_stack)
@@ -293,13 +294,14 @@ class Tracer:
                             "does not take")
         args, kwargs = list(bound), {}
         for p in params:
-            if p.kind is p.VAR_POSITIONAL:
-                args.append(self.create_proxy("placeholder", "*" + p.name, (), {}))
-                continue
-            if p.kind is p.VAR_KEYWORD:
-                kwargs["**"] = self.create_proxy("placeholder", "**" + p.name, (), {})
-                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise NotImplementedError(
+                    f"symbolic tracing of a variadic parameter ({'*' if p.kind is p.VAR_POSITIONAL else '**'}"
+                    f"{p.name}) is not supported: trace a function with named parameters")
             default = () if p.default is p.empty else (p.default,)
+            ann = None if p.annotation is p.empty else p.annotation
+            if isinstance(ann, str):  # postponed annotations: resolve them or keep none
+                ann = getattr(builtins, ann, None) if isinstance(getattr(builtins, ann, None), type) else None
             if p.name in concrete_args:
                 value = concrete_args[p.name]
                 ph = self.create_node("placeholder", p.name, (value,), {})
@@ -307,18 +309,15 @@ class Tracer:
                     self.create_node("call_function", _check_specialized, (ph, value, p.name), {})
                 val = value
             else:
-                val = self.create_proxy("placeholder", p.name, default, {})
+                val = self.create_proxy("placeholder", p.name, default, {}, type_expr=ann)
             if p.kind is p.KEYWORD_ONLY:
                 kwargs[p.name] = val
             else:
                 args.append(val)
-        star_kw = kwargs.pop("**", None)
 
         patcher = _Patcher()
         try:
             self._install(patcher, fn)
-            if star_kw is not None:
-                raise NotImplementedError("symbolic tracing of **kwargs parameters is not supported")
             result = fn(*args, **kwargs)
         finally:
             patcher.restore()

@@ -339,6 +339,12 @@ class _CodeGen:
             return q
         return self.add_global(getattr(fn, "__name__", "fn"), fn)
 
+    def type_ref(self, t):
+        if isinstance(t, type) and t.__module__ == "builtins":
+            return t.__qualname__
+        from .node import _type_repr
+        return self.add_global(_ILLEGAL.sub("_", _type_repr(t)), t)
+
     def arg(self, a):
         if isinstance(a, Node):
             return a.name
@@ -420,6 +426,8 @@ class _CodeGen:
         for n in nodes:
             if n.op == "placeholder":
                 p = n.target
+                if n.type is not None:
+                    p = f"{p} : {self.type_ref(n.type)}"
                 if n.args:
                     p = f"{p} = {self.arg(n.args[0])}"
                 params.append(p)

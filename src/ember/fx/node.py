@@ -246,7 +246,8 @@ class Node:
         """This Node as one line of ``print(graph)``, in PyTorch's format."""
         if self.op == "output":
             return f"return {self._args[0]}" if self._args else "return None"
-        head = f"%{self.name} : [num_users={len(self.users)}] = "
+        ty = f"{_type_repr(self.type)} " if self.type is not None else ""
+        head = f"%{self.name} : {ty}[num_users={len(self.users)}] = "
         if self.op == "placeholder":
             default = f"(default={self._args[0]!r})" if self._args else ""
             return f"{head}placeholder[target={self.target}]{default}"
@@ -277,9 +278,17 @@ def _side_effectful_functions():
     return _SIDE_EFFECTS
 
 
-def _fn_name(target):
-    name = getattr(target, "__name__", None) or type(target).__name__
-    return name
+def _type_repr(t):
+    """How a type annotation prints: int, ember.Tensor, typing.List[int] ..."""
+    if isinstance(t, type):
+        if t.__module__ == "builtins":
+            return t.__qualname__
+        if t.__module__.startswith("ember"):
+            import ember
+            if getattr(ember, t.__name__, None) is t:
+                return "ember." + t.__name__
+        return f"{t.__module__}.{t.__qualname__}"
+    return repr(t).replace("ember._tensor.", "ember.")
 
 
 
