@@ -23,6 +23,7 @@ def opaque_pair(x, y):
 
 
 fx.wrap("opaque_pair")
+fx.wrap("len")
 
 
 def _net(lib):
@@ -213,7 +214,15 @@ def test_iteration_and_len_errors():
     with pytest.raises(fx.TraceError, match="cannot be iterated"):
         symbolic_trace(loop)
     with pytest.raises(RuntimeError, match="'len' is not supported"):
-        symbolic_trace(lambda x: len(x))
+        symbolic_trace(lambda x: x.__len__())
+
+
+def test_wrap_builtin_len():
+    g = symbolic_trace(lambda x: x * len(x))
+    assert [n.target for n in g.graph.nodes if n.op == "call_function"][0] is len
+    assert "len_1 = len(x)" in g.code
+    ember.testing.assert_close(g(ember.ones(3)), ember.full((3,), 3.0))
+    assert "len" not in globals()  # the module's namespace is restored after tracing
 
 
 def test_tensor_with_proxy_operators_and_patches_restored():
@@ -539,3 +548,24 @@ def test_resnet18_traced_identical_to_eager():
     with ember.no_grad():
         _same(g(x), r(x))
     assert sorted(g.state_dict()) == sorted(r.state_dict())
+
+
+def test_submodule_surgery():
+    m = _net(ember).eval()
+    g = symbolic_trace(m)
+    assert g.add_submodule("extra.act", nn.Sigmoid())
+    out = next(n for n in g.graph.nodes if n.op == "output")
+    with g.graph.inserting_before(out):
+        act = g.graph.call_module("extra.act", (out.args[0],))
+    out.args = (act,)
+    g.graph.lint()
+    g.recompile()
+    x = ember.randn(1, 3, 4, 4)
+    ember.testing.assert_close(g(x), ember.sigmoid(m(x)))
+    assert g.graph.find_nodes(op="call_module", target="extra.act") == [act]
+    out.args = (act.args[0],)
+    g.graph.erase_node(act)
+    g.recompile()
+    g.delete_all_unused_submodules()
+    assert not hasattr(g, "extra") and hasattr(g, "fc")
+    assert not g.delete_submodule("nope.x")

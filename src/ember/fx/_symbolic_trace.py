@@ -79,7 +79,7 @@ class _Patcher:
 
     def set(self, obj, name, value):
         if isinstance(obj, dict):
-            self._saved.append((obj, name, obj[name]))
+            self._saved.append((obj, name, obj.get(name, _MISSING)))
             obj[name] = value
         else:
             self._saved.append((obj, name, obj.__dict__[name] if name in obj.__dict__ else _MISSING))
@@ -88,7 +88,10 @@ class _Patcher:
     def restore(self):
         for obj, name, old in reversed(self._saved):
             if isinstance(obj, dict):
-                obj[name] = old
+                if old is _MISSING:
+                    obj.pop(name, None)
+                else:
+                    obj[name] = old
             elif old is _MISSING:
                 delattr(obj, name)
             else:
@@ -188,9 +191,6 @@ class Tracer:
             finally:
                 self.module_stack.pop()
         return self.create_proxy("call_module", path, args, kwargs)
-
-    def getattr(self, attr, attr_val, parameter_proxy_cache=None):
-        return attr_val
 
     # ------------------------------------------------------------------ node building
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):

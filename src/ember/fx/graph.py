@@ -133,6 +133,10 @@ class Graph:
     def nodes(self):
         return _NodeList(self)
 
+    def find_nodes(self, *, op, target=None):
+        """The Nodes with this op (and target, when given), in program order."""
+        return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
+
     # ------------------------------------------------------------------ building
     def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
         args = () if args is None else args
@@ -296,8 +300,6 @@ class Graph:
     def python_code(self, root_module="self"):
         return _CodeGen(self, root_module).generate()
 
-    def _target_to_str(self, target):
-        return target
 
 
 class _CodeGen:
@@ -438,7 +440,7 @@ class _CodeGen:
                 body.append(f"return {self.arg(n.args[0])}")
                 continue
             line = f"{n.name} = {self.expr(n)}"
-            dead = [v.name for v in free_after.get(n, ()) if v.op != "placeholder" or True]
+            dead = [v.name for v in free_after.get(n, ())]
             if not n.users:
                 dead.append(n.name)
             if dead:

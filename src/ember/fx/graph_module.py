@@ -116,6 +116,52 @@ class GraphModule(Module):
         type(self).forward = fwd
         return pc
 
+    # ------------------------------------------------------------------ submodule surgery
+    def add_submodule(self, target, m):
+        """Install ``m`` at dotted path ``target``, creating empty parent Modules; False if a
+        non-Module is in the way."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                setattr(mod, item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target):
+        """Remove the submodule at ``target``; False if there is none."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            mod = getattr(mod, item, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self):
+        """Drop the submodules that no call_module or get_attr Node of the graph reaches."""
+        used = set()
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                atoms = node.target.split(".")
+                for i in range(1, len(atoms) + 1):
+                    used.add(".".join(atoms[:i]))
+                if node.op == "call_module":  # everything inside a called module is in use
+                    sub = self.get_submodule(node.target)
+                    for name, _ in sub.named_modules(prefix=node.target):
+                        used.add(name)
+        for name, _ in list(self.named_modules()):
+            if name and name not in used:
+                self.delete_submodule(name)
+
     def print_readable(self, print_output=True):
         s = f"class {type(self).__name__}(ember.nn.Module):\n" + \
             "\n".join("    " + ln for ln in self.code.strip("\n").splitlines())
