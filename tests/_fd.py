@@ -16,7 +16,7 @@ def analytic_vjp(f, inputs, cots, create_graph=False):
         return [None if not (isinstance(x, ember.Tensor) and x.requires_grad) else ember.zeros_like(x)
                 for x in inputs], outs
     wrt = [x for x in inputs if isinstance(x, ember.Tensor) and x.requires_grad]
-    cs = [ember.tensor(c) for o, c in zip(outs, cots) if o.requires_grad]
+    cs = [c if isinstance(c, ember.Tensor) else ember.tensor(c) for o, c in zip(outs, cots) if o.requires_grad]
     gs = ember.autograd.grad(diff, wrt, grad_outputs=cs, allow_unused=True, create_graph=create_graph)
     it = iter(gs)
     res = []

@@ -250,7 +250,7 @@ add("atan2", fn=lambda m, a, b: m.atan2(a, b),
     samples=binary(gen_b=lambda r, s: away(r, s, margin=0.3)), fd_tol=1e-4)
 add("remainder", fn=lambda m, a, b: m.remainder(a, b),
     samples=fixed(lambda r: S((away_int(r, (2, 3), -5, 5), np.full((3,), 1.0))),
-                  lambda r: S((away_int(r, (4,), -5, 5) * 0.5, 0.5 * np.ones(()))),
+                  lambda r: S((away_int(r, (4,), -5, 5) * 0.5, np.array(0.5))),
                   lambda r: S((away_int(r, (2, 3), -5, 5), 1.0))))
 add("remainder", "remainder_int", fn=lambda m, a, b: a % b, grad=False,
     samples=fixed(lambda r: S((ints(r, (2, 3)), ints(r, (3,), 1, 4)))))

@@ -16,10 +16,12 @@ from ._creation import (Generator, default_generator, manual_seed, seed, initial
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from ._printing import set_printoptions  # noqa: F401
+from ._serialization import save, load  # noqa: F401
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled)
+from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401
 
 half = float16
 float = float32

@@ -55,16 +55,19 @@ state = _State()
 
 Tensor = None  # bound by ember._tensor at import (the module graph is circular by nature)
 _new_tensor = None
+record = None  # bound by ember.autograd.graph at import: records a backward node
+_new = object.__new__
 
 
 class Op:
     """One primitive and all its rules."""
     __slots__ = ("name", "impl", "vjp", "jvp", "batch", "save", "nout", "view", "bcast",
                  "diff_outputs", "node_cls", "family", "inplace_ufunc", "differentiable",
-                 "__dict__")
+                 "tensor_edges_only", "__dict__")
 
     def __init__(self, name, impl, *, save=(), nout=1, view=False, bcast=False,
-                 diff_outputs=None, family=None, differentiable=True, node_name=None):
+                 diff_outputs=None, family=None, differentiable=True, node_name=None,
+                 tensor_edges_only=False):
         self.name = name
         self.impl = impl
         self.vjp = None
@@ -77,6 +80,8 @@ class Op:
         self.diff_outputs = diff_outputs  # indices of outputs that carry gradient (None: all)
         self.family = family
         self.differentiable = differentiable
+        # Python-number args get no edge in the node (PyTorch's Scalar overloads, e.g. pow)
+        self.tensor_edges_only = tensor_edges_only
         from .autograd.graph import make_node_class
         self.node_cls = make_node_class(node_name or _camel(name) + "Backward0", self)
 
@@ -126,6 +131,8 @@ def dispatch(op, args, params=_EMPTY):
         arrs = []
         for a in args:
             if isinstance(a, Tensor):
+                if a._meta:
+                    return _meta_eval(op, args, params)
                 arrs.append(a._data)
                 if a._rg:
                     rg = True
@@ -133,8 +140,19 @@ def dispatch(op, args, params=_EMPTY):
                 arrs.append(a)
         out = op.impl(xp, *arrs, **params)
         if rg and grad_mode.enabled and op.differentiable:
-            from .autograd.graph import record
             return record(op, args, params, out)
+        if op.nout == 1 and not op.view:
+            if type(out) is not _ndarray:
+                out = _asarray(out)
+            t = _new(Tensor)
+            t._data = out
+            t._rg = False
+            t._fn = None
+            t._nr = 0
+            t._vc = None
+            t._base = None
+            t._grad = None
+            return t
         return wrap_outputs(op, out, args)
     return dispatch_slow(op, args, params)
 
@@ -200,7 +218,6 @@ def _eager(op, args, params):
             arrs.append(a)
     out = op.impl(xp, *arrs, **params)
     if rg and grad_mode.enabled and op.differentiable:
-        from .autograd.graph import record
         return record(op, args, params, out)
     res = wrap_outputs(op, out, args)
     if grad_mode.inference:
@@ -242,15 +259,32 @@ def _top_level(args):
 
 
 class Level:
-    """A transform level (vmap or forward-mode). Subclasses implement ``process``."""
+    """A transform level (vmap, forward-mode or func.grad). Subclasses implement ``process``.
+
+    Levels are numbered in the order they are entered, so that a level entered inside another
+    handles an op first. A tensor belongs to a level in one of two ways: forward-mode levels
+    keep the tangent in the tensor's ``_fw`` dict (the tensor object stays the primal, so reverse
+    mode sees the same tensor), while vmap and func.grad levels wrap: the tensor's ``_wr`` is the
+    level and ``_val`` the value one level down (for vmap, with the batch dim first).
+    ``active`` is False while a forward level computes its own primal and tangent (its tangents
+    are then invisible) and once the level has exited."""
     index = 0
+    alive = True
+    active = True
 
     def process(self, op, args, params):  # pragma: no cover - abstract
         raise NotImplementedError
 
 
+_level_counter = [0]
+DEAD_INDEX = 1 << 60  # wrappers of an exited level are unwrapped before anything else
+
+
 def push_level(level):
-    level.index = (state.levels[-1].index + 1) if state.levels else 1
+    _level_counter[0] += 1
+    level.index = _level_counter[0]
+    level.alive = True
+    level.active = True
     state.levels.append(level)
     state.refresh()
     return level
@@ -260,7 +294,19 @@ def pop_level(level):
     if not state.levels or state.levels[-1] is not level:
         raise RuntimeError("transform levels must be exited in the reverse order of entry")
     state.levels.pop()
+    level.alive = False
+    level.active = False
+    level.index = DEAD_INDEX
     state.refresh()
+
+
+def unwrap_at(x, level):
+    """The value one level below ``level`` of a wrapper at ``level``; anything else as is."""
+    if isinstance(x, Tensor):
+        return x._val if x._wr is level else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(unwrap_at(a, level) for a in x)
+    return x
 
 
 def add_listener(cb):

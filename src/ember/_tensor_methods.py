@@ -1,7 +1,7 @@
 """Tensor conversions: .to(), .float()/.double()/..., .type(), .cpu(), and the device/dtype parsing
 they share. Casts go through the registry's ``_to_copy`` op, so they are differentiable."""
 from . import _dtype as dt
-from ._memory_format import memory_format as _MF
+from ._memory_format import memory_format as _MF, suggest_memory_format as _suggest_mf
 from ._tensor import Tensor, device as _device
 from .ops import shape as _S
 
@@ -41,9 +41,9 @@ def to(self, *args, **kwargs):
         return empty(self.shape, dtype=dtype or self.dtype, device="meta")
     if dtype is None:
         dtype = self.dtype
-    if dtype is self.dtype and not copy and (mf is None or self.is_contiguous(memory_format=mf)
-                                              or mf.name == "preserve_format"):
-        return self
+    if dtype is self.dtype and not copy and (mf is None or mf.name == "preserve_format"
+                                              or _suggest_mf(self._data) is mf):
+        return self  # PyTorch aliases exactly when the suggested memory format is the one asked for
     return _S.to_dtype(self, dtype, memory_format=mf, copy=True)
 
 
@@ -84,3 +84,36 @@ Tensor.bool = _caster(dt.bool_)
 Tensor.cpu = lambda self, memory_format=None: self
 Tensor.cuda = lambda self, *a, **k: (_ for _ in ()).throw(
     RuntimeError("ember has no CUDA device: tensors live on the 'cpu' device"))
+
+
+# ----------------------------------------------------------------------------- new_* constructors
+# Same dtype and device as self unless given.
+
+def _new_ctor(name):
+    from . import _creation as C
+    make = getattr(C, name)
+
+    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        return make(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    method.__name__ = "new_" + name
+    return method
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False):
+    from . import _creation as C
+    return C.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    from . import _creation as C
+    if isinstance(data, Tensor):
+        data = data.detach().numpy()
+    return C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+Tensor.new_zeros = _new_ctor("zeros")
+Tensor.new_ones = _new_ctor("ones")
+Tensor.new_empty = _new_ctor("empty")
+Tensor.new_full = new_full
+Tensor.new_tensor = new_tensor

@@ -8,12 +8,18 @@ from the roots, how many gradients it will receive, and runs a node once all hav
 """
 import heapq
 import itertools
+import os
 import sys
 import traceback
 import warnings
 import weakref
 
+import numpy as np
+
 from .. import _dispatch as D
+
+_ndarray = np.ndarray
+_asarray = np.asarray
 
 _seq = itertools.count()
 _FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -24,16 +30,28 @@ _FREED_MSG = ("Trying to backward through the graph a second time (or directly a
 
 
 class Node:
-    """Base of every backward node."""
-    __slots__ = ("next_functions", "_seq", "_pre_hooks", "_hooks", "_thooks", "_retain",
-                 "_trace", "_parent_trace", "metadata_", "__weakref__")
+    """Base of every backward node.
+
+    ``_edges`` holds one ``(target, output_nr)`` per input: target is a node, a leaf tensor
+    (its AccumulateGrad is made only when someone asks for it: ``next_functions`` or a hook) or
+    None. Rarely used attributes (hooks, anomaly traces, metadata) are class-level None until set.
+    """
+    __slots__ = ("_edges", "_seq", "__dict__", "__weakref__")
     _nout = 1
+    _pre_hooks = _hooks = _thooks = _retain = _trace = _parent_trace = metadata_ = None
+    _hooked = False  # True once any hook or retain_grad is registered: the engine's slow path
 
     def __init__(self):
         self._seq = next(_seq)
-        self._pre_hooks = self._hooks = self._thooks = self._retain = None
-        self._trace = self._parent_trace = None
-        self.metadata_ = None
+        self._edges = ()
+
+    @property
+    def next_functions(self):
+        return tuple((grad_accumulator(t), 0) if nr < 0 else (t, nr) for t, nr in self._edges)
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        self._edges = tuple(edges)
 
     def name(self):
         return type(self).__name__
@@ -49,6 +67,7 @@ class Node:
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(fn)
+        self._hooked = True
         return _RemovableHandle(self._hooks, fn)
 
     def register_prehook(self, fn):
@@ -56,6 +75,7 @@ class Node:
         if self._pre_hooks is None:
             self._pre_hooks = []
         self._pre_hooks.append(fn)
+        self._hooked = True
         return _RemovableHandle(self._pre_hooks, fn)
 
     def _tensor_hook(self, nr, fn):
@@ -63,6 +83,7 @@ class Node:
             self._thooks = {}
         lst = self._thooks.setdefault(nr, [])
         lst.append(fn)
+        self._hooked = True
         return _RemovableHandle(lst, fn)
 
     def __call__(self, *grads):
@@ -100,13 +121,13 @@ class _RemovableHandle:
 
 class AccumulateGrad(Node):
     """The sink of a leaf tensor: adds the incoming gradient into ``variable.grad``."""
-    __slots__ = ("variable", "_post_acc_hooks")
+    __slots__ = ("variable",)
+    _post_acc_hooks = None
 
     def __init__(self, variable):
-        Node.__init__(self)
         self._seq = sys.maxsize  # accumulate as soon as ready
+        self._edges = ()
         self.variable = variable
-        self._post_acc_hooks = None
 
     def apply(self, grads):
         g = grads[0]
@@ -115,24 +136,31 @@ class AccumulateGrad(Node):
         accumulate_into(self.variable, g)
         return []
 
-    @property
-    def next_functions(self):
-        return ()
-
-
 def accumulate_into(var, g):
-    """var.grad += g, without ever writing into a gradient array someone else holds."""
+    """var.grad += g, without ever writing into a gradient array someone else holds.
+
+    A gradient tensor stored as some leaf's .grad is marked; a marked tensor reaching another
+    leaf (add's backward hands the same tensor to both inputs) is copied first, so two leaves
+    never share one .grad object. Stored gradients are not owned: the next accumulation is out
+    of place, later ones in place."""
     if var._hooks:
         for h in var._hooks:
             r = h(g)
             if r is not None:
                 g = r
-    if not D.grad_mode.enabled:
-        g = g.detach() if g._rg else g
     old = var._grad
     if old is None:
-        if g.shape != var.shape:
-            g = g.expand(var.shape).contiguous()
+        if D.grad_mode.enabled:
+            if g._data.shape != var._data.shape:
+                g = g.expand(var.shape).contiguous()
+        else:
+            if g._rg:
+                g = g.detach()
+            if g._data.shape != var._data.shape:
+                g = D._new_tensor(D.xp.broadcast_to(g._data, var._data.shape).copy())
+            elif g._is_grad:
+                g = D._new_tensor(g._data.copy())
+        g._is_grad = True
         var._grad = g
         var._grad_owned = False
     elif D.grad_mode.enabled or old._rg or g._rg:
@@ -142,7 +170,9 @@ def accumulate_into(var, g):
         D.xp.add(old._data, g._data, out=old._data)
         old._bump()
     else:
-        var._grad = old + g
+        g = old + g
+        g._is_grad = True
+        var._grad = g
         var._grad_owned = True
     if var._post_acc_hooks:
         for h in var._post_acc_hooks:
@@ -166,14 +196,22 @@ def edge(t):
     return (grad_accumulator(t), 0)
 
 
+def _live_acc(t):
+    """A leaf's AccumulateGrad if someone holds it (hooks on it, next_functions), else None: the
+    engine then accumulates into the tensor directly."""
+    ref = t._acc
+    return ref() if ref is not None else None
+
+
 # ----------------------------------------------------------------------------- op nodes
 
 
 class OpNode(Node):
     """A node recorded for a registry primitive; its class is named `<Op>Backward0`."""
-    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_freed",
-                 "_out_meta")
+    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_outv", "_freed")
     _op = None
+    _out_meta = None   # (shape, dtype) per output, kept for multi-output ops (zeros for unused ones)
+    _argpos = None     # positions of the args that have edges, when scalars get none (pow)
 
     @property
     def needs_input_grad(self):
@@ -197,18 +235,20 @@ class OpNode(Node):
 
     @property
     def out(self):
+        return self.outs[0]
+
+    @property
+    def outs(self):
         o = self._out
         if o is None:
             if self._freed:
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its output")
-        return o[0] if self._op.nout == 1 else o[0]
-
-    @property
-    def outs(self):
-        if self._out is None:
-            raise RuntimeError(_FREED_MSG if self._freed else "output not saved")
-        return self._out
+        for i, a in enumerate(o):
+            vc = a._vc
+            if vc[0] != self._outv[i]:
+                _version_error(self, a, i, self._outv[i], vc, "output")
+        return o
 
     def _release(self):
         if self._saved is not None or self._out is not None:
@@ -218,23 +258,29 @@ class OpNode(Node):
 
     def apply(self, grads):
         op = self._op
-        meta = self._out_meta
-        for i, g in enumerate(grads):
-            if g is None:
-                shape, dt = meta[i]
-                from .. import _creation
-                grads[i] = _creation.zeros(shape, dtype=dt)
+        if op.nout != 1:
+            meta = self._out_meta
+            for i, g in enumerate(grads):
+                if g is None:
+                    shape, dt = meta[i]
+                    from .. import _creation
+                    grads[i] = _creation.zeros(shape, dtype=dt)
+        elif grads[0] is None:
+            return (None,) * len(self._edges)
         res = op.vjp(self, *grads)
         if type(res) is not tuple:
             res = (res,) if not isinstance(res, list) else tuple(res)
-        n = len(self.next_functions)
-        if len(res) != n:
+        nargs = len(self.needs)
+        if len(res) != nargs:
             raise RuntimeError(f"{type(self).__name__}: the vjp rule of {op.name} returned {len(res)} "
-                               f"gradients, expected {n}")
+                               f"gradients, expected {nargs}")
         if op.bcast:
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
-                        and g.shape != shapes[i] else g for i, g in enumerate(res))
+                        and g._data.shape != shapes[i] else g for i, g in enumerate(res))
+        pos = self._argpos
+        if pos is not None:
+            res = tuple(res[i] for i in pos)
         return res
 
 
@@ -249,42 +295,52 @@ class _SavedOut:
     __slots__ = ()
 
 
-def _version_error(node, t, i, saved_v, vc):
+def _version_error(node, t, i, saved_v, vc, what="input"):
     cur = vc[0] if vc is not None else 0
     by = f" by {vc[1]}" if vc is not None and vc[1] else ""
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is input {i} of "
+        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is {what} {i} of "
         f"{type(node).__name__}, is at version {cur}; expected version {saved_v} instead. Hint: the "
         f"tensor was changed in place after {node._op.name} saved it for backward; clone it before "
         f"modifying it, or do the modification out of place.")
 
 
 def make_node_class(name, op):
-    return type(name, (OpNode,), {"__slots__": (), "_op": op})
+    return type(name, (OpNode,), {"__slots__": (), "_op": op, "_nout": op.nout})
+
+
+_NO_EDGE = (None, 0)
+_new = object.__new__
 
 
 def record(op, args, params, out):
     """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
     Tensor = D.Tensor
-    outs = D.wrap_outputs(op, out, args)
-    node = op.node_cls()
-    nf = []
+    node = _new(op.node_cls)
+    node._seq = next(_seq)
+    edges = []
     needs = []
     for a in args:
         if isinstance(a, Tensor) and a._rg:
-            nf.append(edge(a))
+            fn = a._fn
+            edges.append((fn, a._nr) if fn is not None else (a, -1))
             needs.append(True)
         else:
-            nf.append((None, 0))
+            edges.append(_NO_EDGE)
             needs.append(False)
-    node.next_functions = tuple(nf)
+    if op.tensor_edges_only:
+        pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        if len(pos) != len(args):
+            node._argpos = pos
+            edges = [edges[i] for i in pos]
+    node._edges = tuple(edges)
     node.needs = tuple(needs)
     node.params = params
     node._freed = False
     save = op.save
     if op.bcast or "shapes" in save:
-        node.shapes = tuple(a.shape if isinstance(a, Tensor) else None for a in args)
+        node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
     else:
         node.shapes = None
     if "inputs" in save:
@@ -293,17 +349,36 @@ def record(op, args, params, out):
                                else None for a in args)
     else:
         node._saved = None
-    single = op.nout == 1
-    olist = (outs,) if single else outs
-    node._out_meta = tuple((o.shape, o.dtype) for o in olist)
+    if op.nout == 1:
+        if type(out) is not _ndarray:
+            out = _asarray(out)
+        o = D._new_tensor(out)
+        if op.view:
+            D._link_view(o, args[0])
+        if out.dtype.kind == "f":
+            o._rg = True
+            o._fn = node
+        if "out" in save:
+            al = _saved_alias(o, node, 0)
+            node._out = (al,)
+            node._outv = (al._vc[0],)
+        else:
+            node._out = None
+        if D.state.anomaly:
+            node._trace = capture_forward_stack()
+            node._parent_trace = _current_parent_trace[0]
+        return o
+    outs = D.wrap_outputs(op, out, args)
+    node._out_meta = tuple((o._data.shape, o.dtype) for o in outs)
     diff = op.diff_outputs
-    for i, o in enumerate(olist):
-        if (diff is None or i in diff) and o.dtype.is_floating_point:
+    for i, o in enumerate(outs):
+        if (diff is None or i in diff) and o._data.dtype.kind == "f":
             o._rg = True
             o._fn = node
             o._nr = i
     if "out" in save:
-        node._out = tuple(_saved_alias(o, node, i) for i, o in enumerate(olist))
+        node._out = tuple(_saved_alias(o, node, i) for i, o in enumerate(outs))
+        node._outv = tuple(a._vc[0] for a in node._out)
     else:
         node._out = None
     if D.state.anomaly:
@@ -325,30 +400,93 @@ def _saved_alias(o, node, i):
 
 
 # ----------------------------------------------------------------------------- anomaly support
+# In anomaly mode every node keeps the call stack of its forward as (code object, line number)
+# pairs, which is cheap to take; it is formatted only when that node's backward fails.
+# Nodes created while another node's backward runs (double backward) also keep that node's
+# trace, so a failure deep in a nested backward reports the chain of forward calls behind it.
 
-_current_parent_trace = [None]
+_current_parent_trace = [None]  # (trace, parent) of the node whose backward is running
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def capture_forward_stack():
-    """Code objects and line numbers only; formatted lazily if backward fails."""
+    """The caller's stack as (code, lineno) pairs, innermost first."""
     f = sys._getframe(2)
     frames = []
+    append = frames.append
     while f is not None:
-        frames.append((f.f_code, f.f_lineno))
+        append((f.f_code, f.f_lineno))
         f = f.f_back
     return frames
 
 
+def _user_frames(frames):
+    """The frames outside ember itself, outermost first."""
+    return [(c, n) for c, n in reversed(frames) if not c.co_filename.startswith(_PKG_DIR)]
+
+
 def format_forward_stack(frames):
+    import linecache
     lines = []
-    for code, lineno in reversed(frames):
-        fname = code.co_filename
-        if "/ember/" in fname.replace("\\", "/") and "/tests/" not in fname:
-            continue
-        import linecache
-        src = linecache.getline(fname, lineno).strip()
-        lines.append(f'  File "{fname}", line {lineno}, in {code.co_name}\n    {src}\n')
+    for code, lineno in _user_frames(frames):
+        src = linecache.getline(code.co_filename, lineno).strip()
+        lines.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
+                     + (f"    {src}\n" if src else ""))
     return "".join(lines)
+
+
+def _apply_anomaly(node, grads):
+    prev = _current_parent_trace[0]
+    _current_parent_trace[0] = (node._trace, node._parent_trace) if node._trace is not None else prev
+    try:
+        outs = node.apply(grads)
+    except Exception as e:
+        _report_forward_trace(node, e)
+        raise
+    finally:
+        _current_parent_trace[0] = prev
+    if D.state.anomaly_nan:
+        isnan = D.xp.isnan
+        for i, g in enumerate(outs):
+            # max propagates NaN: one pass and no temporary array
+            if g is not None and g.dtype.is_floating_point and g._data.size and isnan(g._data.max()):
+                err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+                _report_forward_trace(node, err)
+                raise err
+    return outs
+
+
+def _report_forward_trace(node, err):
+    """Warn with the forward traceback of the failing node (as PyTorch does) and attach it to the
+    exception as a note, once: an error passing up through enclosing backward calls keeps the
+    innermost report."""
+    if getattr(err, "_ember_anomaly_reported", False):
+        return
+    if node._trace is None:
+        text = (f"Error detected in {node.name()}. No forward pass information available. Enable detect "
+                f"anomaly during forward pass for more information.")
+        site = None
+    else:
+        text = (f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                + format_forward_stack(node._trace))
+        user = _user_frames(node._trace)
+        site = user[-1] if user else None
+        parent = node._parent_trace
+        while parent is not None:
+            ptrace, parent = parent
+            text += ("\nPrevious calculation was induced by a node. Traceback of forward call that "
+                     "induced the previous calculation:\n" + format_forward_stack(ptrace))
+    text = text.rstrip("\n")
+    if site is not None:
+        warnings.warn_explicit(text, UserWarning, site[0].co_filename, site[1])
+    else:
+        warnings.warn(text, UserWarning, stacklevel=3)
+    try:
+        err._ember_anomaly_reported = True
+        if hasattr(err, "add_note"):
+            err.add_note(text)
+    except AttributeError:  # exceptions without a __dict__
+        pass
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -359,31 +497,40 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
 
     capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
     of being accumulated into leaves; only the part of the graph that reaches them is run.
+
+    An edge ``(t, -1)`` leads to a leaf tensor: if its AccumulateGrad node is alive (hooks on
+    it, or someone holds it) the node runs; otherwise the engine accumulates into ``t`` as soon
+    as all of its gradients have arrived, as AccumulateGrad would.
     """
     # dependency counts over the reachable graph
     deps = {}
-    order = []
-    seen = set()
     stack = []
     for fn, _ in roots:
-        if fn is not None and fn not in seen:
-            seen.add(fn)
+        if fn is not None and fn not in deps:
+            deps[fn] = 0
             stack.append(fn)
+    order = []
     while stack:
         n = stack.pop()
         order.append(n)
-        for nxt, _ in n.next_functions:
-            if nxt is not None:
-                if nxt in deps:
-                    deps[nxt] += 1
-                else:
-                    deps[nxt] = 1
-                if nxt not in seen:
-                    seen.add(nxt)
+        for nxt, nr in n._edges:
+            if nxt is None:
+                continue
+            if nr < 0 and nxt._acc is not None:
+                acc = _live_acc(nxt)
+                if acc is not None:
+                    nxt = acc
+            d = deps.get(nxt)
+            if d is None:
+                deps[nxt] = 1
+                if nr >= 0:
                     stack.append(nxt)
+            else:
+                deps[nxt] = d + 1
 
     captured = None
     needed = None
+    cap_at = None
     if capture is not None:
         captured = [None] * len(capture)
         cap_at = {}
@@ -398,7 +545,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
             changed = False
             for n in rev:
                 if n not in needed:
-                    for nxt, _ in n.next_functions:
+                    for nxt, nr in n._edges:
+                        if nr < 0 and nxt._acc is not None:
+                            nxt = _live_acc(nxt) or nxt
                         if nxt in needed:
                             needed.add(n)
                             changed = True
@@ -414,59 +563,78 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
         buf[nr] = g if buf[nr] is None else buf[nr] + g
 
     ready = []
+    push, pop = heapq.heappush, heapq.heappop
     for fn, _ in roots:
         if fn is not None and deps.get(fn, 0) == 0 and fn in buffers:
-            heapq.heappush(ready, (-fn._seq, id(fn), fn))
+            push(ready, (-fn._seq, id(fn), fn))
             deps[fn] = -1  # queued
     listeners = D.state.listeners
     anomaly = D.state.anomaly
-    prev_mode = D.grad_mode.enabled
-    D.grad_mode.enabled = bool(create_graph)
+    gm = D.grad_mode
+    prev_mode = gm.enabled
+    gm.enabled = bool(create_graph)
+    leaf_bufs = {}
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = pop(ready)[2]
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._nout
-            if node._thooks or node._retain:
-                grads = _run_tensor_hooks(node, grads)
-            if captured is not None and node in cap_at:
-                for nr, k in cap_at[node]:
-                    g = grads[nr]
-                    captured[k] = g if captured[k] is None else captured[k] + g
-                if type(node) is AccumulateGrad or node not in needed:
+            if node._hooked:
+                if node._thooks or node._retain:
+                    grads = _run_tensor_hooks(node, grads)
+            if cap_at is not None:
+                if node in cap_at:
+                    for nr, k in cap_at[node]:
+                        g = grads[nr]
+                        captured[k] = g if captured[k] is None else captured[k] + g
+                    if type(node) is AccumulateGrad:
+                        continue
+                if node not in needed:
                     continue
-            if needed is not None and node not in needed:
-                continue
-            if node._pre_hooks:
+            if node._hooked and node._pre_hooks:
                 for h in node._pre_hooks:
                     r = h(tuple(grads))
                     if r is not None:
                         grads = list(r)
-            if all(g is None for g in grads):
-                outs = [None] * len(node.next_functions)
+            edges = node._edges
+            if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
+                outs = (None,) * len(edges)
+            elif listeners or anomaly:
+                outs = _apply_listened(node, grads, listeners, anomaly)
             else:
-                closers = [l.on_node(node) for l in listeners] if listeners else None
-                try:
-                    if anomaly:
-                        outs = _apply_anomaly(node, grads)
-                    else:
-                        outs = node.apply(grads)
-                finally:
-                    if closers:
-                        for c in reversed(closers):
-                            if c is not None:
-                                c()
-            if node._hooks:
+                outs = node.apply(grads)
+            if node._hooked and node._hooks:
                 for h in node._hooks:
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
                         outs = tuple(r)
             if not keep_graph:
                 node._release()
-            for (nxt, nr), g in zip(node.next_functions, outs):
+            for (nxt, nr), g in zip(edges, outs):
                 if nxt is None:
                     continue
+                if nr < 0:  # a leaf
+                    if nxt._acc is not None:
+                        acc = _live_acc(nxt)
+                        if acc is not None:
+                            nxt, nr = acc, 0
+                    if nr < 0:
+                        d = deps[nxt] - 1
+                        deps[nxt] = d
+                        if g is not None:
+                            old = leaf_bufs.get(nxt)
+                            if old is not None:
+                                g = old + g
+                            if d:
+                                leaf_bufs[nxt] = g
+                            elif needed is None:
+                                if old is not None:
+                                    del leaf_bufs[nxt]
+                                accumulate_into(nxt, g)
+                        elif not d and nxt in leaf_bufs and needed is None:
+                            accumulate_into(nxt, leaf_bufs.pop(nxt))
+                        continue
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -476,10 +644,24 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                    push(ready, (-nxt._seq, id(nxt), nxt))
     finally:
-        D.grad_mode.enabled = prev_mode
+        gm.enabled = prev_mode
     return captured
+
+
+def _apply_listened(node, grads, listeners, anomaly):
+    closers = [l.on_node(node) for l in listeners] if listeners else None
+    try:
+        return _apply_anomaly(node, grads) if anomaly else node.apply(grads)
+    finally:
+        if closers:
+            for c in reversed(closers):
+                if c is not None:
+                    c()
+
+
+_LEAF_SEQ = sys.maxsize
 
 
 def _run_tensor_hooks(node, grads):
@@ -507,43 +689,4 @@ def _run_tensor_hooks(node, grads):
     return grads
 
 
-def _apply_anomaly(node, grads):
-    prev = _current_parent_trace[0]
-    _current_parent_trace[0] = (node._trace, node._parent_trace) if node._trace else prev
-    try:
-        outs = node.apply(grads)
-    except Exception as e:
-        _report_forward_trace(node, e)
-        raise
-    finally:
-        _current_parent_trace[0] = prev
-    if D.state.anomaly_nan:
-        for i, g in enumerate(outs):
-            if g is not None and g.dtype.is_floating_point and D.xp.isnan(g._data).any():
-                err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-                _report_forward_trace(node, err)
-                raise err
-    return outs
-
-
-def _report_forward_trace(node, err):
-    if node._trace is None:
-        msg = ("Error detected in " + node.name() + ". No forward pass information available. "
-               "Enable detect anomaly during forward pass for more information.")
-        text = msg
-    else:
-        text = (f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                + format_forward_stack(node._trace))
-        parent = node._parent_trace
-        while parent is not None:
-            ptrace, parent = parent
-            text += ("\n\nPrevious calculation was induced by a node. Traceback of forward call "
-                     "that induced the previous calculation:\n" + format_forward_stack(ptrace))
-    warnings.warn(text, stacklevel=2)
-    print(text, file=sys.stderr)
-    if hasattr(err, "add_note") and not getattr(err, "_ember_noted", False):
-        err.add_note(text)
-        try:
-            err._ember_noted = True
-        except AttributeError:
-            pass
+D.record = record

@@ -11,6 +11,8 @@ from . import shape as _S
 from . import indexing as _I
 from . import linalg as _L
 from . import inplace as _IP
+from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
+del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
@@ -154,7 +156,7 @@ _ops = {
 }
 for _k, _v in _ops.items():
     setattr(Tensor, _k, _v)
-Tensor.__hash__ = lambda self: id(self)
+Tensor.__hash__ = object.__hash__  # identity, at C speed (dict keys in the engine)
 
 # ----------------------------------------------------------------------------- methods
 

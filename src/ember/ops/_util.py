@@ -48,10 +48,16 @@ def promote(a, b, floating=False):
         a = a.astype(t)
     if type(b) is _ndarray and b.dtype is not t:
         b = b.astype(t)
-    if type(a) is not _ndarray and floating and not isinstance(a, float):
-        a = float(a)
-    if type(b) is not _ndarray and floating and not isinstance(b, float):
-        b = float(b)
+    if type(a) is not _ndarray:
+        if isinstance(a, np.generic):  # NumPy scalars are weak like Python numbers (NEP 50 aside)
+            a = a.item()
+        if floating and not isinstance(a, float):
+            a = float(a)
+    if type(b) is not _ndarray:
+        if isinstance(b, np.generic):
+            b = b.item()
+        if floating and not isinstance(b, float):
+            b = float(b)
     return a, b
 
 

@@ -143,7 +143,7 @@ def _pow_impl(xp, a, b):
         raise U.broadcast_error("pow", a, b) from None
 
 
-pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW)
+pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW, tensor_edges_only=True)
 
 
 @pow_op.def_vjp

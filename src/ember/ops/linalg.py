@@ -48,6 +48,8 @@ matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_nam
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
+    if a.dim() == 1 and b.dim() == 1:  # dot: g is 0-dim
+        return (g * b if n[0] else None), (g * a if n[1] else None)
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
     g2 = g
@@ -291,24 +293,32 @@ def _(ctx, g):
 
 def _einsum_grad(g, out, ops, ins, i):
     target = ins[i]
-    if len(set(target)) != len(target):
-        raise NotImplementedError("einsum backward with a repeated subscript within one operand "
-                                  "(a diagonal) is not supported in ember")
+    shape = tuple(ops[i].shape)
+    uniq = "".join(dict.fromkeys(target))  # a repeated letter (a diagonal) appears once here
     avail = set(out)
     for j, s in enumerate(ins):
         if j != i:
             avail |= set(s)
-    kept = "".join(c for c in target if c in avail)
+    kept = "".join(c for c in uniq if c in avail)
     sub_ins = [out] + [s for j, s in enumerate(ins) if j != i]
     args = [g] + [o for j, o in enumerate(ops) if j != i]
     r = einsum(",".join(sub_ins) + "->" + kept, *args)
-    if kept != target:  # letters summed only inside operand i: broadcast back
-        shape = ops[i].shape
-        for k, c in enumerate(target):
+    usize = tuple(shape[target.index(c)] for c in uniq)
+    if kept != uniq:  # letters summed only inside operand i: broadcast back
+        for k, c in enumerate(uniq):
             if c not in avail:
                 r = r.unsqueeze(k)
-        r = r.expand(shape)
-    return r
+        r = r.expand(usize)
+    if uniq == target:
+        return r
+    # scatter onto the diagonal: letter c's stride is the sum of the strides of its positions
+    from .shape import as_strided_backward_op
+    strides = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    ustride = tuple(sum(strides[k] for k, ch in enumerate(target) if ch == c) for c in uniq)
+    return dispatch(as_strided_backward_op, (r.contiguous(),),
+                    {"shape": shape, "size": usize, "stride": ustride, "offset": 0})
 
 
 @einsum_op.def_jvp

@@ -1,5 +1,6 @@
 """Reductions and scans: sum, mean, prod, max/min, amax/amin, arg*, var/std, norm, logsumexp,
 softmax/log_softmax, cumsum/cumprod, all/any."""
+import builtins as _b
 import math
 
 import numpy as np
@@ -124,14 +125,14 @@ def _(ctx, t):
 
 
 def _amax_impl(xp, a, dims=None, keepdim=False):
-    if a.size == 0 and (dims is None or any(a.shape[d] == 0 for d in dims)):
+    if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
         raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0. "
                          "Specify the reduction dim with the 'dim' argument.")
     return xp.amax(a, axis=dims, keepdims=keepdim)
 
 
 def _amin_impl(xp, a, dims=None, keepdim=False):
-    if a.size == 0 and (dims is None or any(a.shape[d] == 0 for d in dims)):
+    if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
         raise IndexError("amin(): Expected reduction dim to be specified for input.numel() == 0.")
     return xp.amin(a, axis=dims, keepdims=keepdim)
 
@@ -250,7 +251,8 @@ def _var_grad_factor(ctx, x):
     p = ctx.params
     dims = p.get("dims")
     n = _count(x.shape, dims)
-    return 2.0 / max(n - p.get("correction", 1), 0) if n - p.get("correction", 1) > 0 else math.inf
+    dof = n - p.get("correction", 1)
+    return 2.0 / dof if dof > 0 else math.inf
 
 
 @var_op.def_vjp

@@ -197,6 +197,8 @@ def sum_to(g, shape):
     if tuple(gs) == shape:
         return g
     lead = len(gs) - len(shape)
+    if lead < 0:  # a node called by hand with a smaller gradient: nothing to reduce (as PyTorch)
+        return g
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
     from .reduce import sum as _sum
     r = _sum(g, dims, keepdim=True) if dims else g

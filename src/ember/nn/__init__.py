@@ -1,0 +1,6 @@
+"""ember.nn: modules, parameters, functional interface, initialisers and utilities."""
+from .parameter import Parameter, Buffer  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import Module  # noqa: F401
+from . import functional, init, utils  # noqa: F401
+from . import modules  # noqa: F401

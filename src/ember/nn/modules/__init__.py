@@ -1,0 +1,17 @@
+from .module import Module, RemovableHandle, register_module_forward_hook, \
+    register_module_forward_pre_hook  # noqa: F401
+from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
+from .linear import Identity, Linear, Bilinear, LazyLinear  # noqa: F401
+from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Mish, Hardtanh, Hardsigmoid,  # noqa: F401
+                         Hardswish, Softplus, Tanh, Sigmoid, LogSigmoid, Softsign, Tanhshrink, SELU, CELU,
+                         GLU, Threshold, Softmax, LogSoftmax, Softmin, Softmax2d, PReLU)
+from .dropout import Dropout, Dropout1d, Dropout2d, AlphaDropout  # noqa: F401
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from .normalization import LayerNorm, GroupNorm  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
+from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
+from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLogitsLoss, NLLLoss,  # noqa: F401
+                   CrossEntropyLoss, KLDivLoss, SoftMarginLoss, PoissonNLLLoss, GaussianNLLLoss,
+                   CosineEmbeddingLoss, MarginRankingLoss)

@@ -1,0 +1,25 @@
+"""parameters_to_vector / vector_to_parameters."""
+from ..._tensor import Tensor
+from ... import ops as _ops
+from ...autograd.grad_mode import no_grad
+
+
+def parameters_to_vector(parameters):
+    """One 1-d tensor of all parameters, concatenated (differentiable, as in PyTorch)."""
+    return _ops.cat([p.reshape(-1) for p in parameters])
+
+
+def vector_to_parameters(vec, parameters):
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    parameters = list(parameters)
+    total = sum(p.numel() for p in parameters)
+    if vec.dim() != 1 or vec.numel() != total:
+        raise RuntimeError(f"vector_to_parameters: expected a 1-d vector of {total} elements, got shape "
+                           f"{list(vec.shape)}")
+    ptr = 0
+    with no_grad():
+        for p in parameters:
+            n = p.numel()
+            p.copy_(vec[ptr:ptr + n].view_as(p))
+            ptr += n

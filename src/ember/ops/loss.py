@@ -1,0 +1,302 @@
+"""Classification losses: nll_loss and cross_entropy.
+
+``cross_entropy`` on 2-d logits with class-index targets (the training hot path) runs as one
+fused primitive whose backward is a second primitive, ``cross_entropy_backward``; that one's
+vjp is written in ember ops, so double backward (hessians, create_graph) works. Under an active
+transform (vmap, forward mode) the same loss is composed from log_softmax and gather, whose
+rules the transforms already know. Everything else is composed from ember ops.
+"""
+import numpy as np
+
+from .. import _dispatch as D
+from .._dispatch import defop, dispatch
+from . import reduce as _R
+from . import indexing as _I
+from . import elementwise as _E
+
+
+def _long_check(op, target):
+    if target.dtype.name not in ("int64", "int32", "int16", "int8", "uint8"):
+        raise RuntimeError(f"{op}: expected target of integer dtype (class indices) or of the input's "
+                           f"floating dtype (class probabilities), got {target.dtype}")
+
+
+def _check_index_target(op, input, target, ignore_index):
+    _long_check(op, target)
+    if input.dim() == 0:
+        raise ValueError(f"{op}: input tensor should be 1D or 2D (or N-d with class dim 1), got a 0-d tensor")
+    if input.dim() == 1:
+        if target.dim() != 0:
+            raise ValueError(f"{op}: Expected a 0-d target for a 1-d input (one sample), got target of "
+                             f"shape {list(target.shape)}")
+        C = input.shape[0]
+    else:
+        if target.dim() == 0 or target.shape[0] != input.shape[0]:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                             f"({target.shape[0] if target.dim() else 0}).")
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(f"{op}: expected target of shape {[input.shape[0]] + list(input.shape[2:])}, "
+                               f"got {list(target.shape)}")
+        C = input.shape[1]
+    if not D.state.levels and not target._meta:
+        t = target._data
+        if t.size and (t.min() < 0 or t.max() >= C):
+            bad = (t != ignore_index) & ((t < 0) | (t >= C))
+            if bad.any():
+                raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    return C
+
+
+def _weight_check(op, weight, C):
+    if weight is not None and (weight.dim() != 1 or weight.shape[0] != C):
+        raise RuntimeError(f"{op}: weight tensor should be defined either for all {C} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """-input[target] per sample (weighted), composed from gather so every transform applies."""
+    C = _check_index_target("nll_loss", input, target, ignore_index)
+    _weight_check("nll_loss", weight, C)
+    cdim = 0 if input.dim() == 1 else 1
+    valid = target != ignore_index
+    safe = _E.where(valid, target, 0).long()
+    picked = _I.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    wv = valid.to(input.dtype)
+    if weight is not None:
+        wv = wv * _I.index_select(weight, 0, safe.reshape(-1)).reshape(safe.shape)
+    loss = -picked * wv
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / wv.sum()
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if input.dim() == 0:
+        raise ValueError("cross_entropy: input tensor should be 1D or 2D (or N-d with class dim 1)")
+    cdim = 0 if input.dim() == 1 else 1
+    C = input.shape[cdim]
+    if target.is_floating_point():
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim, C)
+    if (input.dim() == 2 and weight is None and label_smoothing == 0.0 and not D.state.levels
+            and input.is_floating_point() and not input._meta):
+        _check_index_target("cross_entropy", input, target, ignore_index)
+        return dispatch(cross_entropy_op, (input, target),
+                        {"ignore_index": ignore_index, "reduction": reduction})
+    logp = _R.log_softmax(input, cdim)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    # the smoothing term: -sum_c w_c logp_c per sample, over the same samples and normaliser
+    valid = target != ignore_index
+    if weight is not None:
+        shape = [1] * input.dim()
+        shape[cdim] = C
+        smooth = -(logp * weight.reshape(shape)).sum(cdim)
+    else:
+        smooth = -logp.sum(cdim)
+    smooth = smooth * valid.to(input.dtype)
+    if reduction == "none":
+        pass
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    else:
+        if weight is not None:
+            safe = _E.where(valid, target, 0).long()
+            denom = (_I.index_select(weight, 0, safe.reshape(-1)).reshape(safe.shape)
+                     * valid.to(input.dtype)).sum()
+        else:
+            denom = valid.sum().to(input.dtype)
+        smooth = smooth.sum() / denom
+    return (1 - label_smoothing) * nll + (label_smoothing / C) * smooth
+
+
+def _cross_entropy_probs(input, target, weight, reduction, ls, cdim, C):
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"cross_entropy: expected target of the input's shape {list(input.shape)} for "
+                           f"class probabilities, got {list(target.shape)}")
+    _weight_check("cross_entropy", weight, C)
+    logp = _R.log_softmax(input, cdim)
+    if ls > 0.0:
+        target = target * (1 - ls) + ls / C
+    prod = logp * target
+    if weight is not None:
+        shape = [1] * input.dim()
+        shape[cdim] = C
+        prod = prod * weight.reshape(shape)
+    loss = -prod.sum(cdim)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    n = input.numel() // C if input.numel() else 0
+    return loss.sum() / n
+
+
+# ----------------------------------------------------------------------------- fused primitive
+
+
+def _softmax_rows(xp, x):
+    m = x.max(axis=1, keepdims=True)
+    e = xp.exp(x - m)
+    e /= e.sum(axis=1, keepdims=True)
+    return e
+
+
+def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
+    n = x.shape[0]
+    m = x.max(axis=1, keepdims=True)
+    s = x - m
+    lse = xp.log(xp.exp(s).sum(axis=1))
+    valid = t != ignore_index
+    all_valid = valid.all()
+    tt = t if all_valid else xp.where(valid, t, 0)
+    loss = lse - s[xp.arange(n), tt]
+    if not all_valid:
+        loss *= valid
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    cnt = n if all_valid else int(valid.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
+
+
+cross_entropy_op = defop("cross_entropy", _ce_impl, save=("inputs",), node_name="NllLossBackward0")
+
+
+@cross_entropy_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    return dispatch(cross_entropy_backward_op, (g, x, t), ctx.params), None
+
+
+def _ce_scale(xp, g, valid, reduction, dtype):
+    """Per-row multiplier of (softmax - onehot) for the three reductions."""
+    s = g * valid
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = s / valid.sum()
+    return s[:, None].astype(dtype, copy=False)
+
+
+def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
+    p = _softmax_rows(xp, x)
+    n = x.shape[0]
+    valid = t != ignore_index
+    tt = t if valid.all() else xp.where(valid, t, 0)
+    p[xp.arange(n), tt] -= 1
+    p *= _ce_scale(xp, g, valid, reduction, x.dtype)
+    return p
+
+
+cross_entropy_backward_op = defop("cross_entropy_backward", _ce_backward_impl, save=("inputs",),
+                                  node_name="NllLossBackwardBackward0")
+
+
+@cross_entropy_backward_op.def_vjp
+def _(ctx, gg):
+    g, x, t = ctx.inputs
+    p_ = ctx.params
+    ign, red = p_["ignore_index"], p_["reduction"]
+    valid = (t != ign)
+    vf = valid.to(x.dtype)
+    p = _R.softmax(x, 1)
+    gg_g = gg_x = None
+    if ctx.needs[1]:
+        if red == "none":
+            scale = (g * vf).unsqueeze(1)
+        elif red == "sum":
+            scale = (g * vf).unsqueeze(1)
+        else:
+            scale = (g * vf / vf.sum()).unsqueeze(1)
+        gg_x = scale * p * (gg - (gg * p).sum(1, keepdim=True))
+    if ctx.needs[0]:
+        onehot = D._new_tensor(_onehot(x.shape, _E.where(valid, t, 0)._data, x._data.dtype))
+        per_row = (gg * (p - onehot)).sum(1) * vf
+        if red == "none":
+            gg_g = per_row
+        elif red == "sum":
+            gg_g = per_row.sum()
+        else:
+            gg_g = per_row.sum() / vf.sum()
+    return gg_g, gg_x, None
+
+
+def _onehot(shape, t, dtype):
+    oh = np.zeros(shape, dtype)
+    oh[np.arange(shape[0]), t] = 1
+    return oh
+
+
+
+@cross_entropy_op.def_jvp
+def _(ctx, tx, tt):
+    x, t = ctx.inputs
+    from .._creation import ones
+    red = ctx.params["reduction"]
+    g = ones(x.shape[0], dtype=x.dtype) if red == "none" else ones((), dtype=x.dtype)
+    dx = dispatch(cross_entropy_backward_op, (g, x, t), ctx.params)
+    return (dx * tx).sum(1) if red == "none" else (dx * tx).sum()
+
+
+@cross_entropy_backward_op.def_jvp
+def _(ctx, tg, tx, tt):
+    g, x, t = ctx.inputs
+    res = None
+    if tg is not None:
+        res = dispatch(cross_entropy_backward_op, (tg, x, t), ctx.params)
+    if tx is not None:
+        red = ctx.params["reduction"]
+        vf = (t != ctx.params["ignore_index"]).to(x.dtype)
+        scale = (g * vf if red != "mean" else g * vf / vf.sum()).unsqueeze(1)
+        p = _R.softmax(x, 1)
+        term = scale * p * (tx - (tx * p).sum(1, keepdim=True))
+        res = term if res is None else res + term
+    return res
+
+
+def _ce_batch(op, vals, bd, params, size):
+    """vmap of the fused loss: samples' rows are stacked into one 2-d call with reduction='none',
+    then reduced per sample."""
+    from ._batching import _materialize
+    x, t = (v if b else _materialize(v, size) for v, b in zip(vals[:2], bd[:2]))
+    n, C = x.shape[1], x.shape[2]
+    red = params["reduction"]
+    ign = params["ignore_index"]
+    rows = dispatch(op, (x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
+    rows = rows.reshape(size, n)
+    if red == "none":
+        return rows, True
+    if red == "sum":
+        return rows.sum(1), True
+    return rows.sum(1) / (t != ign).sum(1).to(x.dtype), True
+
+
+def _ce_backward_batch(op, vals, bd, params, size):
+    from ._batching import _materialize
+    g, x, t = vals
+    bg, bx, bt = bd
+    x = x if bx else _materialize(x, size)
+    t = t if bt else _materialize(t, size)
+    n, C = x.shape[1], x.shape[2]
+    red = params["reduction"]
+    ign = params["ignore_index"]
+    if red == "none":
+        gr = g if bg else _materialize(g, size)
+    else:
+        gs = g if bg else _materialize(g, size)  # (B,)
+        if red == "mean":
+            gs = gs / (t != ign).sum(1).to(x.dtype)
+        gr = gs.unsqueeze(1).expand(size, n)
+    r = dispatch(op, (gr.reshape(-1), x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
+    return r.reshape(size, n, C), True
+
+
+cross_entropy_op.batch = _ce_batch
+cross_entropy_backward_op.batch = _ce_backward_batch

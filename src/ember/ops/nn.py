@@ -1,0 +1,1240 @@
+"""nn kernels: convolution, pooling, normalisation, embedding (torch.nn.functional's signatures).
+
+Convolution is im2col by strided views plus one BLAS matmul. Both memory layouts have kernels:
+channels_last (NHWC memory viewed as NCHW) gathers windows whose innermost run is the kw*C
+contiguous pixels, and its output is the matmul's result as is; NCHW gathers (C, kh, kw) x
+(Ho*Wo) columns and multiplies per image. 1x1 convolutions are plain matmuls (no copy at all in
+channels_last). The three convolution primitives -- forward, input gradient (which is also
+conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph works at any order.
+
+Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
+pixels). Fused backward kernels that are not closed under differentiation (batch norm) run only
+when nothing observes them (grad mode off, no transform); otherwise the vjp is the composite
+formula in ember ops.
+"""
+import threading
+
+import numpy as np
+
+from .. import _dispatch as D
+from .. import _dtype as dt
+from .._dispatch import defop, dispatch
+from .._memory_format import is_channels_last
+from . import _util as U
+from .linalg import linear  # noqa: F401  (F.linear: the addmm path lives in linalg)
+
+NN = "nn"
+_as_strided = np.lib.stride_tricks.as_strided
+
+# ----------------------------------------------------------------------------- scratch buffers
+
+
+class _Scratch(threading.local):
+    def __init__(self):
+        self.bufs = {}
+        self.nbytes = 0
+
+
+_scratch = _Scratch()
+_SCRATCH_LIMIT = 192 << 20
+
+
+def _buf(xp, tag, shape, dtype, fill=None):
+    """A reusable temporary (im2col columns, padded copies): fresh pages cost more than the copy.
+    The caller must not let it escape. Buffers with ``fill`` keep that fill outside what the
+    caller writes, so the tag must identify the region written (e.g. include the padding)."""
+    s = _scratch
+    key = (tag, shape, dtype, fill)
+    a = s.bufs.pop(key, None)
+    if a is None:
+        a = xp.empty(shape, dtype) if fill is None else xp.full(shape, fill[0], dtype)
+        s.nbytes += a.nbytes
+        while s.nbytes > _SCRATCH_LIMIT and s.bufs:
+            old = s.bufs.pop(next(iter(s.bufs)))
+            s.nbytes -= old.nbytes
+        if a.nbytes > _SCRATCH_LIMIT:
+            s.nbytes -= a.nbytes
+            return a
+    s.bufs[key] = a  # most recently used last
+    return a
+
+
+# ----------------------------------------------------------------------------- argument helpers
+
+
+def _tuple(v, n, name, op):
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            v = tuple(v) * n
+        if len(v) != n:
+            raise RuntimeError(f"{op}: expected {name} to be a single integer value or a list of {n} "
+                               f"values to match the convolution dimensions, but got {name}={list(v)}")
+        out = []
+        for x in v:
+            try:
+                out.append(x.__index__())
+            except AttributeError:
+                raise TypeError(f"{op}: {name} must be ints, got {type(x).__name__}") from None
+        return tuple(out)
+    try:
+        return (v.__index__(),) * n
+    except AttributeError:
+        raise TypeError(f"{op}: {name} must be an int or a tuple of ints, got {type(v).__name__}") from None
+
+
+def _float_check(op, *arrs):
+    for a in arrs:
+        if a is not None and a.dtype.kind != "f":
+            raise RuntimeError(f"{op}: expected a floating point tensor, got {dt.FROM_NP[a.dtype].name}")
+
+
+def _phys(a, nhwc):
+    """The array in its memory order: NHWC for channels_last, NCHW otherwise."""
+    return a.transpose(0, 2, 3, 1) if nhwc else a
+
+
+def _unphys(a, nhwc):
+    return a.transpose(0, 3, 1, 2) if nhwc else a
+
+
+def _sp(nhwc, hs, ws):
+    """Index tuple selecting spatial slices of a physical array."""
+    return (slice(None), hs, ws, slice(None)) if nhwc else (slice(None), slice(None), hs, ws)
+
+
+def _padded(xp, a, pads, fill, nhwc, tag="pad"):
+    """a (physical layout) with (top, bottom, left, right) padding, in a reused buffer."""
+    pt, pb, pl, pr = pads
+    if not (pt or pb or pl or pr):
+        return a
+    if nhwc:
+        N, H, W, C = a.shape
+        shape = (N, H + pt + pb, W + pl + pr, C)
+    else:
+        N, C, H, W = a.shape
+        shape = (N, C, H + pt + pb, W + pl + pr)
+    buf = _buf(xp, tag, shape, a.dtype, (fill, pads))
+    buf[_sp(nhwc, slice(pt, pt + H), slice(pl, pl + W))] = a
+    return buf
+
+
+def _rng(i, d, s, p, n_in, n_out):
+    """For kernel offset i: (input slice, output slice) of the positions inside the unpadded input."""
+    a = i * d - p
+    lo = max(0, -(a // s))
+    hi = min(n_out - 1, (n_in - 1 - a) // s)
+    if hi < lo:
+        return None
+    h0 = lo * s + a
+    return slice(h0, h0 + (hi - lo) * s + 1, s), slice(lo, hi + 1)
+
+
+def _out_size(n, k, s, p0, p1, d):
+    return (n + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+# ----------------------------------------------------------------------------- im2col
+
+
+def _windows(a, nhwc, kh, kw, sh, sw, dh, dw, Ho, Wo):
+    """Strided view of all windows: (N, Ho, Wo, kh, kw, C) for NHWC, (N, C, kh, kw, Ho, Wo) else."""
+    if nhwc:
+        N, _, _, C = a.shape
+        sN, sH, sW, sC = a.strides
+        return _as_strided(a, (N, Ho, Wo, kh, kw, C), (sN, sH * sh, sW * sw, sH * dh, sW * dw, sC),
+                           writeable=False)
+    N, C = a.shape[:2]
+    sN, sC, sH, sW = a.strides
+    return _as_strided(a, (N, C, kh, kw, Ho, Wo), (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw),
+                       writeable=False)
+
+
+def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
+    """Columns of x for NHWC: (M, kh*kw*C) when groups == 1, else (G, M, kh*kw*Cg)."""
+    xh = x.transpose(0, 2, 3, 1)
+    N, H, W, C = xh.shape
+    M = N * Ho * Wo
+    if kh == 1 and kw == 1 and not any(pads) and groups == 1:
+        if st[0] != 1 or st[1] != 1:
+            xh = xh[:, ::st[0], ::st[1]][:, :Ho, :Wo]
+        return xh.reshape(M, C)
+    xpd = _padded(xp, xh, pads, 0, True)
+    win = _windows(xpd, True, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
+    if groups == 1:
+        buf = _buf(xp, "cols", (N, Ho, Wo, kh, kw, C), x.dtype)
+        xp.copyto(buf, win)
+        return buf.reshape(M, kh * kw * C)
+    G, Cg = groups, C // groups
+    win = win.reshape(N, Ho, Wo, kh, kw, G, Cg).transpose(5, 0, 1, 2, 3, 4, 6)
+    buf = _buf(xp, "colsg", (G, N, Ho, Wo, kh, kw, Cg), x.dtype)
+    xp.copyto(buf, win)
+    return buf.reshape(G, M, kh * kw * Cg)
+
+
+def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
+    """Columns of an NCHW x as one matrix (C*kh*kw, N*Ho*Wo), rows ordered (C, kh, kw), columns
+    (N, Ho, Wo): the innermost run of the copy is a row of pixels."""
+    N, C, H, W = x.shape
+    if kh == 1 and kw == 1 and not any(pads):
+        if st[0] != 1 or st[1] != 1:
+            x = x[:, :, ::st[0], ::st[1]][:, :, :Ho, :Wo]
+        if N == 1:
+            return x.reshape(C, Ho * Wo)
+        buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
+        xp.copyto(buf, x.transpose(1, 0, 2, 3))
+        return buf.reshape(C, N * Ho * Wo)
+    xpd = _padded(xp, x, pads, 0, False)
+    win = _windows(xpd, False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
+    buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
+    xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
+    return buf.reshape(C * kh * kw, N * Ho * Wo)
+
+
+def _cm(xp, g):
+    """g (N, Cout, Ho, Wo) as the matrix (Cout, N*Ho*Wo), in a reused buffer."""
+    N, Cout, Ho, Wo = g.shape
+    if N == 1 and g.flags.c_contiguous:
+        return g.reshape(Cout, Ho * Wo)
+    buf = _buf(xp, "gcm", (Cout, N, Ho, Wo), g.dtype)
+    xp.copyto(buf, g.transpose(1, 0, 2, 3))
+    return buf.reshape(Cout, N * Ho * Wo)
+
+
+def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
+    """dst (zeroed) += the columns scattered back to their pixels. NHWC: dst (N, H, W, C) and dcols
+    (N, Ho, Wo, kh, kw, C); else dst (C, N, H, W) and dcols (C, kh, kw, N, Ho, Wo)."""
+    H, W = (dst.shape[1], dst.shape[2]) if nhwc else (dst.shape[2], dst.shape[3])
+    for i in range(kh):
+        rh = _rng(i, dil[0], st[0], pads[0], H, Ho)
+        if rh is None:
+            continue
+        for j in range(kw):
+            rw = _rng(j, dil[1], st[1], pads[2], W, Wo)
+            if rw is None:
+                continue
+            if nhwc:
+                src = dcols[:, rh[1], rw[1], i, j]
+            else:
+                src = dcols[:, i, j, :, rh[1], rw[1]]
+            dst[_sp(nhwc, rh[0], rw[0])] += src
+
+
+def _use_nhwc(x, w):
+    return is_channels_last(x) or is_channels_last(w)
+
+
+# ----------------------------------------------------------------------------- conv2d
+
+
+def _conv_check(op, x, w, groups):
+    if x.dtype is not w.dtype:
+        raise RuntimeError(f"{op}: Input type ({dt.FROM_NP[x.dtype].name}) and weight type "
+                           f"({dt.FROM_NP[w.dtype].name}) should be the same")
+    _float_check(op, x)
+
+
+def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
+    _conv_check("conv2d", x, w, groups)
+    N, C, H, W = x.shape
+    Cout, Cg, kh, kw = w.shape
+    Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dilation[0])
+    Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
+    G = groups
+    if _use_nhwc(x, w):
+        cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
+        if G == 1:
+            wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
+            out = xp.matmul(cols, wm)
+        else:
+            wm = w.reshape(G, Cout // G, Cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(G, kh * kw * Cg, Cout // G)
+            out = xp.empty((N * Ho * Wo, G, Cout // G), x.dtype)
+            out.transpose(1, 0, 2)[...] = xp.matmul(cols, wm)
+            out = out.reshape(-1, Cout)
+        if b is not None:
+            out += b
+        return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
+    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    if G == 1:
+        om = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
+    else:
+        om = xp.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(G, Cg * kh * kw, -1))
+    om = om.reshape(Cout, N, Ho, Wo).transpose(1, 0, 2, 3)
+    if b is None:
+        return om.copy() if N > 1 else om
+    out = xp.empty((N, Cout, Ho, Wo), x.dtype)
+    xp.add(om, b.reshape(Cout, 1, 1), out=out)
+    return out
+
+
+def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
+    """Gradient of conv2d w.r.t. its input (= conv_transpose2d of g)."""
+    _conv_check("conv2d_backward_input", g, w, groups)
+    N, Cout, Ho, Wo = g.shape
+    _, Cg, kh, kw = w.shape
+    H, W = in_hw
+    G = groups
+    C = Cg * G
+    Coutg = Cout // G
+    if nhwc:
+        gm = g.transpose(0, 2, 3, 1).reshape(N * Ho * Wo, Cout)
+        if G == 1:
+            dcols = xp.matmul(gm, w.transpose(0, 2, 3, 1).reshape(Cout, kh * kw * Cg))
+        else:
+            wm = w.reshape(G, Coutg, Cg, kh, kw).transpose(0, 1, 3, 4, 2).reshape(G, Coutg, kh * kw * Cg)
+            dcols = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 0, 2), wm)  # (G, M, Kg)
+        if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
+            dx = dcols.reshape(N, H, W, C) if G == 1 else \
+                dcols.reshape(G, N, H, W, Cg).transpose(1, 2, 3, 0, 4).reshape(N, H, W, C)
+            return dx.transpose(0, 3, 1, 2)
+        if G == 1:
+            d6 = dcols.reshape(N, Ho, Wo, kh, kw, C)
+            dst = xp.zeros((N, H, W, C), g.dtype)
+            _col2im(xp, dst, d6, True, kh, kw, stride, pad, dilation, Ho, Wo)
+        else:
+            d6 = dcols.reshape(G, N, Ho, Wo, kh, kw, Cg).transpose(1, 2, 3, 4, 5, 0, 6)
+            dst = xp.zeros((N, H, W, G, Cg), g.dtype)
+            _col2im(xp, dst, d6, True, kh, kw, stride, pad, dilation, Ho, Wo)
+            dst = dst.reshape(N, H, W, C)
+        return dst.transpose(0, 3, 1, 2)
+    gm = _cm(xp, g)
+    if G == 1:
+        dcols = xp.matmul(w.reshape(Cout, Cg * kh * kw).T, gm)
+    else:
+        dcols = xp.matmul(w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1), gm.reshape(G, Coutg, -1))
+    if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
+        dx = dcols.reshape(C, N, H, W).transpose(1, 0, 2, 3)
+        return dx.copy() if N > 1 else dx
+    d6 = dcols.reshape(C, kh, kw, N, Ho, Wo)
+    dst = xp.zeros((N, C, H, W), g.dtype)
+    _col2im(xp, dst.transpose(1, 0, 2, 3), d6, False, kh, kw, stride, pad, dilation, Ho, Wo)
+    return dst
+
+
+def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, wcl):
+    """Gradient of conv2d w.r.t. its weight."""
+    _conv_check("conv2d_backward_weight", x, g, groups)
+    N, C, H, W = x.shape
+    _, Cout, Ho, Wo = g.shape
+    kh, kw = ksize
+    G = groups
+    Cg, Coutg = C // G, Cout // G
+    if nhwc:
+        cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
+        gm = g.transpose(0, 2, 3, 1).reshape(N * Ho * Wo, Cout)
+        if G == 1:
+            gw = xp.matmul(gm.T, cols)  # (Cout, kh*kw*C): (Cout, kh, kw, C) in memory
+        else:
+            gw = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 2, 0), cols)  # (G, Coutg, Kg)
+        gw = gw.reshape(Cout, kh, kw, Cg).transpose(0, 3, 1, 2)
+        return gw if wcl else xp.ascontiguousarray(gw)
+    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    gm = _cm(xp, g)
+    if G == 1:
+        gw = xp.matmul(gm, cols.T).reshape(Cout, Cg, kh, kw)
+    else:
+        cols = cols.reshape(G, Cg * kh * kw, -1)
+        gw = xp.matmul(gm.reshape(G, Coutg, -1), cols.transpose(0, 2, 1)).reshape(Cout, Cg, kh, kw)
+    if wcl:
+        return xp.ascontiguousarray(gw.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    return gw
+
+
+conv2d_op = defop("conv2d", _conv2d_impl, save=("inputs",), family=NN, node_name="ConvolutionBackward0")
+conv2d_input_op = defop("conv2d_backward_input", _conv_input_impl, save=("inputs",), family=NN,
+                        node_name="ConvolutionBackwardInputBackward0")
+conv2d_weight_op = defop("conv2d_backward_weight", _conv_weight_impl, save=("inputs",), family=NN,
+                         node_name="ConvolutionBackwardWeightBackward0")
+
+
+def _cparams(p):
+    return {"stride": p["stride"], "pad": p["pad"], "dilation": p["dilation"], "groups": p["groups"]}
+
+
+@conv2d_op.def_vjp
+def _(ctx, g):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    n = ctx.needs
+    p = _cparams(ctx.params)
+    nhwc = _use_nhwc(x._data, w._data)
+    gx = gw = gb = None
+    if n[0]:
+        gx = dispatch(conv2d_input_op, (g, w), dict(p, in_hw=tuple(x.shape[2:]), nhwc=nhwc))
+    if n[1]:
+        gw = dispatch(conv2d_weight_op, (x, g), dict(p, ksize=tuple(w.shape[2:]), nhwc=nhwc,
+                                                     wcl=is_channels_last(w._data)))
+    if len(n) > 2:
+        gb = g.sum((0, 2, 3)) if n[2] else None
+        return gx, gw, gb
+    return gx, gw
+
+
+@conv2d_input_op.def_vjp
+def _(ctx, v):
+    g, w = ctx.inputs
+    n = ctx.needs
+    p = _cparams(ctx.params)
+    dg = dispatch(conv2d_op, (v, w), p) if n[0] else None
+    dw = dispatch(conv2d_weight_op, (v, g), dict(p, ksize=tuple(w.shape[2:]), nhwc=ctx.params["nhwc"],
+                                                 wcl=is_channels_last(w._data))) if n[1] else None
+    return dg, dw
+
+
+@conv2d_weight_op.def_vjp
+def _(ctx, v):
+    x, g = ctx.inputs
+    n = ctx.needs
+    p = _cparams(ctx.params)
+    dx = dispatch(conv2d_input_op, (g, v), dict(p, in_hw=tuple(x.shape[2:]), nhwc=ctx.params["nhwc"])) \
+        if n[0] else None
+    dg = dispatch(conv2d_op, (x, v), p) if n[1] else None
+    return dx, dg
+
+
+def _conv_padding(padding, k, dilation, stride, op):
+    """(top, bottom, left, right) from an int, a pair, 'same' or 'valid'."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0, 0, 0)
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+            out = []
+            for kk, d in zip(k, dilation):
+                tot = d * (kk - 1)
+                out += [tot // 2, tot - tot // 2]
+            return tuple(out)
+        raise ValueError(f"{op}: Invalid padding string {padding!r}, should be one of 'valid' or 'same'")
+    ph, pw = _tuple(padding, 2, "padding", op)
+    if ph < 0 or pw < 0:
+        raise RuntimeError(f"{op}: negative padding is not supported")
+    return (ph, ph, pw, pw)
+
+
+def _conv_prep(input, weight, bias, stride, padding, dilation, groups, op):
+    if not U.is_tensor(input) or not U.is_tensor(weight):
+        raise TypeError(f"{op}(): argument 'input' and 'weight' must be Tensors")
+    if weight.dim() != 4:
+        raise RuntimeError(f"{op}: expected weight to be a 4-D tensor, but got weight of shape "
+                           f"{U.fmt_shape(weight.shape)}")
+    unbatched = input.dim() == 3
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {op}, but got input of "
+                           f"size: {U.fmt_shape(input.shape)}")
+    if unbatched:
+        input = input.unsqueeze(0)
+    stride = _tuple(stride, 2, "stride", op)
+    dilation = _tuple(dilation, 2, "dilation", op)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{op}: non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError(f"{op}: non-positive groups is not supported")
+    k = tuple(weight.shape[2:])
+    pad = _conv_padding(padding, k, dilation, stride, op)
+    C = input.shape[1]
+    Cout = weight.shape[0]
+    if C != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
+                           f"input{U.fmt_shape(input.shape)} to have {weight.shape[1] * groups} channels, but "
+                           f"got {C} channels instead")
+    if Cout % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
+                           f"dimension 0, but got weight of size {U.fmt_shape(weight.shape)} instead")
+    if bias is not None and tuple(bias.shape) != (Cout,):
+        raise RuntimeError(f"Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
+                           f"with {Cout} elements, but got bias of size {U.fmt_shape(bias.shape)} instead")
+    H, W = input.shape[2:]
+    eh = dilation[0] * (k[0] - 1) + 1
+    ew = dilation[1] * (k[1] - 1) + 1
+    if H + pad[0] + pad[1] < eh or W + pad[2] + pad[3] < ew:
+        raise RuntimeError(f"Calculated padded input size per channel: ({H + pad[0] + pad[1]} x "
+                           f"{W + pad[2] + pad[3]}). Kernel size: ({eh} x {ew}). Kernel size can't be greater "
+                           f"than actual input size")
+    return input, unbatched, {"stride": stride, "pad": pad, "dilation": dilation, "groups": groups}
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    x, unbatched, p = _conv_prep(input, weight, bias, stride, padding, dilation, groups, "conv2d")
+    args = (x, weight) if bias is None else (x, weight, bias)
+    out = dispatch(conv2d_op, args, p)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if weight.dim() != 3:
+        raise RuntimeError(f"conv1d: expected weight to be a 3-D tensor, but got weight of shape "
+                           f"{U.fmt_shape(weight.shape)}")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+                           f"{U.fmt_shape(input.shape)}")
+    s = _tuple(stride, 1, "stride", "conv1d")[0]
+    d = _tuple(dilation, 1, "dilation", "conv1d")[0]
+    pad = padding if isinstance(padding, str) else (0, _tuple(padding, 1, "padding", "conv1d")[0])
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(2), bias, (1, s), pad, (1, d), groups)
+    return out.squeeze(-2)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    op = "conv_transpose2d"
+    if weight.dim() != 4:
+        raise RuntimeError(f"{op}: expected weight to be a 4-D tensor, but got weight of shape "
+                           f"{U.fmt_shape(weight.shape)}")
+    unbatched = input.dim() == 3
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {op}, but got input of "
+                           f"size: {U.fmt_shape(input.shape)}")
+    x = input.unsqueeze(0) if unbatched else input
+    stride = _tuple(stride, 2, "stride", op)
+    dilation = _tuple(dilation, 2, "dilation", op)
+    pad = _tuple(padding, 2, "padding", op)
+    opad = _tuple(output_padding, 2, "output_padding", op)
+    groups = int(groups)
+    for o, s, d in zip(opad, stride, dilation):
+        if o >= s and o >= d:
+            raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding={list(opad)}, stride={list(stride)}, dilation={list(dilation)}")
+    Cin = x.shape[1]
+    if weight.shape[0] != Cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
+                           f"{U.fmt_shape(x.shape)} to have {weight.shape[0]} channels, but got {Cin} channels "
+                           f"instead")
+    if Cin % groups:
+        raise RuntimeError(f"{op}: input channels ({Cin}) must be divisible by groups ({groups})")
+    Cout = weight.shape[1] * groups
+    if bias is not None and tuple(bias.shape) != (Cout,):
+        raise RuntimeError(f"{op}: expected bias of shape [{Cout}], got {U.fmt_shape(bias.shape)}")
+    kh, kw = weight.shape[2:]
+    H, W = x.shape[2:]
+    Ho = (H - 1) * stride[0] - 2 * pad[0] + dilation[0] * (kh - 1) + opad[0] + 1
+    Wo = (W - 1) * stride[1] - 2 * pad[1] + dilation[1] * (kw - 1) + opad[1] + 1
+    if Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"{op}: computed output size ({Ho} x {Wo}) is too small")
+    p = {"stride": stride, "pad": (pad[0], pad[0], pad[1], pad[1]), "dilation": dilation, "groups": groups,
+         "in_hw": (Ho, Wo), "nhwc": _use_nhwc(x._data, weight._data)}
+    out = dispatch(conv2d_input_op, (x, weight), p)
+    if bias is not None:
+        out = out + bias.reshape(Cout, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+# ----------------------------------------------------------------------------- pooling
+
+
+def _pool_out(n, k, s, p, d, ceil):
+    num = n + 2 * p - d * (k - 1) - 1
+    if ceil:
+        o = -(-num // s) + 1
+        if (o - 1) * s >= n + p:
+            o -= 1
+    else:
+        o = num // s + 1
+    return o
+
+
+def _pool_geometry(x, kernel, stride, pad, dilation, ceil):
+    N, C, H, W = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, pad, dilation
+    Ho = _pool_out(H, kh, sh, ph, dh, ceil)
+    Wo = _pool_out(W, kw, sw, pw, dw, ceil)
+    Hn = max(H + 2 * ph, (Ho - 1) * sh + dh * (kh - 1) + 1)
+    Wn = max(W + 2 * pw, (Wo - 1) * sw + dw * (kw - 1) + 1)
+    return Ho, Wo, (ph, Hn - H - ph, pw, Wn - W - pw)
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
+    N, C, H, W = x.shape
+    kh, kw = kernel
+    sh, sw = stride
+    dh, dw = dilation
+    Ho, Wo, pads = _pool_geometry(x, kernel, stride, pad, dilation, ceil_mode)
+    nhwc = is_channels_last(x)
+    a = _padded(xp, _phys(x, nhwc), pads, _lowest(x.dtype), nhwc, "mpad")
+
+    def sl(i, j):
+        return a[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
+                     slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
+    out = sl(0, 0).copy()
+    arg = xp.zeros(out.shape, np.int8 if kh * kw < 127 else np.int32) if want_idx else None
+    mask = xp.empty(out.shape, bool)
+    k = 0
+    for i in range(kh):
+        for j in range(kw):
+            if k:
+                v = sl(i, j)
+                if want_idx:
+                    xp.greater(v, out, out=mask)
+                    xp.copyto(out, v, where=mask)
+                    xp.copyto(arg, k, where=mask)
+                else:
+                    xp.maximum(out, v, out=out)
+            k += 1
+    if not want_idx:
+        return _unphys(out, nhwc), None
+    ki, kj = xp.divmod(arg, kw) if kw > 1 else (arg, 0)
+    oh = xp.arange(Ho) * sh - pad[0]
+    ow = xp.arange(Wo) * sw - pad[1]
+    if nhwc:
+        oh, ow = oh[:, None, None], ow[:, None]
+    else:
+        ow = ow
+        oh = oh[:, None]
+    idx = (ki * dh + oh) * W + (kj * dw + ow)
+    return _unphys(out, nhwc), _unphys(idx.astype(np.int64, copy=False), nhwc)
+
+
+def _max_pool_impl(xp, x, *, kernel, stride, pad, dilation, ceil_mode):
+    return _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, False)[0]
+
+
+def _max_pool_idx_impl(xp, x, *, kernel, stride, pad, dilation, ceil_mode):
+    return _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, True)
+
+
+def _max_pool_bwd_impl(xp, g, idx, *, in_shape, nhwc, overlap):
+    N, C, H, W = in_shape
+    HW = H * W
+    size = N * C * HW
+    if nhwc:
+        gp, ip = g.transpose(0, 2, 3, 1), idx.transpose(0, 2, 3, 1)
+        gl = (ip + (xp.arange(N) * HW).reshape(N, 1, 1, 1)) * C + xp.arange(C)
+    else:
+        gp, ip = g, idx
+        gl = ip + (xp.arange(N * C) * HW).reshape(N, C, 1, 1)
+    gl = gl.reshape(-1)
+    gv = gp.reshape(-1)
+    if overlap:
+        gx = xp.bincount(gl, weights=gv, minlength=size).astype(g.dtype, copy=False)
+    else:
+        gx = xp.zeros(size, g.dtype)
+        gx[gl] = gv
+    return _unphys(gx.reshape((N, H, W, C) if nhwc else (N, C, H, W)), nhwc)
+
+
+max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, node_name="MaxPool2DBackward0")
+max_pool2d_idx_op = defop("max_pool2d_with_indices", _max_pool_idx_impl, save=("inputs", "out"), nout=2,
+                          diff_outputs=(0,), family=NN, node_name="MaxPool2DWithIndicesBackward0")
+max_pool2d_bwd_op = defop("max_pool2d_with_indices_backward", _max_pool_bwd_impl, save=("inputs",),
+                          family=NN)
+
+
+@max_pool2d_op.def_vjp
+def _(ctx, g):  # only reached if recorded (it is used when no gradient is wanted); recompute indices
+    raise RuntimeError("max_pool2d: internal error, the index-free kernel was recorded for backward")
+
+
+def _overlap(p):
+    return any(s < d * (k - 1) + 1 for k, s, d in zip(p["kernel"], p["stride"], p["dilation"]))
+
+
+@max_pool2d_idx_op.def_vjp
+def _(ctx, g, _gi=None):
+    x, = ctx.inputs
+    idx = ctx._out[1]  # the indices output; the pooled output (not needed) may be changed in place
+    return dispatch(max_pool2d_bwd_op, (g, idx), {"in_shape": tuple(x.shape), "nhwc": is_channels_last(x._data),
+                                                    "overlap": _overlap(ctx.params)})
+
+
+@max_pool2d_bwd_op.def_vjp
+def _(ctx, v):
+    g, idx = ctx.inputs
+    N, C = v.shape[:2]
+    gg = v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(g.shape)
+    return gg, None
+
+
+def _pool_args(input, kernel_size, stride, padding, dilation, op):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor for input, got input of size "
+                           f"{U.fmt_shape(input.shape)}")
+    k = _tuple(kernel_size, 2, "kernel_size", op)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        _tuple(stride, 2, "stride", op)
+    p = _tuple(padding, 2, "padding", op)
+    d = _tuple(dilation, 2, "dilation", op)
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got {list(k)}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"{op}: stride must be greater than zero, but got {list(s)}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"{op}: dilation must be greater than zero, but got {list(d)}")
+    if any(pp < 0 or pp > kk // 2 for pp, kk in zip(p, k)):
+        raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but got pad={list(p)}, "
+                           f"kernel_size={list(k)}")
+    return k, s, p, d
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    op = "max_pool2d"
+    k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, op)
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    H, W = x.shape[2:]
+    Ho = _pool_out(H, k[0], s[0], p[0], d[0], ceil_mode)
+    Wo = _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
+    if Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"{op}: Given input size: ({x.shape[1]}x{H}x{W}). Calculated output size: "
+                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small")
+    params = {"kernel": k, "stride": s, "pad": p, "dilation": d, "ceil_mode": bool(ceil_mode)}
+    if return_indices or (x._rg and D.grad_mode.enabled) or not D.state.simple:
+        out, idx = dispatch(max_pool2d_idx_op, (x,), params)
+        if unbatched:
+            out, idx = out.squeeze(0), idx.squeeze(0)
+        return (out, idx) if return_indices else out
+    out = dispatch(max_pool2d_op, (x,), params)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    k = _tuple(kernel_size, 1, "kernel_size", "max_pool1d")[0]
+    s = k if stride is None else _tuple(stride, 1, "stride", "max_pool1d")[0]
+    r = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1, "padding", "max_pool1d")[0]),
+                   (1, _tuple(dilation, 1, "dilation", "max_pool1d")[0]), ceil_mode, return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def _avg_divisor(xp, n, k, s, p, o, include_pad):
+    st = xp.arange(o) * s - p
+    en = xp.minimum(st + k, n + p)
+    if include_pad:
+        return en - st
+    return xp.minimum(en, n) - xp.maximum(st, 0)
+
+
+def _avg_scale(xp, H, W, k, s, p, Ho, Wo, cip, dov, dtype, nhwc):
+    if dov:
+        return 1.0 / dov
+    dh = _avg_divisor(xp, H, k[0], s[0], p[0], Ho, cip)
+    dw = _avg_divisor(xp, W, k[1], s[1], p[1], Wo, cip)
+    r = (1.0 / (dh[:, None] * dw[None, :])).astype(dtype)
+    return r[:, :, None] if nhwc else r
+
+
+def _avg_pool_impl(xp, x, *, kernel, stride, pad, ceil_mode, count_include_pad, divisor_override):
+    _float_check("avg_pool2d", x)
+    N, C, H, W = x.shape
+    kh, kw = kernel
+    sh, sw = stride
+    Ho, Wo, pads = _pool_geometry(x, kernel, stride, pad, (1, 1), ceil_mode)
+    nhwc = is_channels_last(x)
+    a = _padded(xp, _phys(x, nhwc), pads, 0, nhwc, "apad")
+    out = None
+    for i in range(kh):
+        for j in range(kw):
+            v = a[_sp(nhwc, slice(i, i + (Ho - 1) * sh + 1, sh), slice(j, j + (Wo - 1) * sw + 1, sw))]
+            if out is None:
+                out = v.copy()
+            else:
+                out += v
+    out *= _avg_scale(xp, H, W, kernel, stride, pad, Ho, Wo, count_include_pad, divisor_override, x.dtype, nhwc)
+    return _unphys(out, nhwc)
+
+
+def _avg_pool_bwd_impl(xp, g, *, in_shape, nhwc, kernel, stride, pad, ceil_mode, count_include_pad,
+                       divisor_override):
+    N, C, H, W = in_shape
+    Ho, Wo = g.shape[2:]
+    gs = _phys(g, nhwc) * _avg_scale(xp, H, W, kernel, stride, pad, Ho, Wo, count_include_pad,
+                                     divisor_override, g.dtype, nhwc)
+    dst = xp.zeros((N, H, W, C) if nhwc else (N, C, H, W), g.dtype)
+    for i in range(kernel[0]):
+        rh = _rng(i, 1, stride[0], pad[0], H, Ho)
+        if rh is None:
+            continue
+        for j in range(kernel[1]):
+            rw = _rng(j, 1, stride[1], pad[1], W, Wo)
+            if rw is None:
+                continue
+            dst[_sp(nhwc, rh[0], rw[0])] += gs[_sp(nhwc, rh[1], rw[1])]
+    return _unphys(dst, nhwc)
+
+
+avg_pool2d_op = defop("avg_pool2d", _avg_pool_impl, save=("inputs",), family=NN, node_name="AvgPool2DBackward0")
+avg_pool2d_bwd_op = defop("avg_pool2d_backward", _avg_pool_bwd_impl, family=NN)
+
+
+@avg_pool2d_op.def_vjp
+def _(ctx, g):
+    x, = ctx.inputs
+    return dispatch(avg_pool2d_bwd_op, (g,), dict(ctx.params, in_shape=tuple(x.shape),
+                                                  nhwc=is_channels_last(x._data)))
+
+
+@avg_pool2d_bwd_op.def_vjp
+def _(ctx, v):
+    p = dict(ctx.params)
+    del p["in_shape"], p["nhwc"]
+    return dispatch(avg_pool2d_op, (v,), p)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    op = "avg_pool2d"
+    k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, op)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    H, W = x.shape[2:]
+    Ho = _pool_out(H, k[0], s[0], p[0], 1, ceil_mode)
+    Wo = _pool_out(W, k[1], s[1], p[1], 1, ceil_mode)
+    if Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"{op}: Given input size: ({x.shape[1]}x{H}x{W}). Calculated output size: "
+                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small")
+    out = dispatch(avg_pool2d_op, (x,), {"kernel": k, "stride": s, "pad": p, "ceil_mode": bool(ceil_mode),
+                                         "count_include_pad": bool(count_include_pad),
+                                         "divisor_override": divisor_override})
+    return out.squeeze(0) if unbatched else out
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    k = _tuple(kernel_size, 1, "kernel_size", "avg_pool1d")[0]
+    s = k if stride is None else _tuple(stride, 1, "stride", "avg_pool1d")[0]
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1, "padding", "avg_pool1d")[0]),
+                      ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _adaptive_size(input, output_size, op):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"{op}: Expected 3D or 4D tensor, but got {U.fmt_shape(input.shape)}")
+    if not isinstance(output_size, (list, tuple)):
+        output_size = (output_size, output_size)
+    if len(output_size) != 2:
+        raise RuntimeError(f"{op}: output_size must be 2")
+    H, W = input.shape[-2:]
+    return (H if output_size[0] is None else int(output_size[0]),
+            W if output_size[1] is None else int(output_size[1]))
+
+
+def _adaptive_matrix(n, o, dtype):
+    m = np.zeros((o, n), dtype)
+    for i in range(o):
+        a, b = (i * n) // o, -(-((i + 1) * n) // o)
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def adaptive_avg_pool2d(input, output_size):
+    Ho, Wo = _adaptive_size(input, output_size, "adaptive_avg_pool2d")
+    H, W = input.shape[-2:]
+    if Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: output_size must be positive, got ({Ho}, {Wo})")
+    if (Ho, Wo) == (1, 1):
+        return input.mean((-2, -1), keepdim=True)
+    if H % Ho == 0 and W % Wo == 0:
+        return avg_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo))
+    from .._creation import tensor
+    mh = tensor(_adaptive_matrix(H, Ho, input.dtype.np))
+    mw = tensor(_adaptive_matrix(W, Wo, input.dtype.np))
+    from .linalg import einsum
+    return einsum("...hw,ih,jw->...ij", input, mh, mw)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    Ho, Wo = _adaptive_size(input, output_size, "adaptive_max_pool2d")
+    H, W = input.shape[-2:]
+    if Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"adaptive_max_pool2d: output_size must be positive, got ({Ho}, {Wo})")
+    if H % Ho or W % Wo:
+        raise NotImplementedError(f"adaptive_max_pool2d: ember supports output sizes that divide the input "
+                                  f"size; got input ({H}, {W}) and output ({Ho}, {Wo})")
+    return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+
+
+# ----------------------------------------------------------------------------- batch norm
+
+
+def _bn_view(xp, a):
+    """(array 2-D/3-D, reduction axes, restore fn) with channels on one axis, in memory order."""
+    if a.ndim == 2:
+        return a, (0,), lambda r: r
+    if a.ndim == 4 and is_channels_last(a):
+        N, C, H, W = a.shape
+        return a.transpose(0, 2, 3, 1).reshape(-1, C), (0,), \
+            lambda r: r.reshape(N, H, W, C).transpose(0, 3, 1, 2)
+    shape = a.shape
+    return a.reshape(shape[0], shape[1], -1), (0, 2), lambda r: r.reshape(shape)
+
+
+def _bcast(v, two_d):
+    return v if two_d else v[:, None]
+
+
+def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
+    _float_check("batch_norm", x)
+    a, axes, restore = _bn_view(xp, x)
+    two_d = len(axes) == 1
+    C = x.shape[1]
+    n = x.size // C
+    if training:
+        mean = a.mean(axes, dtype=np.float64 if x.dtype == np.float16 else None).astype(x.dtype, copy=False)
+        xc = a - _bcast(mean, two_d)
+        var = xp.einsum("ij,ij->j", xc, xc) if two_d else xp.einsum("ncl,ncl->c", xc, xc)
+        var = var / n
+        invstd = 1.0 / xp.sqrt(var + eps)
+        if rm is not None and momentum:
+            rm *= 1 - momentum
+            rm += momentum * mean
+        if rv is not None and momentum:
+            rv *= 1 - momentum
+            rv += momentum * var * (n / (n - 1) if n > 1 else 1.0)
+        scale = invstd if w is None else invstd * w
+        y = xc
+        y *= _bcast(scale.astype(x.dtype, copy=False), two_d)
+        if b is not None:
+            y += _bcast(b, two_d)
+        return restore(y), mean, invstd.astype(x.dtype, copy=False)
+    mean = rm
+    invstd = (1.0 / xp.sqrt(rv + eps)).astype(x.dtype, copy=False)
+    scale = invstd if w is None else invstd * w
+    shift = -mean * scale if b is None else b - mean * scale
+    y = a * _bcast(scale, two_d)
+    y += _bcast(shift, two_d)
+    return restore(y), mean.copy(), invstd
+
+
+def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
+    """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    a, axes, restore = _bn_view(xp, x)
+    two_d = len(axes) == 1
+    ga = _bn_view(xp, g)[0] if g.ndim != 4 or is_channels_last(g) == is_channels_last(x) else \
+        _bn_view(xp, _unphys(xp.ascontiguousarray(_phys(g, is_channels_last(x))), is_channels_last(x)))[0]
+    if ga.shape != a.shape:
+        ga = ga.reshape(a.shape)
+    n = x.size // x.shape[1]
+    xc = a - _bcast(mean, two_d)
+    gsum = ga.sum(axes)
+    dot = xp.einsum("ij,ij->j", ga, xc) if two_d else xp.einsum("ncl,ncl->c", ga, xc)
+    k = invstd if w is None else invstd * w
+    if training:
+        gx = xc
+        gx *= _bcast(-(dot / n) * invstd * invstd * k, two_d)
+        gx += ga * _bcast(k, two_d)
+        gx -= _bcast(gsum / n * k, two_d)
+    else:
+        gx = ga * _bcast(k, two_d)
+    return restore(gx), dot * invstd, gsum
+
+
+batch_norm_op = defop("batch_norm", _bn_impl, save=("inputs", "out"), nout=3, diff_outputs=(0,), family=NN,
+                      node_name="NativeBatchNormBackward0")
+batch_norm_bwd_op = defop("batch_norm_backward", _bn_bwd_impl, nout=3, family=NN, differentiable=False)
+
+
+def _bn_dims(x):
+    return (0,) + tuple(range(2, x.dim()))
+
+
+def _cshape(x):
+    return (1, -1) + (1,) * (x.dim() - 2)
+
+
+@batch_norm_op.def_vjp
+def _(ctx, g, _g1=None, _g2=None):
+    x, w, b, rm, rv = ctx.inputs
+    training = ctx.params["training"]
+    n = ctx.needs
+    mean, invstd = ctx._out[1], ctx._out[2]  # never handed out, so only y's version matters (unused)
+    if not D.grad_mode.enabled and D.state.simple:
+        gx, gw, gb = dispatch(batch_norm_bwd_op, (g, x, w, mean, invstd), {"training": training})
+        return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None), None, None
+    # composite rule in ember ops: differentiable (create_graph) and batchable
+    dims = _bn_dims(x)
+    cs = _cshape(x)
+    if training:
+        eps = ctx.params["eps"]
+        mu = x.mean(dims, keepdim=True)
+        xc = x - mu
+        istd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    else:
+        xc = x - rm.reshape(cs)
+        istd = invstd.reshape(cs)
+    xhat = xc * istd
+    gx = gw = gb = None
+    if n[0]:
+        k = istd if w is None else istd * w.reshape(cs)
+        if training:
+            gx = (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True)) * k
+        else:
+            gx = g * k
+    if n[1]:
+        gw = (g * xhat).sum(dims)
+    if n[2]:
+        gb = g.sum(dims)
+    return gx, gw, gb, None, None
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-05):
+    if input.dim() < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {input.dim()}D input)")
+    C = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != C:
+            raise RuntimeError(f"batch_norm: {name} should contain {C} elements not {t.numel()}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
+    if training:
+        n = input.numel() // C if C else 0
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+    if training and momentum:  # the op updates the running stats in place (versions move first, so
+        for t in (running_mean, running_var):  # the node saves the post-update versions)
+            if t is not None:
+                t._bump()
+    args = (input, weight, bias, running_mean, running_var)
+    out = dispatch(batch_norm_op, args, {"training": bool(training), "momentum": momentum or 0.0,
+                                         "eps": float(eps)})
+    return out[0]
+
+
+# ----------------------------------------------------------------------------- layer norm, group norm
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or tuple(input.shape[input.dim() - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, normalized_shape))}], but got input of size "
+                           f"{U.fmt_shape(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise RuntimeError(f"layer_norm: expected {name} of shape {list(normalized_shape)}, got "
+                               f"{U.fmt_shape(t.shape)}")
+    dims = tuple(range(input.dim() - k, input.dim()))
+    mu = input.mean(dims, keepdim=True)
+    xc = input - mu
+    y = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    if input.dim() < 2:
+        raise RuntimeError(f"group_norm: expected at least 2 dims, got input of size {U.fmt_shape(input.shape)}")
+    N, C = input.shape[:2]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
+                           f"of shape {U.fmt_shape(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (C,):
+            raise RuntimeError(f"group_norm: expected {name} of shape [{C}], got {U.fmt_shape(t.shape)}")
+    x = input.reshape(N, num_groups, -1)
+    mu = x.mean(2, keepdim=True)
+    xc = x - mu
+    y = (xc * ((xc * xc).mean(2, keepdim=True) + eps).rsqrt()).reshape(input.shape)
+    cs = _cshape(input)
+    if weight is not None:
+        y = y * weight.reshape(cs)
+    if bias is not None:
+        y = y + bias.reshape(cs)
+    return y
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-05):
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    N, C = input.shape[:2]
+    y = group_norm(input.reshape(1, N * C, *input.shape[2:]), N * C, None, None, eps).reshape(input.shape)
+    cs = _cshape(input)
+    if weight is not None:
+        y = y * weight.reshape(cs)
+    if bias is not None:
+        y = y + bias.reshape(cs)
+    return y
+
+
+# ----------------------------------------------------------------------------- embedding
+
+
+def _check_indices(op, idx, n):
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have one of the following "
+                           f"scalar types: Long, Int; but got {dt.FROM_NP[idx.dtype].name} instead")
+    if idx.size and (idx.max() >= n or idx.min() < 0):
+        raise IndexError("index out of range in self")
+
+
+def _embedding_impl(xp, w, idx, *, padding_idx=None, scale_grad_by_freq=False):
+    _check_indices("embedding", idx, w.shape[0])
+    return xp.take(w, idx, axis=0)
+
+
+def _embedding_bwd_impl(xp, g, idx, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+    D_ = g.shape[-1]
+    flat = idx.reshape(-1)
+    gw = xp.zeros((num_weights, D_), g.dtype)
+    g2 = g.reshape(-1, D_)
+    if scale_grad_by_freq:
+        counts = xp.bincount(flat, minlength=num_weights)
+        g2 = g2 / counts[flat][:, None].astype(g.dtype)
+    xp.add.at(gw, flat, g2)
+    if padding_idx is not None:
+        gw[padding_idx] = 0
+    return gw
+
+
+embedding_op = defop("embedding", _embedding_impl, save=("inputs",), family=NN, node_name="EmbeddingBackward0")
+embedding_bwd_op = defop("embedding_backward", _embedding_bwd_impl, save=("inputs",), family=NN)
+
+
+@embedding_op.def_vjp
+def _(ctx, g):
+    w, idx = ctx.inputs
+    p = ctx.params
+    return dispatch(embedding_bwd_op, (g, idx), {"num_weights": w.shape[0], "padding_idx": p.get("padding_idx"),
+                                                  "scale_grad_by_freq": p.get("scale_grad_by_freq", False)}), None
+
+
+@embedding_bwd_op.def_vjp
+def _(ctx, v):
+    g, idx = ctx.inputs
+    p = ctx.params
+    if p.get("padding_idx") is not None:
+        keep = np.ones((v.shape[0], 1), v.dtype.np)
+        keep[p["padding_idx"]] = 0
+        from .._creation import tensor
+        v = v * tensor(keep)
+    r = dispatch(embedding_op, (v, idx), {})
+    if p.get("scale_grad_by_freq"):
+        from .._creation import tensor
+        flat = idx._data.reshape(-1)
+        counts = np.bincount(flat, minlength=v.shape[0])
+        r = r / tensor(counts[idx._data].astype(v.dtype.np)[..., None])
+    return r, None
+
+
+def _padding_idx(padding_idx, n):
+    if padding_idx is None:
+        return None
+    if not -n <= padding_idx < n:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    return padding_idx + n if padding_idx < 0 else padding_idx
+
+
+def _renorm_(weight, idx, max_norm, norm_type):
+    rows = np.unique(idx._data.reshape(-1))
+    w = weight._data
+    norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+    scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    w[rows] *= scale[:, None].astype(w.dtype)
+    weight._bump()
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    if weight.dim() != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got {U.fmt_shape(weight.shape)}")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported in ember")
+    padding_idx = _padding_idx(padding_idx, weight.shape[0])
+    if not U.is_tensor(input):
+        raise TypeError(f"embedding(): argument 'indices' must be Tensor, not {type(input).__name__}")
+    if max_norm is not None:
+        _check_indices("embedding", input._data, weight.shape[0])
+        _renorm_(weight, input, max_norm, norm_type)
+    p = {}
+    if padding_idx is not None:
+        p["padding_idx"] = padding_idx
+    if scale_grad_by_freq:
+        p["scale_grad_by_freq"] = True
+    return dispatch(embedding_op, (weight, input), p)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Bags as a padded (B, Lmax) index matrix over the weight plus one sentinel row."""
+    from .._creation import tensor, zeros, full
+    from .shape import cat
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  f"on GitHub.")
+    if weight.dim() != 2:
+        raise ValueError(f"embedding_bag: weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported in ember")
+    nw, Dm = weight.shape
+    padding_idx = _padding_idx(padding_idx, nw)
+    idx = input._data
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             "fixed length sequences.")
+        B, L = idx.shape
+        mat = idx.astype(np.int64)
+        valid = np.ones(mat.shape, bool)
+        psw = per_sample_weights
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        off = np.asarray(offsets._data, np.int64).reshape(-1)
+        if off.size == 0 or off[0] != 0:
+            raise RuntimeError("embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the "
+                               "mini-batch has to start from position 0.")
+        n = idx.shape[0]
+        ends = np.append(off[1:], n) if not include_last_offset else off[1:]
+        starts = off if not include_last_offset else off[:-1]
+        if np.any(ends < starts) or (ends.size and ends[-1] > n):
+            raise RuntimeError("embedding_bag: offsets must be non-decreasing and within the input")
+        B = starts.size
+        lens = ends - starts
+        L = int(lens.max()) if B else 0
+        pos = np.arange(L)
+        valid = pos[None, :] < lens[:, None]
+        src = np.where(valid, starts[:, None] + pos[None, :], 0)
+        mat = idx.astype(np.int64)[src] if n else np.zeros(src.shape, np.int64)
+        psw = None
+        if per_sample_weights is not None:
+            psw = per_sample_weights.reshape(-1)[tensor(src)] * tensor(valid.astype(per_sample_weights.dtype.np))
+    else:
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    _check_indices("embedding_bag", mat[valid], nw)
+    if padding_idx is not None:
+        valid = valid & (mat != padding_idx)
+    if max_norm is not None:
+        _renorm_(weight, tensor(mat[valid]), max_norm, norm_type)
+    sentinel = nw
+    mat = np.where(valid, mat, sentinel)
+    fill = -np.inf if mode == "max" else 0.0
+    wext = cat([weight, full((1, Dm), fill, dtype=weight.dtype)], 0)
+    emb = dispatch(embedding_op, (wext, tensor(mat)), {})  # (B, L, D)
+    if mode == "max":
+        if L == 0:
+            return zeros((B, Dm), dtype=weight.dtype)
+        r = emb.amax(1)
+        empty = ~valid.any(1)
+        if empty.any():
+            r = r.masked_fill(tensor(empty[:, None]), 0.0)
+        return r
+    if psw is not None:
+        emb = emb * psw.unsqueeze(-1)
+    r = emb.sum(1)
+    if mode == "mean":
+        cnt = np.maximum(valid.sum(1), 1).astype(weight.dtype.np)[:, None]
+        r = r / tensor(cnt)
+    return r
+
+
+__all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+           "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "layer_norm", "group_norm",
+           "instance_norm", "linear", "embedding", "embedding_bag"]

@@ -1,0 +1,88 @@
+"""Adam and AdamW (amsgrad, maximize, weight decay coupled or decoupled)."""
+import math
+
+import numpy as np
+
+from .optimizer import Optimizer, _params_with_grad, _writeable, _new_state, _step_tensor
+
+
+class Adam(Optimizer):
+    _decoupled_default = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if decoupled_weight_decay is None:
+            decoupled_weight_decay = self._decoupled_default
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            from ..autograd.grad_mode import enable_grad
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr = group["lr"]
+            b1, b2 = group["betas"]
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p, g in _params_with_grad(group):
+                a = _writeable(p)
+                if group["maximize"]:
+                    g = -g
+                st = self.state[p]
+                if "exp_avg" not in st:
+                    st["step"] = _new_state(np.zeros((), np.float32))
+                    st["exp_avg"] = _new_state(np.zeros_like(a))
+                    st["exp_avg_sq"] = _new_state(np.zeros_like(a))
+                    if amsgrad:
+                        st["max_exp_avg_sq"] = _new_state(np.zeros_like(a))
+                step = _step_tensor(st)
+                if wd:
+                    if decoupled:
+                        a *= 1 - lr * wd
+                    else:
+                        g = g + wd * a
+                m = st["exp_avg"]._data
+                v = st["exp_avg_sq"]._data
+                m += (1 - b1) * (g - m)
+                v *= b2
+                v += (1 - b2) * (g * g)
+                bc1 = 1 - b1 ** step
+                bc2_sqrt = math.sqrt(1 - b2 ** step)
+                if amsgrad:
+                    mv = st["max_exp_avg_sq"]._data
+                    np.maximum(mv, v, out=mv)
+                    denom = np.sqrt(mv) / bc2_sqrt + eps
+                else:
+                    denom = np.sqrt(v) / bc2_sqrt + eps
+                a -= (lr / bc1) * (m / denom)
+                p._bump(type(self).__name__ + ".step")
+        return loss
+
+
+class AdamW(Adam):
+    _decoupled_default = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

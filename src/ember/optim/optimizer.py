@@ -1,0 +1,220 @@
+"""Optimizer: param groups, per-parameter state, state_dict/load_state_dict, zero_grad.
+
+Steps run without recording gradients and update the parameters' arrays in place with NumPy
+(bumping each parameter's version counter, so a graph that saved the old value notices)."""
+from collections import defaultdict
+import copy
+
+import numpy as np
+
+from .. import _dispatch as D
+from .._tensor import Tensor
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _use_grad_for_differentiable(step):
+    return step
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        self._optimizer_step_code = None
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
+                            f"dicts, but got {type(params).__name__}")
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for g in param_groups:
+            self.add_param_group(g)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __deepcopy__(self, memo):
+        import copy as _copy
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(_copy.deepcopy(self.__getstate__(), memo))
+        return new
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        s = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += "\n" + f"Parameter Group {i}"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += "\n" + f"    {key}: {group[key]}"
+        return s + "\n)"
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the "
+                            "ordering of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len(set(map(id, params))):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, "
+                          "this will cause an error", stacklevel=3)
+        seen = set()
+        for g in self.param_groups:
+            seen.update(map(id, g["params"]))
+        if not seen.isdisjoint(map(id, params)):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if g._fn is not None:
+                        g = p._grad = g.detach()
+                    else:
+                        g._rg = False
+                    if not g._data.flags.writeable:
+                        g._data = np.zeros_like(g._data)
+                    else:
+                        g._data[...] = 0
+                    g._bump("zero_grad")
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ state dicts
+    def state_dict(self):
+        index = {}
+        start = 0
+        groups = []
+        for g in self.param_groups:
+            for p in g["params"]:
+                if id(p) not in index:
+                    index[id(p)] = start
+                    start += 1
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(packed)
+        state = {index[id(k)]: v for k, v in self.state.items() if id(k) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for g, sg in zip(groups, saved_groups):
+            if len(g["params"]) != len(sg["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size "
+                                 "of optimizer's group")
+        id_map = {old: p for g, sg in zip(groups, saved_groups) for old, p in zip(sg["params"], g["params"])}
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            k = int(k) if isinstance(k, str) and k.isdigit() else k
+            if k in id_map:
+                p = id_map[k]
+                state[p] = {key: _cast(p, val, key) for key, val in v.items()}
+            else:
+                state[k] = v
+        new_groups = []
+        for g, sg in zip(groups, saved_groups):
+            ng = dict(sg)
+            for key in ("betas",):
+                if key in ng and isinstance(ng[key], list):
+                    ng[key] = tuple(ng[key])
+            ng["params"] = g["params"]
+            new_groups.append(ng)
+        self.state = state
+        self.param_groups = new_groups
+
+
+def _cast(param, value, key):
+    """State tensors follow the parameter's dtype, except the step counter."""
+    if isinstance(value, Tensor):
+        if key != "step" and value.is_floating_point() and value.dtype is not param.dtype:
+            return value.to(param.dtype).clone()
+        return value.clone()
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    return copy.deepcopy(value)
+
+
+def _params_with_grad(group):
+    """(param, param array, grad array) for each parameter of a group that has a gradient."""
+    out = []
+    for p in group["params"]:
+        g = p._grad
+        if g is None:
+            continue
+        if g._data.dtype != p._data.dtype:
+            raise RuntimeError(f"{p.dtype} parameter has a gradient of dtype {g.dtype}")
+        out.append((p, g._data))
+    return out
+
+
+def _writeable(p):
+    a = p._data
+    if not a.flags.writeable:
+        a = p._data = a.copy()
+    return a
+
+
+def _new_state(arr):
+    return D._new_tensor(arr)
+
+
+def _step_tensor(state):
+    st = state.get("step")
+    if st is None:
+        st = state["step"] = D._new_tensor(np.zeros((), np.float32))
+    st._data = st._data + np.float32(1)
+    return float(st._data)
+
+
+
+def _scratch(opt, p, like):
+    """A reusable temporary the shape of ``p`` (not part of the optimizer's state)."""
+    bufs = opt.__dict__.get("_scratch_bufs")
+    if bufs is None:
+        bufs = opt.__dict__["_scratch_bufs"] = {}
+    b = bufs.get(id(p))
+    if b is None or b.shape != like.shape or b.dtype != like.dtype:
+        b = bufs[id(p)] = np.empty_like(like, order="C") if like.flags.c_contiguous else np.empty_like(like)
+    return b

@@ -1,0 +1,62 @@
+"""SGD with momentum, dampening, Nesterov, weight decay and maximize."""
+import numpy as np
+
+from .optimizer import Optimizer, required, _params_with_grad, _writeable, _new_state, _scratch
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if lr is not required and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            from ..autograd.grad_mode import enable_grad
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr = group["lr"]
+            momentum = group["momentum"]
+            dampening = group["dampening"]
+            wd = group["weight_decay"]
+            nesterov = group["nesterov"]
+            maximize = group["maximize"]
+            for p, g in _params_with_grad(group):
+                a = _writeable(p)
+                if maximize:
+                    g = -g
+                if wd:
+                    g = g + wd * a
+                if momentum:
+                    st = self.state[p]
+                    buf = st.get("momentum_buffer")
+                    if buf is None:
+                        buf = st["momentum_buffer"] = _new_state(np.array(g, copy=True))
+                    else:
+                        b = buf._data
+                        b *= momentum
+                        if dampening:
+                            b += (1 - dampening) * g
+                        else:
+                            b += g
+                        buf._bump()
+                    g = g + momentum * buf._data if nesterov else buf._data
+                # a -= lr * g through a scratch buffer kept per parameter: a fresh temporary the
+                # size of each parameter on every step costs more than the update itself
+                tmp = _scratch(self, p, a)
+                np.multiply(g, lr, out=tmp)
+                a -= tmp
+                p._bump("SGD.step")
+        return loss

@@ -1,0 +1,131 @@
+"""conv1d / conv2d / conv_transpose2d: against PyTorch (forward and gradients, both layouts), float64
+finite differences (first and second order), layouts of outputs and gradients, errors."""
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import nn as F
+from _nn_check import compare_with_torch, finite_diff_check
+
+rng = np.random.default_rng(1)
+
+CONV2D_CASES = [
+    dict(),
+    dict(stride=2, padding=1),
+    dict(padding="same", dilation=2),
+    dict(padding="same"),
+    dict(padding="valid", stride=(1, 2)),
+    dict(groups=2, stride=(2, 1), padding=(1, 2)),
+    dict(groups=4, padding=1),
+    dict(stride=3, dilation=(2, 1), padding=2),
+]
+
+
+def _conv_arrays(groups, k=(3, 3), bias=True, N=2, C=4, H=7, W=6, Cout=6):
+    x = rng.standard_normal((N, C, H, W))
+    w = rng.standard_normal((Cout, C // groups) + k)
+    b = rng.standard_normal(Cout) if bias else None
+    return x, w, b
+
+
+@pytest.mark.parametrize("kw", CONV2D_CASES)
+@pytest.mark.parametrize("layout", ["nchw", "cl_input", "cl_both"])
+def test_conv2d_matches_torch(torch, kw, layout):
+    x, w, b = _conv_arrays(kw.get("groups", 1), Cout=8)
+    lay = {"nchw": [False, False, False], "cl_input": [True, False, False], "cl_both": [True, True, False]}[layout]
+    y = compare_with_torch(torch, lambda x, w, b: F.conv2d(x, w, b, **kw),
+                           lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kw), [x, w, b], lay)
+    assert y.is_contiguous(memory_format=ember.channels_last) == (layout != "nchw")
+
+
+@pytest.mark.parametrize("k,kw", [((1, 1), dict()), ((1, 1), dict(stride=2)), ((1, 1), dict(padding=1)),
+                                  ((5, 3), dict(padding=(2, 0))), ((2, 2), dict(stride=2))])
+@pytest.mark.parametrize("cl", [False, True])
+def test_conv2d_kernel_shapes(torch, k, kw, cl):
+    x, w, _ = _conv_arrays(1, k, H=8, W=9)
+    compare_with_torch(torch, lambda x, w: F.conv2d(x, w, **kw),
+                       lambda x, w: torch.nn.functional.conv2d(x, w, **kw), [x, w], [cl, cl])
+
+
+def test_conv2d_gradient_layouts():
+    x = ember.randn(2, 3, 6, 6).to(memory_format=ember.channels_last).requires_grad_()
+    w = ember.randn(4, 3, 3, 3).to(memory_format=ember.channels_last).requires_grad_()
+    F.conv2d(x, w, padding=1).sum().backward()
+    assert x.grad.is_contiguous(memory_format=ember.channels_last)
+    assert w.grad.is_contiguous(memory_format=ember.channels_last)
+    x = ember.randn(2, 3, 6, 6, requires_grad=True)
+    w = ember.randn(4, 3, 3, 3, requires_grad=True)
+    F.conv2d(x, w, padding=1).sum().backward()
+    assert x.grad.is_contiguous() and w.grad.is_contiguous()
+
+
+def test_conv2d_float32_and_unbatched(torch):
+    x = rng.standard_normal((3, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    y = F.conv2d(ember.tensor(x), ember.tensor(w), padding=1)
+    ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1)
+    assert y.dtype == ember.float32 and tuple(y.shape) == (5, 8, 8)
+    np.testing.assert_allclose(y.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1), dict(groups=2, dilation=2, padding=1)])
+@pytest.mark.parametrize("cl", [False, True])
+def test_conv2d_finite_differences(kw, cl):
+    x, w, b = _conv_arrays(kw.get("groups", 1), N=1, C=4, H=5, W=5, Cout=4)
+
+    def fn(x, w, b):
+        xx = x.to(memory_format=ember.channels_last) if cl else x
+        return F.conv2d(xx, w, b, **kw)
+    finite_diff_check(fn, [x, w, b])
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1),
+                                dict(groups=2, dilation=2, padding=(1, 0)), dict(stride=(1, 3), output_padding=(0, 2))])
+@pytest.mark.parametrize("cl", [False, True])
+def test_conv_transpose2d_matches_torch(torch, kw, cl):
+    g = kw.get("groups", 1)
+    x = rng.standard_normal((2, 4, 5, 4))
+    w = rng.standard_normal((4, 6 // g, 3, 3))
+    b = rng.standard_normal(6)
+    y = compare_with_torch(torch, lambda x, w, b: F.conv_transpose2d(x, w, b, **kw),
+                           lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, **kw), [x, w, b],
+                           [cl, False, False])
+    assert y.is_contiguous(memory_format=ember.channels_last) == cl
+
+
+def test_conv_transpose2d_finite_differences():
+    x = rng.standard_normal((1, 2, 3, 3))
+    w = rng.standard_normal((2, 3, 3, 3))
+    finite_diff_check(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), [x, w])
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=2, dilation=2), dict(padding="same", groups=2)])
+def test_conv1d_matches_torch(torch, kw):
+    x = rng.standard_normal((2, 4, 11))
+    w = rng.standard_normal((6, 4 // kw.get("groups", 1), 3))
+    b = rng.standard_normal(6)
+    compare_with_torch(torch, lambda x, w, b: F.conv1d(x, w, b, **kw),
+                       lambda x, w, b: torch.nn.functional.conv1d(x, w, b, **kw), [x, w, b])
+
+
+def test_conv1d_finite_differences():
+    finite_diff_check(lambda x, w: F.conv1d(x, w, stride=2, padding=1),
+                      [rng.standard_normal((1, 2, 7)), rng.standard_normal((3, 2, 3))])
+
+
+def test_conv_errors():
+    x = ember.randn(2, 4, 5, 5)
+    with pytest.raises(RuntimeError, match="to have 3 channels, but got 4"):
+        F.conv2d(x, ember.randn(6, 3, 3, 3))
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater"):
+        F.conv2d(x, ember.randn(6, 4, 7, 7))
+    with pytest.raises(RuntimeError, match="should be the same"):
+        F.conv2d(x, ember.randn(6, 4, 3, 3, dtype=ember.float64))
+    with pytest.raises(ValueError, match="strided"):
+        F.conv2d(x, ember.randn(6, 4, 3, 3), stride=2, padding="same")
+    with pytest.raises(RuntimeError, match="4D"):
+        F.conv2d(ember.randn(5, 5), ember.randn(6, 4, 3, 3))
+    with pytest.raises(RuntimeError, match="divisible"):
+        F.conv2d(x, ember.randn(5, 2, 3, 3), groups=2)
+    with pytest.raises(RuntimeError, match="output padding"):
+        F.conv_transpose2d(x, ember.randn(4, 2, 3, 3), output_padding=1)
