@@ -537,6 +537,20 @@ def test_fuse_matches_torch_fx_fuse(torch):
         np.testing.assert_allclose(f.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name,shape", [("SimpleMLP", (4, 1, 28, 28)), ("SimpleCNN", (2, 1, 28, 28))])
+def test_small_models_traced_identical_to_eager(name, shape):
+    from ember import models
+    m = getattr(models, name)().eval()
+    g = symbolic_trace(m)
+    x = ember.randn(*shape)
+    with ember.no_grad():
+        _same(g(x), m(x))
+        _same(Interpreter(g).run(x), m(x))
+    assert sorted(g.state_dict()) == sorted(m.state_dict())
+    if name == "SimpleMLP":  # `from ember import flatten` in the model's module is recorded too
+        assert [n.target for n in g.graph.nodes if n.op == "call_function"] == [ember.flatten]
+
+
 def test_resnet18_traced_identical_to_eager():
     models = pytest.importorskip("ember.models")
     r = models.resnet18().eval()
