@@ -150,11 +150,29 @@ def interleaved(lib, rounds=5, batch=5, size=224):
     return med
 
 
+def bn_share(rounds=3, batch=5, size=224):
+    """Share of the unfused ember forward spent in BatchNorm nodes (what folding can save), from
+    ember.fx.passes.profiling: a per-node measurement, less exposed to load drift than two runs."""
+    import ember
+    from ember.fx.passes.profiling import ProfilingInterpreter
+    p = ProfilingInterpreter(_model(ember))
+    x = ember.randn(batch, 3, size, size)
+    with ember.no_grad():
+        for _ in range(rounds + 1):
+            p.run(x)
+    rows = p.summary()
+    mods = dict(p.module.named_modules())
+    share = sum(r[4] for r in rows if r[0] == "call_module" and type(mods[r[2]]).__name__.startswith("BatchNorm"))
+    print(f"ember  BatchNorm nodes: {share:.1f}% of the unfused forward (node-by-node, {rounds + 1} runs)")
+    return share
+
+
 if __name__ == "__main__":
     import sys
     import ember
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     interleaved(ember, rounds)
+    bn_share()
     try:
         import torch
         import os
