@@ -14,7 +14,7 @@ import types
 
 from .graph import Graph
 from .node import map_aggregate
-from .proxy import Proxy, Attribute, TraceError  # noqa: F401
+from .proxy import Proxy, TraceError  # noqa: F401
 
 _WRAPPED = []  # (globals dict, name) registered by wrap()
 _PATCH_NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")

@@ -1,8 +1,6 @@
 """Node: one operation of an FX graph, with its inputs (args/kwargs) and its users."""
 import builtins
-import inspect
 import operator
-import types
 
 _OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output", "root")
 
