@@ -583,3 +583,44 @@ def test_submodule_surgery():
     g.delete_all_unused_submodules()
     assert not hasattr(g, "extra") and hasattr(g, "fc")
     assert not g.delete_submodule("nope.x")
+
+
+def _rewrite_case(lib):
+    def f(x, w):
+        a = lib.relu(x) * 2
+        b = lib.relu(a) * 2
+        return lib.sigmoid(b) + lib.relu(w) * 2 + lib.relu(w) * 3
+
+    def pattern(x):
+        return lib.relu(x) * 2
+
+    def replacement(x):
+        return lib.sigmoid(x) + 1
+    return f, pattern, replacement
+
+
+def test_replace_pattern_matches_torch_fx(torch):
+    f, pattern, replacement = _rewrite_case(ember)
+    g = symbolic_trace(f)
+    matches = fx.replace_pattern(g, pattern, replacement)
+    tf, tp, tr = _rewrite_case(torch)
+    tg = torch.fx.symbolic_trace(tf)
+    tmatches = torch.fx.replace_pattern(tg, tp, tr)
+    assert len(matches) == len(tmatches) == 3
+    assert [n.target for n in g.graph.nodes] == [
+        getattr(ember, t.__name__) if callable(t) and getattr(t, "__module__", "") == "torch" else t
+        for t in (n.target for n in tg.graph.nodes)]
+    g.graph.lint()
+    x, w = ember.randn(4), ember.randn(4)
+    s = ember.sigmoid
+    ember.testing.assert_close(g(x, w), s(s(s(x) + 1) + 1) + s(w) + 1 + ember.relu(w) * 3)
+
+
+def test_replace_pattern_leaves_escaping_values_alone():
+    def f(x):
+        r = ember.relu(x)
+        return r * 2, r  # relu's value is used outside the pattern: no match
+    g = symbolic_trace(f)
+    assert fx.replace_pattern(g, lambda x: ember.relu(x) * 2, lambda x: x) == []
+    with pytest.raises(ValueError, match="inputs"):
+        fx.replace_pattern(g, lambda x: ember.relu(x) * 2, lambda x, y: x)
