@@ -4,6 +4,7 @@ import copy
 import linecache
 import operator
 import traceback
+from math import sqrt  # bound at module scope: the tracer records calls of it on traced values
 
 import numpy as np
 import pytest
@@ -181,6 +182,7 @@ def test_control_flow_error_names_the_line():
         return -x
     with pytest.raises(fx.TraceError) as ei:
         symbolic_trace(branchy)
+    assert not hasattr(ember.relu, "__fx_original__")  # patches are undone after a failed trace
     msg = str(ei.value)
     assert "symbolically traced variables cannot be used as inputs to control flow" in msg
     assert "if x.sum() > 0:" in msg and "test_fx.py" in msg
@@ -624,3 +626,22 @@ def test_replace_pattern_leaves_escaping_values_alone():
     assert fx.replace_pattern(g, lambda x: ember.relu(x) * 2, lambda x: x) == []
     with pytest.raises(ValueError, match="inputs"):
         fx.replace_pattern(g, lambda x: ember.relu(x) * 2, lambda x, y: x)
+
+
+def test_autowrap_math_and_stack_traces():
+    def f(x):
+        return x * sqrt(x.shape[0])  # sqrt of a traced value: recorded, not evaluated
+    g = symbolic_trace(f)
+    assert any(n.target is sqrt for n in g.graph.nodes)
+    ember.testing.assert_close(g(ember.ones(4)), ember.full((4,), 2.0))
+    ember.testing.assert_close(g(ember.ones(9)), ember.full((9,), 3.0))
+
+    def bad(x):
+        return x.view(-1, 7)
+    graph = fx.Tracer(record_stack_traces=True).trace(bad)
+    node = next(n for n in graph.nodes if n.op == "call_method")
+    assert "return x.view(-1, 7)" in node.stack_trace and "test_fx.py" in node.stack_trace
+    with pytest.raises(RuntimeError) as ei:
+        Interpreter(GraphModule(nn.Module(), graph)).run(ember.randn(4))
+    notes = "\n".join(getattr(ei.value, "__notes__", []))
+    assert "While executing %view" in notes and "return x.view(-1, 7)" in notes

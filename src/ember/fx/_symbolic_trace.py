@@ -9,12 +9,14 @@ import builtins
 import functools
 import importlib
 import inspect
+import math
 import sys
+import traceback
 import types
 
 from .graph import Graph
 from .node import map_aggregate
-from .proxy import Proxy, TraceError  # noqa: F401
+from .proxy import Proxy, TraceError, _user_frame  # noqa: F401
 
 _WRAPPED = []  # (globals dict, name) registered by wrap()
 _PATCH_NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
@@ -158,8 +160,12 @@ class Tracer:
     """Turns a module or function into a Graph. Override ``is_leaf_module`` to choose which
     submodules stay one call_module Node (standard ember.nn layers do by default)."""
 
-    def __init__(self, autowrap_modules=(), autowrap_functions=()):
+    def __init__(self, autowrap_modules=(math,), autowrap_functions=(), record_stack_traces=False):
+        # functions of autowrap_modules (and autowrap_functions) bound to a name in the traced
+        # code's module (`from math import sqrt`) are recorded when called on Proxies
+        self.autowrap_modules = tuple(autowrap_modules)
         self.autowrap_functions = tuple(autowrap_functions)
+        self.record_stack_traces = record_stack_traces
         self.graph = None
         self.root = None
         self._param_names = {}
@@ -198,6 +204,10 @@ class Tracer:
         n = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         if self.module_stack:
             n.meta["nn_module_stack"] = list(self.module_stack)
+        if self.record_stack_traces and kind not in ("placeholder", "output"):
+            frame = _user_frame()
+            if frame is not None:
+                n.meta["stack_trace"] = "".join(traceback.format_stack(frame, limit=1))
         return n
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
@@ -357,6 +367,10 @@ class Tracer:
                 if rec is None:
                     rec = self._originals[id(b)] = (b, _function_recorder(b))
                 patcher.set(gl, name, rec[1])
+        for mod in self.autowrap_modules:
+            for k, v in vars(mod).items():
+                if not k.startswith("_") and _is_patchable(v) and id(v) not in self._originals:
+                    self._originals[id(v)] = (v, _function_recorder(v))
         ops = _operator_table()
         for k, v in list(vars(Tensor).items()):
             if not callable(v) or isinstance(v, type):

@@ -43,6 +43,8 @@ class Interpreter:
             except Exception as e:
                 if self.extra_traceback and not getattr(e, "_fx_noted", False):
                     msg = f"While executing {node.format_node()}"
+                    if node.stack_trace:
+                        msg += f"\nOriginal traceback:\n{node.stack_trace}"
                     if hasattr(e, "add_note"):
                         e.add_note(msg)
                     try:
