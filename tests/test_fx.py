@@ -645,3 +645,13 @@ def test_autowrap_math_and_stack_traces():
         Interpreter(GraphModule(nn.Module(), graph)).run(ember.randn(4))
     notes = "\n".join(getattr(ei.value, "__notes__", []))
     assert "While executing %view" in notes and "return x.view(-1, 7)" in notes
+
+
+def test_keyword_only_parameters():
+    def f(x=1.0, *, y):
+        return y * x
+    g = symbolic_trace(f)
+    assert "def forward(self, x = 1.0, *, y):" in g.code
+    ember.testing.assert_close(g(2.0, y=ember.ones(2)), ember.full((2,), 2.0))
+    with pytest.raises(NotImplementedError, match=r"\*args"):
+        symbolic_trace(lambda x, *args: x)

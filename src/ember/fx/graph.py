@@ -425,6 +425,7 @@ class _CodeGen:
         for v, user in last_use.items():
             free_after.setdefault(user, []).append(v)
         params, body = [], []
+        seen_default = False
         for n in nodes:
             if n.op == "placeholder":
                 p = n.target
@@ -432,6 +433,9 @@ class _CodeGen:
                     p = f"{p} : {self.type_ref(n.type)}"
                 if n.args:
                     p = f"{p} = {self.arg(n.args[0])}"
+                    seen_default = True
+                elif seen_default and "*" not in params and not p.startswith("*"):
+                    params.append("*")  # only a keyword-only parameter can follow a default
                 params.append(p)
                 if n.name != n.target.lstrip("*"):
                     body.append(f"{n.name} = {n.target.lstrip('*')}")
