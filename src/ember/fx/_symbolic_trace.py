@@ -15,7 +15,7 @@ import traceback
 import types
 
 from .graph import Graph
-from .node import map_aggregate
+from .node import map_aggregate, BINARY_OPERATORS
 from .proxy import Proxy, TraceError, _user_frame  # noqa: F401
 
 _WRAPPED = []  # (globals dict, name) registered by wrap()
@@ -128,17 +128,14 @@ def _method_recorder(name, fn, as_function=None):
 
 
 def _operator_table():
-    import operator as o
+    """Tensor magic-method name -> (operator function, whether it is the reflected form)."""
+    import operator
     t = {}
-    for nm, op in (("add", o.add), ("sub", o.sub), ("mul", o.mul), ("truediv", o.truediv),
-                   ("floordiv", o.floordiv), ("mod", o.mod), ("pow", o.pow), ("matmul", o.matmul),
-                   ("and", o.and_), ("or", o.or_), ("xor", o.xor), ("lshift", o.lshift),
-                   ("rshift", o.rshift)):
+    for nm, (op, _, reflected) in BINARY_OPERATORS.items():
         t[f"__{nm}__"] = (op, False)
-        t[f"__r{nm}__"] = (op, True)
-    for nm, op in (("eq", o.eq), ("ne", o.ne), ("lt", o.lt), ("le", o.le), ("gt", o.gt),
-                   ("ge", o.ge), ("getitem", o.getitem)):
-        t[f"__{nm}__"] = (op, False)
+        if reflected:
+            t[f"__r{nm}__"] = (op, True)
+    t["__getitem__"] = (operator.getitem, False)
     return t
 
 

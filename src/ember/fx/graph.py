@@ -6,7 +6,7 @@ import math
 import operator
 import re
 
-from .node import Node, map_arg, _qualified_name, _format_arg  # noqa: F401
+from .node import Node, map_arg, _qualified_name, _format_arg, BINARY_OPERATORS, UNARY_OPERATORS  # noqa: F401
 
 _ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
 _SUFFIX = re.compile(r"(.*)_(\d+)$")
@@ -109,13 +109,9 @@ class PythonCode:
         self.globals = globals_
 
 
-_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-           operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
-           operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
-           operator.xor: "^", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
-           operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.is_: "is",
-           operator.is_not: "is not"}
-_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not "}
+_BINARY = {op: sym for op, sym, _ in BINARY_OPERATORS.values()}
+_UNARY = {op: sym for op, sym in UNARY_OPERATORS.values() if sym is not None}
+_UNARY[operator.not_] = "not "
 
 
 class Graph:

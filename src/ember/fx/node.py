@@ -2,6 +2,22 @@
 import builtins
 import operator
 
+# The Python operators a traced value supports, in one table used by Proxy (its magic methods),
+# the tracer (Tensor operators meeting a Proxy) and code generation (infix source):
+# magic-method name -> (function recorded as call_function target, infix symbol, has reflected form)
+BINARY_OPERATORS = {
+    "add": (operator.add, "+", True), "sub": (operator.sub, "-", True), "mul": (operator.mul, "*", True),
+    "truediv": (operator.truediv, "/", True), "floordiv": (operator.floordiv, "//", True),
+    "mod": (operator.mod, "%", True), "pow": (operator.pow, "**", True),
+    "matmul": (operator.matmul, "@", True), "lshift": (operator.lshift, "<<", True),
+    "rshift": (operator.rshift, ">>", True), "and": (operator.and_, "&", True),
+    "or": (operator.or_, "|", True), "xor": (operator.xor, "^", True),
+    "eq": (operator.eq, "==", False), "ne": (operator.ne, "!=", False), "lt": (operator.lt, "<", False),
+    "le": (operator.le, "<=", False), "gt": (operator.gt, ">", False), "ge": (operator.ge, ">=", False),
+}
+UNARY_OPERATORS = {"neg": (operator.neg, "-"), "pos": (operator.pos, "+"), "invert": (operator.invert, "~"),
+                   "abs": (operator.abs, None)}
+
 _OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output", "root")
 
 
