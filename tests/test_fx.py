@@ -157,11 +157,24 @@ def test_parameters_become_get_attr_and_constants_are_stored():
             return self.w * x + self.b + ember.tensor([1.0, 2.0, 3.0])
 
     m = M()
+    m.register_buffer("hidden", ember.ones(3), persistent=False)
     g = symbolic_trace(m)
     gets = [n.target for n in g.graph.nodes if n.op == "get_attr"]
     assert gets == ["w", "b", "_tensor_constant0"]
     x = ember.randn(3)
     ember.testing.assert_close(g(x), m(x))
+    assert list(g.state_dict()) == list(m.state_dict()) == ["w", "b"]  # constants stay out of it
+
+    class UsesHidden(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("hidden", ember.ones(3), persistent=False)
+            self.register_buffer("kept", ember.ones(3))
+
+        def forward(self, x):
+            return x + self.hidden + self.kept
+    u = UsesHidden()
+    assert list(symbolic_trace(u).state_dict()) == list(u.state_dict()) == ["kept"]
 
 
 def test_wrap_keeps_function_opaque():

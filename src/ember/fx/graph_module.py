@@ -31,14 +31,18 @@ def _copy_attr(src, dst, target):
             setattr(dst, item, t)
         src, dst = f, t
     orig = getattr(src, field)
-    _assign(dst, field, orig)
+    # a buffer stays (non-)persistent; a plain tensor attribute (a traced constant) becomes a
+    # non-persistent buffer, so the state_dict keys stay those of the original module
+    persistent = field in getattr(src, "_buffers", {}) and \
+        field not in getattr(src, "_non_persistent_buffers_set", ())
+    _assign(dst, field, orig, persistent)
 
 
-def _assign(dst, field, obj):
+def _assign(dst, field, obj, persistent=True):
     from .._tensor import Tensor
     from ..nn import Parameter
     if isinstance(obj, Tensor) and not isinstance(obj, Parameter):
-        dst.register_buffer(field, obj)
+        dst.register_buffer(field, obj, persistent=persistent)
     else:
         setattr(dst, field, obj)
 
