@@ -15,8 +15,8 @@ import traceback
 import types
 
 from .graph import Graph
-from .node import map_aggregate, BINARY_OPERATORS
-from .proxy import Proxy, TraceError, _user_frame  # noqa: F401
+from .node import map_aggregate, BINARY_OPERATORS, _ember_public_names
+from .proxy import Proxy, TraceError, _user_frame, _describe  # noqa: F401
 
 _WRAPPED = []  # (globals dict, name) registered by wrap()
 _PATCH_NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
@@ -266,7 +266,11 @@ class Tracer:
         return a
 
     def to_bool(self, obj):
-        raise TraceError("symbolically traced variables cannot be used as inputs to control flow")
+        """``bool(proxy)``: by default an error naming the user's line (override to specialise)."""
+        raise TraceError("symbolically traced variables cannot be used as inputs to control flow "
+                         f"({_describe(_user_frame())}). Pass the value in concrete_args to "
+                         "specialise the trace on it, or keep the branching function opaque with "
+                         "ember.fx.wrap")
 
     # ------------------------------------------------------------------ the trace
     def trace(self, root, concrete_args=None):
@@ -282,6 +286,7 @@ class Tracer:
         else:
             raise TypeError(f"symbolic_trace expects an nn.Module or a function, got {type(root).__name__}")
         concrete_args = dict(concrete_args or {})
+        _ember_public_names()  # computed before any ember function is replaced by its recorder
         self.graph = Graph(tracer_cls=type(self))
         self._attr_nodes, self._tensor_constants, self.module_stack = {}, {}, []
         self._param_names = {}

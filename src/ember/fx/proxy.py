@@ -69,10 +69,7 @@ class Proxy:
                          "Unpack it into a fixed number of names, or index it")
 
     def __bool__(self):
-        raise TraceError("symbolically traced variables cannot be used as inputs to control flow "
-                         f"({_describe(_user_frame())}). Pass the value in concrete_args to "
-                         "specialise the trace on it, or keep the branching function opaque with "
-                         "ember.fx.wrap")
+        return self.tracer.to_bool(self)
 
     def __len__(self):
         raise RuntimeError("'len' is not supported in symbolic tracing by default "
