@@ -284,12 +284,13 @@ class DistributedDataParallel(Module):
         reached = set()
         stack = [t.grad_fn for t in _tensors_in(out, []) if t.grad_fn is not None]
         direct = {id(t) for t in _tensors_in(out, []) if t.grad_fn is None and t.requires_grad}
-        seen = set()
-        while stack:
+        seen, alive = set(), []      # keep visited nodes alive: leaf nodes may be made on demand, and a
+        while stack:                 # freed node's id could be reused by the next one
             fn = stack.pop()
             if fn is None or id(fn) in seen:
                 continue
             seen.add(id(fn))
+            alive.append(fn)
             var = getattr(fn, "variable", None)
             if var is not None:
                 reached.add(id(var))
