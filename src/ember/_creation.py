@@ -358,12 +358,22 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     return _finish(_gen(generator).permutation(n).astype(_dtype(dtype, dt.int64)), requires_grad, device)
 
 
+def _in_like_layout(t, input, memory_format):
+    """Random values drawn in logical order, stored in the layout *_like gives (preserve_format)."""
+    a = _like(input, t.dtype, memory_format)
+    a[...] = t._data
+    t._data = a
+    return t
+
+
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
-    return rand(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
+    return _in_like_layout(rand(*input.shape, dtype=dtype or input.dtype, generator=generator,
+                                requires_grad=requires_grad), input, memory_format)
 
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
-    return randn(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
+    return _in_like_layout(randn(*input.shape, dtype=dtype or input.dtype, generator=generator,
+                                 requires_grad=requires_grad), input, memory_format)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, generator=None):

@@ -55,8 +55,22 @@ def is_contiguous(t, mf=None):
 
 
 def is_channels_last(a):
-    """channels_last and not also plain-contiguous (the ambiguous C==1 / 1x1 cases count as NCHW)."""
-    return a.ndim == 4 and not a.flags.c_contiguous and a.transpose(0, 2, 3, 1).flags.c_contiguous
+    """PyTorch's suggest_memory_format() == channels_last for a 4-d array: the strides order the
+    dims N, H, W, C (outermost to innermost), ambiguous size-1 cases resolved as PyTorch does."""
+    if a.ndim != 4:
+        return False
+    st = a.strides
+    if st[1] == 0:
+        return False
+    sz = a.shape
+    lo = 0
+    for d in (1, 3, 2, 0):
+        if sz[d] == 0 or st[d] < lo:
+            return False
+        if d == 0 and lo == st[1]:
+            return False
+        lo = st[d] * sz[d] if sz[d] > 1 else st[d]
+    return True
 
 
 def suggest_memory_format(a):

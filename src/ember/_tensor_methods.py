@@ -1,7 +1,7 @@
 """Tensor conversions: .to(), .float()/.double()/..., .type(), .cpu(), and the device/dtype parsing
 they share. Casts go through the registry's ``_to_copy`` op, so they are differentiable."""
 from . import _dtype as dt
-from ._memory_format import memory_format as _MF
+from ._memory_format import memory_format as _MF, suggest_memory_format as _suggest_mf
 from ._tensor import Tensor, device as _device
 from .ops import shape as _S
 
@@ -41,9 +41,9 @@ def to(self, *args, **kwargs):
         return empty(self.shape, dtype=dtype or self.dtype, device="meta")
     if dtype is None:
         dtype = self.dtype
-    if dtype is self.dtype and not copy and (mf is None or self.is_contiguous(memory_format=mf)
-                                              or mf.name == "preserve_format"):
-        return self
+    if dtype is self.dtype and not copy and (mf is None or mf.name == "preserve_format"
+                                              or _suggest_mf(self._data) is mf):
+        return self  # PyTorch aliases exactly when the suggested memory format is the one asked for
     return _S.to_dtype(self, dtype, memory_format=mf, copy=True)
 
 
