@@ -104,10 +104,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         from ..func import vmap
 
+        unused = []
+
         def one(*gos):
-            return grad(outs, ins, list(gos), retain_graph=True, create_graph=create_graph,
-                        allow_unused=allow_unused, materialize_grads=materialize_grads)
-        return vmap(one)(*_as_list(grad_outputs))
+            # vmap returns only tensors: an unused input's None (the same for every batch entry,
+            # it depends on the graph alone) travels as zeros and is restored below
+            res = grad(outs, ins, list(gos), retain_graph=True, create_graph=create_graph,
+                       allow_unused=allow_unused, materialize_grads=materialize_grads)
+            unused[:] = [r is None for r in res]
+            from .._creation import zeros_like
+            return tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
+        res = vmap(one)(*_as_list(grad_outputs))
+        return tuple(None if u else r for r, u in zip(res, unused))
     gos = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     if len(gos) != len(outs):
         raise RuntimeError(f"grad requires one grad_output per output: got {len(gos)} grad_outputs and "

@@ -94,6 +94,14 @@ class _DualLevel(D.Level):
         for o, t in zip(outs, fitted):
             if t is not None:
                 _set_tangent(o, self, t)
+        # outputs the backward node saved (aliases made before the tangents existed) get them too,
+        # so a backward run inside this level (forward-over-reverse) sees dual saved outputs
+        node = outs[0]._fn if outs else None
+        saved = getattr(node, "_out", None) if node is not None else None
+        if saved is not None and len(saved) == len(outs):
+            for a, o in zip(saved, outs):
+                if o._fw is not None and a._vc is o._vc:
+                    a._fw = o._fw
         return out
 
     # hooks used by autograd.Function.apply

@@ -77,7 +77,14 @@ def _record(level, op, args, vals, params, out):
     else:
         node._saved = None
     node._out_meta = tuple((o.shape, o.dtype) for o in outs)
-    node._out = outs if "out" in save else None
+    if "out" in save:
+        for o in outs:
+            if o._vc is None:
+                o._vc = [0, None]
+        node._out = outs
+        node._outv = tuple(o._vc[0] for o in outs)
+    else:
+        node._out = None
     diff = op.diff_outputs
     res = []
     for i, o in enumerate(outs):

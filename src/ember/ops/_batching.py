@@ -155,7 +155,68 @@ def repeat_rule(op, vals, bd, params, size):
 
 
 def cat_rule(op, vals, bd, params, size):
+    if op.name == "cat":  # legacy: 1-d empty tensors are skipped by cat
+        keep = [(v, b) for v, b in zip(vals, bd) if tuple(v.shape[1 if b else 0:]) != (0,)]
+        if keep and len(keep) < len(vals):
+            vals, bd = [k[0] for k in keep], [k[1] for k in keep]
     return dim_shift_rule(op, vals, bd, params, size)
+
+
+def _flat_batch_index(a, idx, dim, size):
+    """(a viewed as (B*n, rest...) with dim moved first, idx shifted per sample and flattened)."""
+    from .._creation import arange
+    am = a.movedim(dim + 1, 1)
+    n = am.shape[1]
+    rest = tuple(am.shape[2:])
+    offs = (arange(size, dtype=idx.dtype) * n).reshape((size,) + (1,) * (idx.dim() - 1))
+    return am.reshape((size * n,) + rest), (idx + offs).reshape(-1), n, rest
+
+
+def index_select_rule(op, vals, bd, params, size):
+    a, idx = vals
+    ba, bi = bd
+    n = _ln(a, ba)
+    dim = params["dim"] % max(n, 1)
+    if not bi:
+        return dispatch(op, (a, idx), {"dim": dim + 1}), True
+    if not ba:
+        a = _materialize(a, size)
+    flat, gidx, _, rest = _flat_batch_index(a, idx, dim, size)
+    r = dispatch(op, (flat, gidx), {"dim": 0})
+    k = idx.shape[1] if idx.dim() > 1 else 1
+    return r.reshape((size, k) + rest).movedim(1, dim + 1), True
+
+
+def index_add_rule(op, vals, bd, params, size):
+    a, idx, src = vals
+    ba, bi, bs = bd
+    n = _ln(a, ba)
+    dim = params["dim"] % max(n, 1)
+    if not ba:
+        a = _materialize(a, size)
+    if not bi:
+        if not bs:
+            src = _materialize(src, size)
+        return dispatch(op, (a, idx, src), dict(params, dim=dim + 1)), True
+    if not bs:
+        src = _materialize(src, size)
+    flat, gidx, nn_, rest = _flat_batch_index(a, idx, dim, size)
+    sm = src.movedim(dim + 1, 1)
+    sm = sm.reshape((-1,) + tuple(sm.shape[2:]))
+    r = dispatch(op, (flat, gidx, sm), dict(params, dim=0))
+    return r.reshape((size, nn_) + rest).movedim(1, dim + 1), True
+
+
+def masked_fill_rule(op, vals, bd, params, size):
+    vals = list(vals)
+    bd = list(bd)
+    if not bd[0] and any(bd[1:]):
+        n = max(_ln(v, b) for v, b in zip(vals, bd) if isinstance(v, D.Tensor))
+        a = vals[0]
+        a = a.reshape((1,) * (n - a.dim()) + tuple(a.shape)) if a.dim() < n else a
+        vals[0] = _materialize(a, size)
+        bd[0] = True
+    return elementwise_rule(op, vals, bd, params, size)
 
 
 def index_rule(op, vals, bd, params, size):
@@ -209,9 +270,12 @@ def linear_rule(op, vals, bd, params, size):
             return dispatch(op, tuple(vals), params), True
     # batched weight (ensembles): x @ w^T (+ b) through the matmul rule
     wt = w.transpose(-1, -2)
-    r, _ = matmul_rule(REGISTRY["matmul"], (x, wt), (bx, bw), {}, size)
+    if bx or bw:
+        r, _ = matmul_rule(REGISTRY["matmul"], (x, wt), (bx, bw), {}, size)
+    else:
+        r = dispatch(REGISTRY["matmul"], (x, wt))
     if bias is not None:
-        r, _ = elementwise_rule(REGISTRY["add"], (r, bias), (True, bb), {}, size)
+        r, _ = elementwise_rule(REGISTRY["add"], (r, bias), (bx or bw, bb), {}, size)
     return r, True
 
 
@@ -231,10 +295,12 @@ def einsum_rule(op, vals, bd, params, size):
 # ----------------------------------------------------------------------------- the fallback
 
 _reported = set()
+fallback_counts = {}  # op name -> times the loop ran (tests check that hot ops never get here)
 
 
 def fallback_rule(op, vals, bd, params, size):
     """Run the op once per batch element and stack the results (reported once per op)."""
+    fallback_counts[op.name] = fallback_counts.get(op.name, 0) + 1
     if op.name not in _reported:
         _reported.add(op.name)
         warnings.warn(f"vmap: there is no batching rule for {op.name} with these inputs; it runs as a "
@@ -247,6 +313,85 @@ def fallback_rule(op, vals, bd, params, size):
     if op.nout == 1:
         return stack(outs), True
     return tuple(stack([o[k] for o in outs]) for k in range(op.nout)), (True,) * op.nout
+
+
+def _loop_note(what):
+    fallback_counts[what] = fallback_counts.get(what, 0) + 1
+    if what not in _reported:
+        _reported.add(what)
+        warnings.warn(f"vmap: {what} runs as a Python loop over the batch (reported once)", RuntimeWarning,
+                      stacklevel=5)
+
+
+def batched_index(x, idx, value=None, setitem=False):
+    """x[idx] (or x[idx] = value) when an index tensor is batched by vmap. A single integer index
+    tensor becomes index_select (which has a batching rule); anything else loops over the batch."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    lvl = None
+    for it in items:
+        w = it._wr if isinstance(it, D.Tensor) else None
+        if w is not None and (lvl is None or w.index > lvl.index):
+            lvl = w
+    if getattr(lvl, "kind", None) != "vmap":
+        items = tuple(D.unwrap_at(it, lvl) for it in items)
+        if setitem:
+            x[items] = value
+            return None
+        return x[items]
+    if all(isinstance(it, D.Tensor) and it.dtype.category == 0 and it.dtype.name != "bool" for it in items):
+        # integer index tensors on the leading dims: one advanced index with a batch arange in front
+        from .._creation import arange
+        size = lvl.size
+        n = max(it.dim() for it in items)
+        ar = arange(size).reshape((size,) + (1,) * n)
+        phys = tuple(it._val if it._wr is lvl else it for it in items)
+        xb = isinstance(x, D.Tensor) and x._wr is lvl
+        if not setitem:
+            xv = x._val if xb else _materialize(x, size)
+            return lvl.wrap(xv[(ar,) + phys])
+        if not xb:
+            raise RuntimeError("vmap: in-place indexing (x[idx] = v) with a batched index needs x to be "
+                               "batched too; use the out-of-place index_put")
+        if isinstance(value, D.Tensor) and value._wr is lvl:
+            value = _pad_to(value._val, n + x.dim() - len(items))
+        x._val[(ar,) + phys] = value
+        x._bump("index_put_")
+        return None
+    _loop_note("indexing with batched index tensors")
+    from .shape import stack
+    size = lvl.size
+    xb = x._wr is lvl
+    if setitem and not xb:
+        raise RuntimeError("vmap: in-place indexing (x[idx] = v) with a batched index needs x to be batched "
+                           "too; use the out-of-place index_put")
+    xv = x._val if xb else x
+    vb = isinstance(value, D.Tensor) and value._wr is lvl
+    outs = []
+    for b in range(size):
+        xi = xv.select(0, b) if xb else x
+        ii = tuple(it._val.select(0, b) if isinstance(it, D.Tensor) and it._wr is lvl else it for it in items)
+        if setitem:
+            xi[ii] = value._val.select(0, b) if vb else value
+        else:
+            outs.append(xi[ii])
+    if setitem:
+        x._bump("index_put_")
+        return None
+    shapes = {tuple(o.shape) for o in outs}
+    if len(shapes) > 1:
+        raise RuntimeError(f"vmap: indexing with a batched boolean mask gives results of different shapes "
+                           f"{sorted(shapes)} across the batch (data-dependent shape); use ember.where or "
+                           f"masked_fill instead")
+    return lvl.wrap(stack(outs))
+
+
+def copy_like_rule(op, vals, bd, params, size):
+    """copy/fill_tensor: the destination takes the batch when the source has it."""
+    vals, bd = list(vals), list(bd)
+    if not bd[0] and any(bd[1:]):
+        vals[0] = _materialize(vals[0], size)
+        bd[0] = True
+    return elementwise_rule(op, vals, bd, params, size)
 
 
 def nonzero_rule(op, vals, bd, params, size):
@@ -268,9 +413,8 @@ PER_OP = {
     "cat": cat_rule, "stack": cat_rule, "repeat": repeat_rule, "flip": dim_shift_rule,
     "roll": dim_shift_rule, "tril": elementwise_rule, "triu": elementwise_rule,
     "index": index_rule, "gather": dim_shift_rule, "scatter": dim_shift_rule,
-    "scatter_add": dim_shift_rule, "index_select": _first_only(dim_shift_rule),
-    "index_add": lambda op, v, bd, p, s: (fallback_rule if bd[1] else dim_shift_rule)(op, v, bd, p, s),
-    "masked_fill": elementwise_rule, "sort": dim_shift_rule, "topk": dim_shift_rule,
+    "scatter_add": dim_shift_rule, "index_select": index_select_rule,
+    "index_add": index_add_rule, "masked_fill": masked_fill_rule, "copy": copy_like_rule, "fill_tensor": copy_like_rule, "sort": dim_shift_rule, "topk": dim_shift_rule,
     "nonzero": nonzero_rule,
     "matmul": matmul_rule, "linear": linear_rule, "einsum": einsum_rule,
 }

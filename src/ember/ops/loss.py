@@ -258,3 +258,44 @@ def _(ctx, tg, tx, tt):
         term = scale * p * (tx - (tx * p).sum(1, keepdim=True))
         res = term if res is None else res + term
     return res
+
+
+def _ce_batch(op, vals, bd, params, size):
+    """vmap of the fused loss: samples' rows are stacked into one 2-d call with reduction='none',
+    then reduced per sample."""
+    from ._batching import _materialize
+    x, t = (v if b else _materialize(v, size) for v, b in zip(vals[:2], bd[:2]))
+    n, C = x.shape[1], x.shape[2]
+    red = params["reduction"]
+    ign = params["ignore_index"]
+    rows = dispatch(op, (x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
+    rows = rows.reshape(size, n)
+    if red == "none":
+        return rows, True
+    if red == "sum":
+        return rows.sum(1), True
+    return rows.sum(1) / (t != ign).sum(1).to(x.dtype), True
+
+
+def _ce_backward_batch(op, vals, bd, params, size):
+    from ._batching import _materialize
+    g, x, t = vals
+    bg, bx, bt = bd
+    x = x if bx else _materialize(x, size)
+    t = t if bt else _materialize(t, size)
+    n, C = x.shape[1], x.shape[2]
+    red = params["reduction"]
+    ign = params["ignore_index"]
+    if red == "none":
+        gr = g if bg else _materialize(g, size)
+    else:
+        gs = g if bg else _materialize(g, size)  # (B,)
+        if red == "mean":
+            gs = gs / (t != ign).sum(1).to(x.dtype)
+        gr = gs.unsqueeze(1).expand(size, n)
+    r = dispatch(op, (gr.reshape(-1), x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
+    return r.reshape(size, n, C), True
+
+
+cross_entropy_op.batch = _ce_batch
+cross_entropy_backward_op.batch = _ce_backward_batch
