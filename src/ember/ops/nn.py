@@ -618,7 +618,7 @@ def _overlap(p):
 @max_pool2d_idx_op.def_vjp
 def _(ctx, g, _gi=None):
     x, = ctx.inputs
-    idx = ctx.outs[1]
+    idx = ctx._out[1]  # the indices output; the pooled output (not needed) may be changed in place
     return dispatch(max_pool2d_bwd_op, (g, idx), {"in_shape": tuple(x.shape), "nhwc": is_channels_last(x._data),
                                                     "overlap": _overlap(ctx.params)})
 
@@ -924,7 +924,7 @@ def _(ctx, g, _g1=None, _g2=None):
     x, w, b, rm, rv = ctx.inputs
     training = ctx.params["training"]
     n = ctx.needs
-    _, mean, invstd = ctx.outs
+    mean, invstd = ctx._out[1], ctx._out[2]  # never handed out, so only y's version matters (unused)
     if not D.grad_mode.enabled and D.state.simple:
         gx, gw, gb = dispatch(batch_norm_bwd_op, (g, x, w, mean, invstd), {"training": training})
         return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None), None, None
