@@ -71,6 +71,7 @@ class Tensor:
     _meta = False
     _inference = False
     _grad_owned = False
+    _is_grad = False  # stored as some leaf's .grad by the engine (never handed to a second leaf)
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -281,6 +282,7 @@ class Tensor:
         if fn._retain is None:
             fn._retain = {}
         fn._retain[self._nr] = weakref.ref(self)
+        fn._hooked = True
 
     def register_hook(self, hook):
         """hook(grad) -> None or a replacement gradient; runs when this tensor's grad is computed."""
@@ -383,8 +385,7 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __hash__(self):
-        return id(self)
+    __hash__ = object.__hash__
 
     def __reduce_ex__(self, proto):
         # deepcopy/pickle within a process: data copied, leaf-ness and requires_grad kept

@@ -1,4 +1,6 @@
 """ember.autograd: backward, grad, custom Functions, grad modes, anomaly detection."""
+import numpy as np
+
 from .. import _dispatch as D
 from . import graph
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction, NestedIOFunction
@@ -28,6 +30,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
+            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
+                grads.append(D._new_tensor(np.ones(out._data.shape, out._data.dtype)))
+                continue
             if out._rg:
                 if out.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
