@@ -370,7 +370,7 @@ def _fast_check(prob, eps, atol, rtol, check_backward_ad, check_forward_ad, nond
     us = {}
     for i in prob.diff_in:
         u = rng.random(prob.inputs[i].numel()) + 0.1
-        us[i] = u / np.linalg.norm(u)
+        us[i] = u / np.linalg.norm(u) if u.size else u
     vs = {k: rng.random(prob.outs[k].numel()) + 0.1 for k in prob.diff_out}
     # numerical directional derivatives, one pair of evaluations per input
     num = {}
