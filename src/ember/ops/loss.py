@@ -40,9 +40,10 @@ def _check_index_target(op, input, target, ignore_index):
         C = input.shape[1]
     if not D.state.levels and not target._meta:
         t = target._data
-        bad = (t != ignore_index) & ((t < 0) | (t >= C))
-        if bad.any():
-            raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+        if t.size and (t.min() < 0 or t.max() >= C):
+            bad = (t != ignore_index) & ((t < 0) | (t >= C))
+            if bad.any():
+                raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
     return C
 
 
