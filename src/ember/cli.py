@@ -35,7 +35,9 @@ def _train_parser(sub):
                        description="Train a small model on the bundled UCI digits (default) or on MNIST IDX "
                                    "files from --data-dir; prints loss and test accuracy per epoch and "
                                    "saves a checkpoint after each epoch.")
-    p.add_argument("--model", choices=MODELS, default="cnn", help="model to train (default: cnn)")
+    p.add_argument("--model", choices=MODELS, default="cnn",
+                   help="SimpleMLP, SimpleCNN or resnet18 (with a 3x3 stem, no max-pool, for images under "
+                        "32 pixels) (default: cnn)")
     p.add_argument("--dataset", choices=DATASETS, default="digits", help="dataset (default: digits, bundled)")
     p.add_argument("--data-dir", help="folder with the MNIST IDX files (for --dataset mnist)")
     p.add_argument("--epochs", type=int, default=20,
@@ -89,7 +91,10 @@ def _build_model(name, in_channels, size, num_classes):
     if name == "cnn":
         return models.SimpleCNN(num_classes=num_classes, in_channels=in_channels, image_size=size)
     model = models.resnet18(num_classes=num_classes)
-    if in_channels != 3:     # grey images: a first convolution that takes one channel
+    if size < 32:            # small images (as for CIFAR): a 3x3 stem without downsampling
+        model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        model.maxpool = nn.Identity()
+    elif in_channels != 3:   # grey images: a first convolution that takes one channel
         model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
     return model
 
