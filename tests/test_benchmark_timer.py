@@ -1,6 +1,5 @@
 """ember.utils.benchmark: Timer's figures agree with plain perf_counter loops; Measurement's
 statistics and text; Compare's table. Tolerances are generous: timing is never a strict assert."""
-import statistics
 import time
 
 import pytest
@@ -16,29 +15,31 @@ def _work(n=2000):
     return s
 
 
-def _perf_counter_per_call(fn, number, repeats=5):
-    best = []
+def _perf_counter_per_call(fn, number, repeats=7):
+    """The best of several perf_counter loops (the minimum resists interference from other
+    processes on a shared machine)."""
+    best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
-        best.append((time.perf_counter() - t0) / number)
-    return statistics.median(best)
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
 
 
 def test_timer_agrees_with_perf_counter_loops():
-    ref = _perf_counter_per_call(_work, 50)
     t = Timer("_work()", globals={"_work": _work})
+    ref = _perf_counter_per_call(_work, 50)
+    r = t.repeat(repeat=7, number=50)
+    assert len(r.times) == 7 and r.number_per_run == 50
+    # a noisy shared machine: best against best, within a factor of 3 either way
+    assert ref / 3 < min(r.times) < ref * 3, (min(r.times), ref)
     m = t.timeit(50)
-    assert m.number_per_run == 50 and len(m.times) == 1
-    # a noisy shared machine: only the order of magnitude is asserted
-    assert ref / 4 < m.median < ref * 4, (m.median, ref)
+    assert m.number_per_run == 50 and len(m.times) == 1 and m.median > 0
     b = t.blocked_autorange(min_run_time=0.1)
-    assert ref / 4 < b.median < ref * 4, (b.median, ref)
     assert sum(b.raw_times) >= 0.1
-    r = t.repeat(repeat=3, number=20)
-    assert len(r.times) == 3 and r.number_per_run == 20
-    assert ref / 4 < r.median < ref * 4
+    ref = min(ref, _perf_counter_per_call(_work, 50))
+    assert ref / 3 < min(b.times) < ref * 3, (min(b.times), ref)
 
 
 def test_callable_statement_setup_and_globals():

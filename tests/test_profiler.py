@@ -285,3 +285,71 @@ def test_module_times():
     # module hooks are gone once the profiler stops
     from ember.nn.modules import module as M
     assert not M._global_forward_hooks and not M._global_forward_pre_hooks
+
+
+def _user_fn(x):
+    return (x * 2).sum()
+
+
+def test_with_stack_groups_by_user_frames(tmp_path):
+    x = ember.ones(3)
+    with ember.profiler.profile(with_stack=True) as prof:
+        _user_fn(x)
+        _user_fn(x)
+    mul = next(e for e in prof.events() if e.name == "ember::mul")
+    assert mul.stack and "_user_fn" in mul.stack[0] and "test_profiler.py" in mul.stack[0]
+    assert not any("/ember/" in s and "tests" not in s for s in mul.stack)  # ember frames hidden
+    avg = [e for e in prof.key_averages(group_by_stack_n=1) if e.key == "ember::mul"]
+    assert len(avg) == 1 and avg[0].count == 2
+    assert "Source Location" in prof.key_averages(group_by_stack_n=1).table()
+    out = tmp_path / "stacks.txt"
+    prof.export_stacks(str(out))
+    lines = out.read_text().splitlines()
+    assert any(ln.rsplit(" ", 1)[0].endswith("_user_fn;ember::mul") for ln in lines)
+
+
+def test_step_inside_a_record_function_keeps_both_ranges():
+    sched = ember.profiler.schedule(wait=0, warmup=0, active=3, repeat=1)
+    x = ember.ones(2)
+    with ember.profiler.profile(schedule=sched) as prof:
+        with ember.profiler.record_function("train"):
+            for _ in range(2):
+                x + 1
+                prof.step()
+        x * 2  # after "train" closed; ProfilerStep#2 is still open
+    ev = {e.name: e for e in prof.events()}
+    train, s0, s1, s2 = (ev[k] for k in ("train", "ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"))
+    mul = ev["ember::mul"]
+    assert s0.end_ns <= s1.start_ns <= s1.end_ns <= s2.start_ns
+    assert train.end_ns <= mul.start_ns  # "train" ended where its block ended, not at stop
+    assert s1.cpu_parent is train and mul.cpu_parent is s2
+
+
+def test_record_function_recursion_and_threads():
+    import threading
+
+    @ember.profiler.record_function("rec")
+    def f(n, x):
+        return x if n == 0 else f(n - 1, x + 1)
+
+    x = ember.ones(2)
+    with ember.profiler.profile() as prof:
+        ts = [threading.Thread(target=f, args=(2, x)) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        f(2, x)
+    recs = [e for e in prof.events() if e.name == "rec"]
+    assert len(recs) == 9 and len({e.thread for e in recs}) == 3
+    for e in recs:  # each range nests in the previous level of its own thread
+        depth = 0
+        p = e.cpu_parent
+        while p is not None:
+            assert p.thread == e.thread and p.name == "rec"
+            depth += 1
+            p = p.cpu_parent
+        assert depth in (0, 1, 2)
+    for t in {e.thread for e in recs}:
+        mine = sorted((e for e in recs if e.thread == t), key=lambda e: e.start_ns)
+        assert mine[1].cpu_parent is mine[0] and mine[2].cpu_parent is mine[1]

@@ -235,7 +235,10 @@ def test_command_line(tmp_path, capsys):
     assert back.loc["CatBackward0", "diff_counts"] == 1
     assert html.stat().st_size > 0
     rc = cli.main([str(BASE), str(tmp_path / "missing")])
-    assert rc == 2 and "missing" in capsys.readouterr().err
+    assert rc == 1 and "missing" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main([str(BASE)])  # usage error
+    assert e.value.code == 2
 
 
 @needs_data

@@ -631,9 +631,15 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                             elif needed is None:
                                 if old is not None:
                                     del leaf_bufs[nxt]
-                                accumulate_into(nxt, g)
+                                if listeners:
+                                    _accumulate_listened(nxt, g, listeners)
+                                else:
+                                    accumulate_into(nxt, g)
                         elif not d and nxt in leaf_bufs and needed is None:
-                            accumulate_into(nxt, leaf_bufs.pop(nxt))
+                            if listeners:
+                                _accumulate_listened(nxt, leaf_bufs.pop(nxt), listeners)
+                            else:
+                                accumulate_into(nxt, leaf_bufs.pop(nxt))
                         continue
                 if g is not None:
                     buf = buffers.get(nxt)
@@ -659,6 +665,17 @@ def _apply_listened(node, grads, listeners, anomaly):
             for c in reversed(closers):
                 if c is not None:
                     c()
+
+
+def _accumulate_listened(var, g, listeners):
+    """Leaf accumulation while a profiler listens: reported as an AccumulateGrad node."""
+    closers = [l.on_node(var) for l in listeners]
+    try:
+        accumulate_into(var, g)
+    finally:
+        for c in reversed(closers):
+            if c is not None:
+                c()
 
 
 _LEAF_SEQ = sys.maxsize

@@ -47,6 +47,7 @@ def _user_stack(limit=8):
 class _TLS(threading.local):
     def __init__(self):
         self.stack = []
+        self.tid = _get_tid()
 
 
 class Collector:
@@ -69,6 +70,11 @@ class Collector:
         self.start_unix_ns = None
         self.end_ns = None
         self.active = False
+        self._append = self.records.append
+        self._closer = self._close_plain
+        if profile_memory or with_stack or record_shapes:
+            self.on_op = self._on_op_full
+            self._closer = self._close
 
     # ------------------------------------------------------------------ lifecycle
     def start(self):
@@ -104,17 +110,45 @@ class Collector:
                 r[T1] = self.end_ns
 
     # ------------------------------------------------------------------ recording
+    def on_op(self, op, args, params):
+        """The common case (no shapes, memory or stacks): a record and two clock reads."""
+        name = self._names.get(op)
+        if name is None:
+            name = self._names[op] = "ember::" + op.name
+        tls = self._tls
+        rec = [name, "cpu_op", tls.tid, 0, None, None, None, None]
+        self._append(rec)
+        tls.stack.append(rec)
+        rec[3] = _perf_ns()
+        return self._closer
+
+    def _close_plain(self):
+        t1 = _perf_ns()
+        stack = self._tls.stack
+        if stack:  # (empty: closed by another thread or after stop())
+            rec = stack.pop()
+            if rec[4] is None:
+                rec[4] = t1
+
+    def _on_op_full(self, op, args, params):
+        name = self._names.get(op)
+        if name is None:
+            name = self._names[op] = "ember::" + op.name
+        shapes = [_shape_of(a) for a in args] if self.record_shapes else None
+        return self._open(name, "cpu_op", shapes)
+
     def _open(self, name, cat, shapes=None):
-        rec = [name, cat, _get_tid(), 0, None, shapes, None, None]
+        tls = self._tls
+        rec = [name, cat, tls.tid, 0, None, shapes, None, None]
         if self.profile_memory:
             import tracemalloc
             rec[MEM] = tracemalloc.get_traced_memory()[0]
         if self.with_stack:
             rec[STACK] = _user_stack()
-        self.records.append(rec)
-        self._tls.stack.append(rec)
+        self._append(rec)
+        tls.stack.append(rec)
         rec[T0] = _perf_ns()
-        return self._close
+        return self._closer
 
     def _close(self):
         t1 = _perf_ns()
@@ -128,23 +162,35 @@ class Collector:
             import tracemalloc
             rec[MEM] = tracemalloc.get_traced_memory()[0] - rec[MEM]
 
-    def on_op(self, op, args, params):
-        name = self._names.get(op)
-        if name is None:
-            name = self._names[op] = "ember::" + op.name
-        shapes = [_shape_of(a) for a in args] if self.record_shapes else None
-        return self._open(name, "cpu_op", shapes)
-
     def on_node(self, node):
-        return self._open(type(node).__name__, "cpu_op")
+        # a leaf tensor stands for its AccumulateGrad node (the engine accumulates leaves directly)
+        name = "AccumulateGrad" if isinstance(node, D.Tensor) else type(node).__name__
+        return self._open(name, "cpu_op")
 
     def push_range(self, name, cat="user_annotation"):
-        return self._open(name, cat)
+        """Open a user range; the returned closer ends this very range even when ranges are not
+        closed in the reverse order of opening (e.g. ``prof.step()`` inside a record_function)."""
+        tls = self._tls
+        rec = [name, cat, tls.tid, 0, None, None, None, None]
+        self._append(rec)
+        tls.stack.append(rec)
+        rec[T0] = _perf_ns()
+
+        def close():
+            t1 = _perf_ns()
+            stack = tls.stack
+            for k in range(len(stack) - 1, -1, -1):
+                if stack[k] is rec:
+                    del stack[k]
+                    break
+            if rec[T1] is None:
+                rec[T1] = t1
+        return close
 
     # nn.Module calls, through nn's global forward (pre-)hooks while this collector records
     def _module_pre(self, module, args):
         st = self._mstack.stack
-        rec = [module, _get_tid(), 0, None, st[-1] if st else None]
+        rec = [module, self._mstack.tid, 0, None, st[-1] if st else None]
         st.append(rec)
         self.module_records.append(rec)
         rec[2] = _perf_ns()
@@ -152,11 +198,11 @@ class Collector:
     def _module_post(self, module, args, output):
         t1 = _perf_ns()
         st = self._mstack.stack
-        while st:  # a forward that raised left its record open: skip past it
-            rec = st.pop()
-            if rec[0] is module:
-                rec[3] = t1
-                break
+        for k in range(len(st) - 1, -1, -1):
+            if st[k][0] is module:
+                st[k][3] = t1
+                del st[k:]  # records above it belong to forwards that raised
+                break       # (not found: the call began before the profiler started)
 
     def _hook_modules(self):
         mod = sys.modules.get("ember.nn.modules.module")

@@ -3,6 +3,7 @@ legacy ``ember.autograd.profiler.profile``; ``record_function`` ranges."""
 import contextlib
 import os
 import socket
+import threading
 import time
 import warnings
 from enum import Enum
@@ -84,14 +85,19 @@ class record_function(contextlib.ContextDecorator):
     def __init__(self, name, args=None):
         self.name = name
         self.args = args
-        self._open = []
+        self._tls = threading.local()  # open ranges per thread (a decorated function may recurse
+        #                                or run on several threads at once)
 
     def __enter__(self):
-        self._open.append([c.push_range(self.name) for c in C._active] if C._active else None)
+        stack = getattr(self._tls, "open", None)
+        if stack is None:
+            stack = self._tls.open = []
+        stack.append([c.push_range(self.name) for c in C._active] if C._active else None)
         return self
 
     def __exit__(self, *exc):
-        closers = self._open.pop() if self._open else None
+        stack = getattr(self._tls, "open", None)
+        closers = stack.pop() if stack else None
         if closers:
             for c in reversed(closers):
                 c()

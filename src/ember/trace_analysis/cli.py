@@ -102,7 +102,7 @@ def main(argv=None, prog="ember trace-diff"):
             use_short_name=args.short_names)
     except (TraceFormatError, ValueError, OSError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
+        return 1  # a data error (usage errors exit with 2 through argparse)
     top = top_changes(df, args.top)
     n_changed = int(((df["diff_counts"] != 0) | (df["diff_duration"] != 0)).sum())
     print(f"{len(df)} ops/kernels compared; {n_changed} changed "
