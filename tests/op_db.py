@@ -668,13 +668,6 @@ add("embedding_backward", fn=_reg("embedding_backward"), oracle=False,
                               {"num_weights": 10, "padding_idx": None, "scale_grad_by_freq": False}),
                   lambda r: S((U(r, (5, 3)), ints(r, (5,), 0, 10)),
                               {"num_weights": 10, "padding_idx": 3, "scale_grad_by_freq": True}, grad=False)))
-add("cross_entropy", fn=lambda m, x, t, **kw: F(m).cross_entropy(x, t, **kw),
-    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
-                  lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "none"}),
-                  lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "sum"})))
-add("cross_entropy_backward", fn=_reg("cross_entropy_backward"), oracle=False,
-    samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), ints(r, (4,), 0, 5)), {"ignore_index": -100, "reduction": "mean"}),
-                  lambda r: S((U(r, (4,)), U(r, (4, 5)), ints(r, (4,), 0, 5)), {"ignore_index": -100, "reduction": "none"})))
 
 # PyTorch's twins for the registry-only entries are not needed; everything else is compared.
 
@@ -695,14 +688,3 @@ def sample_list(entry, seed=0):
 
 __all__ = ["Sample", "OpEntry", "ENTRIES", "entries_for", "call", "flat_outputs", "diff_outputs",
            "NON_DIFFERENTIABLE", "INTERNAL", "sample_list", "math"]
-
-# ----------------------------------------------------------------------------- nn losses (ops/loss.py)
-
-add("cross_entropy", fn=lambda m, x, t, **k: F(m).cross_entropy(x, t, **k),
-    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
-                  lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "sum"}),
-                  lambda r: S((U(r, (3, 4)), np.array([0, -100, 2])), {"ignore_index": -100}),
-                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
-add("cross_entropy_backward", fn=_reg("cross_entropy_backward"), oracle=False,
-    samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "mean", "ignore_index": -100}),
-                  lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none", "ignore_index": -100})))
