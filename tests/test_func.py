@@ -269,3 +269,16 @@ def test_custom_function_in_vmap_under_outer_autograd():
     EF.vmap(lambda r: Cube.apply(r, w).sum())(x).sum().backward()
     _close(_np(x.grad), 3 * _np(x) ** 2 * _np(w))
     _close(_np(w.grad), (_np(x) ** 3).sum(0))
+
+
+def test_has_aux_and_argnums_for_jacobians(torch):
+    res = {}
+    for lib, F in _both(torch):
+        w = lib.tensor(W)
+        f = lambda x, y: ((w @ x) * y.sum(), (x * 2).sum())
+        x, y = lib.tensor(X), lib.tensor(X[:2].copy())
+        jr, auxr = F.jacrev(f, argnums=(0, 1), has_aux=True)(x, y)
+        jf, auxf = F.jacfwd(f, argnums=(0, 1), has_aux=True)(x, y)
+        res[lib.__name__] = [_np(jr[0]), _np(jr[1]), _np(auxr), _np(jf[0]), _np(jf[1]), _np(auxf)]
+    for a, b in zip(res["ember"], res["torch"]):
+        _close(a, b)
