@@ -953,8 +953,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+    r = isclose(input, other, rtol, atol, equal_nan)
+    if r._wr is not None:  # a transform wrapper: its level decides whether the value can be read
+        return bool(r.all())
+    return bool(r._data.all())
 
 
 def equal(input, other):
+    if input._wr is not None or (U.is_tensor(other) and other._wr is not None):
+        return input.shape == other.shape and bool((input == other).all())
     return input.shape == other.shape and bool((input._data == other._data).all())
