@@ -367,7 +367,7 @@ def batched_index(x, idx, value=None, setitem=False):
             x[items] = value
             return None
         return x[items]
-    if all(isinstance(it, D.Tensor) and it.dtype.category == 0 and it.dtype.name != "bool" for it in items):
+    if all(isinstance(it, D.Tensor) and it.dtype.category == 1 for it in items):  # integer tensors
         # integer index tensors on the leading dims: one advanced index with a batch arange in front
         from .._creation import arange
         size = lvl.size
