@@ -286,7 +286,7 @@ def _zeros_arr(xp, shape, dtype, like=None):
 
 
 def _select_impl(xp, a, dim, index):
-    return a[(slice(None),) * dim + (index,)]
+    return a[(slice(None),) * dim + (index, Ellipsis)]  # the Ellipsis keeps a 0-d result a view
 
 
 select_op = defop("select", _select_impl, view=True, save=("shapes",), family=VIEW)
