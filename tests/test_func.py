@@ -282,3 +282,23 @@ def test_has_aux_and_argnums_for_jacobians(torch):
         res[lib.__name__] = [_np(jr[0]), _np(jr[1]), _np(auxr), _np(jf[0]), _np(jf[1]), _np(auxf)]
     for a, b in zip(res["ember"], res["torch"]):
         _close(a, b)
+
+
+def test_inplace_on_views_inside_grad(torch):
+    res = {}
+    for lib, F in _both(torch):
+        x = lib.tensor([1.5, 2.0, 3.0], dtype=lib.float64)
+
+        def f(x):
+            y = x * 2
+            y[0].mul_(x[1])
+            return (y * y).sum()
+
+        def g(x):
+            y = x.sin()
+            y[1:].mul_(x[:2])
+            y[0] = x[2] * 2
+            return (y * x).sum()
+        res[lib.__name__] = [_np(F.grad(f)(x)), _np(F.grad(g)(x)), _np(F.jacfwd(F.grad(g))(x))]
+    for a, b in zip(res["ember"], res["torch"]):
+        _close(a, b)
