@@ -17,9 +17,6 @@ import warnings
 from .. import _dispatch as D
 from .._dispatch import dispatch, REGISTRY
 
-Tensor = None  # bound below (ember.ops imports this module last)
-
-
 def _ln(v, b):
     return v.dim() - 1 if b else (v.dim() if isinstance(v, D.Tensor) else 0)
 
@@ -125,15 +122,6 @@ def dim_shift_rule(op, vals, bd, params, size):
     if "shape" in p:
         p["shape"] = (size,) + tuple(p["shape"])
     return dispatch(op, tuple(new), p), _flags(op, True)
-
-
-def _first_only(rule):
-    """A rule valid when only the first tensor input is batched (others fall back to the loop)."""
-    def r(op, vals, bd, params, size):
-        if any(bd[1:]):
-            return fallback_rule(op, vals, bd, params, size)
-        return rule(op, vals, bd, params, size)
-    return r
 
 
 def view_rule(op, vals, bd, params, size):
@@ -447,14 +435,6 @@ PER_OP = {
     "nonzero": nonzero_rule,
     "matmul": matmul_rule, "linear": linear_rule, "einsum": einsum_rule,
 }
-
-
-def install():
-    for name, op in REGISTRY.items():
-        if op.batch is None:
-            rule = PER_OP.get(name) or FAMILY.get(op.family)
-            if rule is not None:
-                op.batch = rule
 
 
 def rule_for(op):
