@@ -408,3 +408,20 @@ def _random_fill(self, values, name):
     np.copyto(self._data, src._data, casting="unsafe")
     self._bump(name)
     return self
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+
+from ._batching import _materialize, elementwise_rule  # noqa: E402
+
+
+def copy_like_rule(op, vals, bd, params, size):
+    """copy/fill_tensor: the destination takes the batch when the source has it."""
+    vals, bd = list(vals), list(bd)
+    if not bd[0] and any(bd[1:]):
+        vals[0] = _materialize(vals[0], size)
+        bd[0] = True
+    return elementwise_rule(op, vals, bd, params, size)
+
+
+copy_op.batch = fill_t_op.batch = copy_like_rule

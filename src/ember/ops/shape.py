@@ -805,3 +805,53 @@ def contiguous(input, memory_format=None):
     if is_contiguous(input, mf):
         return input
     return clone(input, memory_format=mf)
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+# (rule signature and helpers: ember.ops._batching)
+
+from ._batching import (_pad_to, _materialize, dim_shift_rule, elementwise_rule)  # noqa: E402
+
+
+def view_rule(op, vals, bd, params, size):
+    x = vals[0]
+    shape = (size,) + tuple(params["shape"])
+    try:
+        return dispatch(op, (x,), {"shape": shape}), True
+    except RuntimeError:
+        return dispatch(reshape_copy_op, (x,), {"shape": shape}), True
+
+
+def permute_rule(op, vals, bd, params, size):
+    return dispatch(op, (vals[0],), {"dims": (0,) + tuple(d + 1 for d in params["dims"])}), True
+
+
+def expand_rule(op, vals, bd, params, size):
+    shape = tuple(params["shape"])
+    x = _pad_to(vals[0], len(shape))
+    return dispatch(op, (x,), {"shape": (size,) + shape}), True
+
+
+def repeat_rule(op, vals, bd, params, size):
+    reps = tuple(params["repeats"])
+    x = _pad_to(vals[0], len(reps))
+    return dispatch(op, (x,), {"repeats": (1,) + reps}), True
+
+
+def cat_rule(op, vals, bd, params, size):
+    if op.name == "cat":  # legacy: 1-d empty tensors are skipped by cat
+        keep = [(v, b) for v, b in zip(vals, bd) if tuple(v.shape[1 if b else 0:]) != (0,)]
+        if keep and len(keep) < len(vals):
+            vals, bd = [k[0] for k in keep], [k[1] for k in keep]
+    return dim_shift_rule(op, vals, bd, params, size)
+
+
+view_op.batch = reshape_copy_op.batch = view_rule
+permute_op.batch = permute_rule
+expand_op.batch = expand_rule
+repeat_op.batch = repeat_rule
+cat_op.batch = stack_op.batch = cat_rule
+for _op in (squeeze_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
+            diagonal_backward_op, flip_op, roll_op):
+    _op.batch = dim_shift_rule  # dims shift by one; shape params gain the batch size
+tril_op.batch = triu_op.batch = elementwise_rule  # they act on the last two dims
