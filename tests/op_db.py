@@ -634,14 +634,3 @@ def sample_list(entry, seed=0):
 
 __all__ = ["Sample", "OpEntry", "ENTRIES", "entries_for", "call", "flat_outputs", "diff_outputs",
            "NON_DIFFERENTIABLE", "INTERNAL", "sample_list", "math"]
-
-# ----------------------------------------------------------------------------- nn losses (ops/loss.py)
-
-add("cross_entropy", fn=lambda m, x, t, **k: F(m).cross_entropy(x, t, **k),
-    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
-                  lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "sum"}),
-                  lambda r: S((U(r, (3, 4)), np.array([0, -100, 2])), {"ignore_index": -100}),
-                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
-add("cross_entropy_backward", fn=_reg("cross_entropy_backward"), oracle=False,
-    samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), ints(r, (4,), 0, 5)), {"reduction": "mean", "ignore_index": -100}),
-                  lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none", "ignore_index": -100})))

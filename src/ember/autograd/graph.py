@@ -47,7 +47,15 @@ class Node:
 
     @property
     def next_functions(self):
-        return tuple((grad_accumulator(t), 0) if nr < 0 else (t, nr) for t, nr in self._edges)
+        edges = self._edges
+        for _, nr in edges:
+            if nr < 0:
+                # a leaf's AccumulateGrad, once looked at, stays in the graph (as in PyTorch the
+                # edges hold it): the same object on every access while the graph lives
+                edges = self._edges = tuple((grad_accumulator(t), 0) if k < 0 else (t, k)
+                                            for t, k in edges)
+                break
+        return edges
 
     @next_functions.setter
     def next_functions(self, edges):
