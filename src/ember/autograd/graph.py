@@ -159,9 +159,11 @@ def accumulate_into(var, g, stored=None):
                 g = r
     old = var._grad
     if old is None:
-        if D.grad_mode.enabled:
+        if D.grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:
                 g = g.expand(var.shape).contiguous()
+            elif stored is None or id(g) in stored or g._base is not None:
+                g = g.clone()
         else:
             if g._rg:
                 g = g.detach()
