@@ -573,10 +573,11 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
         if fn is not None and fn not in deps:
             deps[fn] = 0
             stack.append(fn)
-    order = []
+    order = [] if capture is not None else None  # the visit order, needed only for capture
     while stack:
         n = stack.pop()
-        order.append(n)
+        if order is not None:
+            order.append(n)
         for nxt, nr in n._edges:
             if nxt is None:
                 continue
