@@ -621,9 +621,14 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                             changed = True
                             break
 
+    # incoming gradients: the tensor itself for single-output nodes, a list per output otherwise
     buffers = {}
     for (fn, nr), g in zip(roots, root_grads):
         if fn is None:
+            continue
+        if fn._nout == 1:
+            old = buffers.get(fn)
+            buffers[fn] = g if old is None else old + g
             continue
         buf = buffers.get(fn)
         if buf is None:
@@ -645,11 +650,17 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
     # the caller's gradients never become a .grad as they are (unless the engine made them:
     # own_roots, the implicit ones of loss.backward())
     stored = set() if own_roots else set(map(id, root_grads))
+    node = None
     try:
-        while ready:
-            node = pop(ready)[2]
+        while True:
+            if node is None:  # else: the one node the last step made ready, run at once
+                if not ready:
+                    break
+                node = pop(ready)[2]
             grads = buffers.pop(node, None)
-            if grads is None:
+            if node._nout == 1:
+                grads = [grads]
+            elif grads is None:
                 grads = [None] * node._nout
             hooked = node._hooked
             if hooked:
@@ -661,8 +672,10 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                         g = grads[nr]
                         captured[k] = g if captured[k] is None else captured[k] + g
                     if type(node) is AccumulateGrad:
+                        node = None
                         continue
                 if node not in needed:
+                    node = None
                     continue
             if hooked and node._pre_hooks:
                 for h in node._pre_hooks:
@@ -683,6 +696,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                         outs = tuple(r)
             if not keep_graph:
                 node._release()
+            node = None
             for (nxt, nr), g in zip(edges, outs):
                 if nxt is None:
                     continue
@@ -722,15 +736,22 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                                 accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
                         continue
                 if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._nout
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                    if nxt._nout == 1:
+                        old = buffers.get(nxt)
+                        buffers[nxt] = g if old is None else old + g
+                    else:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt._nout
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    push(ready, (-nxt._seq, id(nxt), nxt))
+                    if node is None and not ready:
+                        node = nxt  # a chain: no queue round trip
+                    else:
+                        push(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         gm.enabled = prev_mode
     return captured
