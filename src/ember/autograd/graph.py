@@ -335,6 +335,7 @@ def make_node_class(name, op):
 
 
 _NO_EDGE = (None, 0)
+_NEEDS1 = (True,)  # a one-input op is recorded only when its input requires grad
 _new = object.__new__
 
 
@@ -346,23 +347,29 @@ def record(op, args, params, out):
         out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
-    edges = []
-    needs = []
-    for a in args:
-        if isinstance(a, Tensor) and a._rg:
-            fn = a._fn
-            edges.append((fn, a._nr) if fn is not None else (a, -1))
-            needs.append(True)
-        else:
-            edges.append(_NO_EDGE)
-            needs.append(False)
-    if op.tensor_edges_only:
-        pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        if len(pos) != len(args):
-            node._argpos = pos
-            edges = [edges[i] for i in pos]
-    node._edges = tuple(edges)
-    node.needs = tuple(needs)
+    if len(args) == 1:
+        a = args[0]
+        fn = a._fn
+        node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
+        node.needs = _NEEDS1
+    else:
+        edges = []
+        needs = []
+        for a in args:
+            if isinstance(a, Tensor) and a._rg:
+                fn = a._fn
+                edges.append((fn, a._nr) if fn is not None else (a, -1))
+                needs.append(True)
+            else:
+                edges.append(_NO_EDGE)
+                needs.append(False)
+        if op.tensor_edges_only:
+            pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+            if len(pos) != len(args):
+                node._argpos = pos
+                edges = [edges[i] for i in pos]
+        node._edges = tuple(edges)
+        node.needs = tuple(needs)
     node.params = params
     node._freed = False
     save = op.save
