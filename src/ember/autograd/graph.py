@@ -372,8 +372,7 @@ def record(op, args, params, out):
         node.needs = tuple(needs)
     node.params = params
     node._freed = False
-    save = op.save
-    if "shapes" in save:
+    if op.save_shapes:
         node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
     else:
         node.shapes = None
@@ -383,7 +382,7 @@ def record(op, args, params, out):
                 if isinstance(a, Tensor) and a._data.shape != osh:
                     node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
                     break
-    if "inputs" in save:
+    if op.save_inputs:
         node._saved = args
         vs = []
         for a in args:
@@ -409,7 +408,7 @@ def record(op, args, params, out):
         if out.dtype.kind == "f":
             o._rg = True
             o._fn = node
-        if "out" in save:
+        if op.save_out:
             # an alias sharing data and version counter: the node must not keep o alive
             vc = o._vc
             if vc is None:
@@ -440,7 +439,7 @@ def record(op, args, params, out):
             o._rg = True
             o._fn = node
             o._nr = i
-    if "out" in save:
+    if op.save_out:
         node._out = tuple(_saved_alias(o, node, i) for i, o in enumerate(outs))
         node._outv = tuple(a._vc[0] for a in node._out)
     else:
