@@ -170,7 +170,8 @@ def accumulate_into(var, g, stored=None):
             gd = g._data
             if gd.shape != var._data.shape:
                 g = D._new_tensor(D.xp.broadcast_to(gd, var._data.shape).copy())
-            elif stored is None or id(g) in stored or g._base is not None or not gd.flags.writeable:
+            elif (stored is None or id(g) in stored or g._base is not None
+                  or (gd.base is not None and not gd.flags.writeable)):
                 # shared with another leaf, a view of another tensor, or an expanded read-only
                 # array: .grad gets its own writable copy
                 g = D._new_tensor(gd.copy())
@@ -347,11 +348,26 @@ def record(op, args, params, out):
         out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
-    if len(args) == 1:
+    nargs = len(args)
+    if nargs == 1:
         a = args[0]
         fn = a._fn
         node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
         node.needs = _NEEDS1
+    elif nargs == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        a, b = args
+        if a._rg:
+            fn = a._fn
+            ea = (fn, a._nr) if fn is not None else (a, -1)
+        else:
+            ea = _NO_EDGE
+        if b._rg:
+            fn = b._fn
+            eb = (fn, b._nr) if fn is not None else (b, -1)
+        else:
+            eb = _NO_EDGE
+        node._edges = (ea, eb)
+        node.needs = (a._rg, b._rg)
     else:
         edges = []
         needs = []
