@@ -381,3 +381,83 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- 1-d pooling (on the 2-d kernels)
+
+
+def _one(v):
+    return v[0] if isinstance(v, (tuple, list)) else v
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"max_pool1d: expected 2D or 3D input, got {input.dim()}D")
+    stride = kernel_size if stride is None or stride == [] else stride
+    r = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
+                   (1, _one(dilation)), ceil_mode=ceil_mode, return_indices=return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"avg_pool1d: expected 2D or 3D input, got {input.dim()}D")
+    stride = kernel_size if stride is None or stride == [] else stride
+    return avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
+                      ceil_mode, count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _one(output_size))).squeeze(-2)
+
+
+# ----------------------------------------------------------------------------- resampling, attention
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Nearest-neighbour resampling (PyTorch's 'nearest' index rule) of the trailing spatial dims."""
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (only 'nearest')")
+    nsp = input.dim() - 2
+    if nsp < 1:
+        raise ValueError(f"interpolate: expected an input with spatial dims (3D, 4D or 5D), got {input.dim()}D")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sizes = list(input.shape[2:])
+    if size is not None:
+        out_sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nsp
+        scales = [i / o for i, o in zip(in_sizes, out_sizes)]
+    else:
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
+        out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, sf)]
+        scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
+    out = input
+    for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
+        src = np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64), n_in - 1)
+        out = _ops.index_select(out, 2 + k, D._new_tensor(src))
+    return out
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """softmax(q k^T * scale + mask) v, composed from ember ops."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("scaled_dot_product_attention: attn_mask and is_causal cannot both be set")
+        keep = D._new_tensor(np.tril(np.ones((L, S), bool)))
+        scores = _ops.masked_fill(scores, ~keep, float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype.name == "bool":
+            scores = _ops.masked_fill(scores, ~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p)
+    return _ops.matmul(attn, value)
