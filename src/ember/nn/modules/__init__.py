@@ -19,3 +19,4 @@ from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLogitsLoss, NLLLoss,  # noqa: F401
                    CrossEntropyLoss, KLDivLoss, SoftMarginLoss, PoissonNLLLoss, GaussianNLLLoss,
                    CosineEmbeddingLoss, MarginRankingLoss)
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
