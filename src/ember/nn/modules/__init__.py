@@ -20,3 +20,4 @@ from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLog
                    CrossEntropyLoss, KLDivLoss, SoftMarginLoss, PoissonNLLLoss, GaussianNLLLoss,
                    CosineEmbeddingLoss, MarginRankingLoss)
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
+from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
