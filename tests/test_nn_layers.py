@@ -262,3 +262,22 @@ def test_scaled_dot_product_attention_matches_torch(torch, kw):
     to.sum().backward()
     for a, b in zip(es, ts):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.InstanceNorm2d(3), (2, 3, 4, 5)),
+    (lambda m: m.InstanceNorm2d(3, affine=True, track_running_stats=True), (2, 3, 4, 5)),
+    (lambda m: m.InstanceNorm1d(3, affine=True), (2, 3, 6)),
+    (lambda m: m.PixelShuffle(2), (2, 8, 3, 3)),
+    (lambda m: m.PixelUnshuffle(2), (2, 2, 4, 6)),
+    (lambda m: m.Hardshrink(0.3), (3, 4)),
+    (lambda m: m.Softshrink(0.3), (3, 4)),
+])
+def test_more_layers_match_torch(torch, make, shape):
+    emod, tmod = make(nn), make(torch.nn)
+    assert repr(emod) == repr(tmod)
+    compare_module(torch, emod, tmod, randn(*shape))
+    if any(True for _ in emod.buffers()):
+        emod.eval()
+        tmod.eval()
+        compare_module(torch, emod, tmod, randn(*shape))

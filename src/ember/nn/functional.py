@@ -204,6 +204,14 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
+def pdist(input, p=2.0):
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    d = _ops.index_select(input, 0, D._new_tensor(i.astype(np.int64))) - \
+        _ops.index_select(input, 0, D._new_tensor(j.astype(np.int64)))
+    return _ops.norm(d, p, -1)
+
+
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     n1 = _ops.clamp_min(_ops.norm(x1, 2, dim), eps)
     n2 = _ops.clamp_min(_ops.norm(x2, 2, dim), eps)
@@ -461,3 +469,87 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return _ops.matmul(attn, value)
+
+
+# ----------------------------------------------------------------------------- more normalisation, shuffles, losses
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view)."""
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm: expected 3D or more input (got {input.dim()}D input)")
+    N, C = input.shape[0], input.shape[1]
+    rm = running_mean.repeat(N) if running_mean is not None else None
+    rv = running_var.repeat(N) if running_var is not None else None
+    x = input.reshape((1, N * C) + tuple(input.shape[2:]))
+    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps).reshape(tuple(input.shape))
+    if running_mean is not None and use_input_stats:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():  # the per-sample updates averaged back into the per-channel statistics
+            running_mean.copy_(rm.reshape(N, C).mean(0))
+            running_var.copy_(rv.reshape(N, C).mean(0))
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = upscale_factor
+    *lead, C, H, W = input.shape
+    if C % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={C} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (C // (r * r), r, r, H, W))
+    perm = tuple(range(n)) + tuple(n + i for i in (0, 3, 1, 4, 2))
+    return x.permute(*perm).reshape(tuple(lead) + (C // (r * r), H * r, W * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = downscale_factor
+    *lead, C, H, W = input.shape
+    if H % r or W % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, got "
+                           f"{H}x{W} and {r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (C, H // r, r, W // r, r))
+    perm = tuple(range(n)) + tuple(n + i for i in (0, 2, 4, 1, 3))
+    return x.permute(*perm).reshape(tuple(lead) + (C * r * r, H // r, W // r))
+
+
+def hardshrink(input, lambd=0.5):
+    return _ops.where(input.abs() > lambd, input, 0.0 * input)
+
+
+def softshrink(input, lambd=0.5):
+    return _ops.where(input > lambd, input - lambd, _ops.where(input < -lambd, input + lambd, 0.0 * input))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _ops.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_ops.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    pos = _ops.where(target == 1, input, 0.0 * input)
+    neg = _ops.where(target == -1, _ops.clamp_min(margin - input, 0.0), 0.0 * input)
+    return _reduce(pos + neg, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.mean(-1)
+    return _reduce(loss, reduction)
