@@ -13,8 +13,7 @@ from .. import _dispatch as D
 from .. import ops as _ops
 from .._tensor import Tensor
 from .._creation import _gen
-from ..ops import (relu, leaky_relu, elu, hardtanh, gelu, silu, softplus, sigmoid, tanh,  # noqa: F401
-                   softmax, log_softmax, relu6)
+from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from . import _composite
 
@@ -59,8 +58,36 @@ def _reduce(loss, reduction):
 # ----------------------------------------------------------------------------- activations
 
 
+def _maybe_inplace(input, out, inplace):
+    return input.copy_(out) if inplace else out
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else _ops.relu(input)
+
+
 def relu_(input):
     return input.relu_()
+
+
+def relu6(input, inplace=False):
+    return _maybe_inplace(input, _ops.relu6(input), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, _ops.leaky_relu(input, negative_slope), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, _ops.elu(input, alpha), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _maybe_inplace(input, _ops.hardtanh(input, min_val, max_val), inplace)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, _ops.silu(input), inplace)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -69,7 +96,15 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return input.copy_(leaky_relu(input, negative_slope))
+    return leaky_relu(input, negative_slope, True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, True)
 
 
 def selu(input, inplace=False):
