@@ -40,6 +40,8 @@ CASES = [
     ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1, alpha=0.9)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.5, maximize=True)),
 ]
 
 
@@ -161,3 +163,19 @@ def test_closure_and_repr(torch):
     assert opt.step(closure).item() == 2.0
     t = torch.nn.Parameter(torch.ones(2))
     assert repr(optim.Adam([a])) == repr(torch.optim.Adam([t]))
+
+
+def test_step_hooks():
+    a = nn.Parameter(ember.ones(2))
+    opt = optim.SGD([a], lr=0.1)
+    seen = []
+    h1 = opt.register_step_pre_hook(lambda o, args, kw: seen.append(("pre", a.tolist())))
+    h2 = opt.register_step_post_hook(lambda o, args, kw: seen.append(("post", a.detach().numpy().round(5).tolist())))
+    g = optim.optimizer.register_optimizer_step_post_hook(lambda o, args, kw: seen.append("global"))
+    a.grad = ember.ones(2)
+    opt.step()
+    assert seen == [("pre", [1.0, 1.0]), ("post", [0.9, 0.9]), "global"]
+    for h in (h1, h2, g):
+        h.remove()
+    opt.step()
+    assert len(seen) == 3
