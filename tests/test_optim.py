@@ -180,3 +180,18 @@ def test_step_hooks():
         h.remove()
     opt.step()
     assert len(seen) == 3
+
+
+def test_reduce_lr_on_plateau_matches_torch(torch):
+    metrics = [1.0, 0.9, 0.95, 0.96, 0.97, 0.89, 0.9, 0.91, 0.92, 0.93, 0.94]
+    lrs = []
+    for M in (ember, torch):
+        p = M.nn.Parameter(M.ones(1))
+        opt = M.optim.SGD([p], lr=1.0)
+        s = M.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1, cooldown=1, min_lr=0.1)
+        got = []
+        for m in metrics:
+            s.step(m)
+            got.append(opt.param_groups[0]["lr"])
+        lrs.append(got)
+    assert lrs[0] == pytest.approx(lrs[1])
