@@ -171,9 +171,10 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     return buf.reshape(G, M, kh * kw * Cg)
 
 
-def _flat_rows(kh, kw, st):
-    """Stride-1 kernels wider than 1x1 gather and scatter whole shifted planes (see _cols_km)."""
-    return st == (1, 1) and (kh > 1 or kw > 1)
+def _flat_rows(kh, kw, st, Wo, Wr):
+    """Stride-1 kernels wider than 1x1 gather and scatter whole shifted planes (see _cols_km), when
+    the junk columns this adds to the GEMM (Wr - Wo per row) cost less than the strided copies."""
+    return st == (1, 1) and (kh > 1 or kw > 1) and 8 * (Wr - Wo) <= Wo
 
 
 def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
@@ -191,9 +192,9 @@ def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
         buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
         xp.copyto(buf, x.transpose(1, 0, 2, 3))
         return buf.reshape(C, N * Ho * Wo), Wo
-    if _flat_rows(kh, kw, st):
-        pt, pb, pl, pr = pads
-        Hp, Wr = H + pt + pb, W + pl + pr
+    pt, pb, pl, pr = pads
+    Hp, Wr = H + pt + pb, W + pl + pr
+    if _flat_rows(kh, kw, st, Wo, Wr):
         xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
         xpd[:, :, pt:pt + H, pl:pl + W] = x
         sN, sC, sH, sW = xpd.strides
@@ -334,7 +335,7 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
             _col2im(xp, dst, d6, True, kh, kw, stride, pad, dilation, Ho, Wo)
             dst = dst.reshape(N, H, W, C)
         return dst.transpose(0, 3, 1, 2)
-    flat = _flat_rows(kh, kw, stride)
+    flat = _flat_rows(kh, kw, stride, Wo, W + pad[2] + pad[3])
     Wr = W + pad[2] + pad[3] if flat else Wo
     gm = _cm(xp, g, Wr)
     if G == 1:
