@@ -70,6 +70,14 @@ SCHEDULERS = [
     lambda M, o: M.optim.lr_scheduler.OneCycleLR(o, max_lr=0.5, total_steps=10, three_phase=True,
                                                  anneal_strategy="linear"),
     lambda M, o: M.optim.lr_scheduler.LinearLR(o, start_factor=0.25, total_iters=4),
+    lambda M, o: M.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=3),
+    lambda M, o: M.optim.lr_scheduler.PolynomialLR(o, total_iters=6, power=2.0),
+    lambda M, o: M.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001),
+    lambda M, o: M.optim.lr_scheduler.SequentialLR(o, [M.optim.lr_scheduler.LinearLR(o, 0.1, total_iters=3),
+                                                       M.optim.lr_scheduler.ExponentialLR(o, gamma=0.8)],
+                                                   milestones=[3]),
+    lambda M, o: M.optim.lr_scheduler.ChainedScheduler([M.optim.lr_scheduler.ConstantLR(o, 0.5, total_iters=2),
+                                                        M.optim.lr_scheduler.ExponentialLR(o, gamma=0.9)]),
 ]
 
 
