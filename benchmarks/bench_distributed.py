@@ -28,7 +28,7 @@ WORKLOADS = []
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def worker(steps, batch, sizes, bucket_cap_mb):
+def worker(steps, batch, sizes, bucket_cap_mb, threads):
     sys.path.insert(0, os.path.join(HERE, "..", "src"))
     import numpy as np
     import ember
@@ -40,6 +40,7 @@ def worker(steps, batch, sizes, bucket_cap_mb):
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
+    ember.set_num_threads(threads)
     ember.manual_seed(0)
     layers = []
     for a, b in zip(sizes[:-1], sizes[1:]):
@@ -104,7 +105,7 @@ def worker(steps, batch, sizes, bucket_cap_mb):
         nparams = sum(p.numel() for p in params)
         print(json.dumps({"ranks": world, "batch_per_rank": batch, "params": nparams,
                           "grad_mb": nparams * 4 / 2 ** 20, "buckets": len(ddp._buckets),
-                          "bucket_cap_mb": bucket_cap_mb,
+                          "bucket_cap_mb": bucket_cap_mb, "blas_threads": threads,
                           "step_s": t_step, "samples_per_s": world * batch / t_step,
                           "backward_sync_s": t_sync, "backward_local_s": t_local, "comm_s": t_comm,
                           "exposed_comm_s": exposed if world > 1 else 0.0, "hidden_share": hidden}), flush=True)
@@ -120,11 +121,12 @@ def main(argv=None):
                     help="MLP layer widths")
     ap.add_argument("--bucket-cap-mb", type=float, default=4.0,
                     help="DDP bucket size (default 4: shared-memory MPI here slows down past ~6 MB messages)")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads per rank (default 1)")
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        return worker(args.steps, args.batch, args.sizes, args.bucket_cap_mb)
+        return worker(args.steps, args.batch, args.sizes, args.bucket_cap_mb, args.threads)
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         sys.exit("bench_distributed: mpirun not found (apt-get install openmpi-bin libopenmpi-dev; "
@@ -133,13 +135,13 @@ def main(argv=None):
                OMPI_MCA_btl_vader_single_copy_mechanism="none")
     rows = []
     print(f"MLP {'-'.join(map(str, args.sizes))}, batch {args.batch} per rank, SGD step; "
-          f"DDP buckets of {args.bucket_cap_mb:g} MB")
+          f"DDP buckets of {args.bucket_cap_mb:g} MB, {args.threads} BLAS thread(s) per rank")
     print(f"{'ranks':>5} {'samples/s':>10} {'step':>9} {'bw sync':>9} {'bw local':>9} {'comm':>9} "
           f"{'exposed':>9} {'hidden':>7}")
     for n in args.ranks:
         cmd = [mpirun, "-n", str(n), "--oversubscribe", sys.executable, os.path.abspath(__file__), "--worker",
                "--steps", str(args.steps), "--batch", str(args.batch), "--sizes", *map(str, args.sizes),
-               "--bucket-cap-mb", str(args.bucket_cap_mb)]
+               "--bucket-cap-mb", str(args.bucket_cap_mb), "--threads", str(args.threads)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or not lines:

@@ -26,7 +26,6 @@ Consumers (reverse mode here, forward mode and vmap elsewhere) use:
 really dispatches the op it claims (a dispatch listener records the ops run), so a new op cannot
 skip testing.
 """
-import math
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -617,14 +616,68 @@ add("as_strided_scatter", fn=_reg("as_strided_scatter"), oracle=False,
 add("index_backward", fn=_reg("index_backward"), oracle=False,
     samples=fixed(lambda r: S((U(r, (3, 4)),), {"shape": (3, 4), "spec": ([0, 2, 2],)})))
 
+# ----------------------------------------------------------------------------- nn primitives
+
+
+def _bn(m, x, w, b, rm, rv, training=True):
+    return F(m).batch_norm(x, rm, rv, w, b, training=training, momentum=0.1, eps=1e-5)
+
+
+_CONV = {"stride": (1, 1), "pad": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
+add("conv2d", fn=lambda m, x, w, b=None, **kw: F(m).conv2d(x, w, b, **kw), fd_tol=1e-4,
+    samples=fixed(lambda r: S((U(r, (2, 3, 6, 6)), U(r, (4, 3, 3, 3)), U(r, (4,)))),
+                  lambda r: S((U(r, (1, 4, 7, 7)), U(r, (4, 2, 3, 3))), {"stride": 2, "padding": 1, "groups": 2})))
+add("conv2d_backward_input", fn=_reg("conv2d_backward_input"), oracle=False, fd_tol=1e-4,
+    samples=fixed(lambda r: S((U(r, (2, 4, 4, 4)), U(r, (4, 3, 3, 3))), dict(_CONV, in_hw=(6, 6), nhwc=False))))
+add("conv2d_backward_weight", fn=_reg("conv2d_backward_weight"), oracle=False, fd_tol=1e-4,
+    samples=fixed(lambda r: S((U(r, (2, 3, 6, 6)), U(r, (2, 4, 4, 4))),
+                              dict(_CONV, ksize=(3, 3), nhwc=False, wcl=False))))
+# the index-free kernel runs on the plain eager path only; the registry call reaches it everywhere
+_MP = {"kernel": (2, 2), "stride": (2, 2), "pad": (0, 0), "dilation": (1, 1), "ceil_mode": False}
+add("max_pool2d", fn=_reg("max_pool2d"), oracle=False,
+    samples=fixed(lambda r: S((distinct(r, (2, 3, 6, 6)),), dict(_MP)),
+                  lambda r: S((distinct(r, (1, 2, 5, 5)),), dict(_MP, pad=(1, 1)))))
+
+add("max_pool2d_with_indices", fn=lambda m, x: F(m).max_pool2d(x, 3, 2, 1, return_indices=True),
+    samples=fixed(lambda r: S((distinct(r, (2, 3, 7, 7)),))))
+add("max_pool2d_with_indices_backward", fn=_reg("max_pool2d_with_indices_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (2, 3, 3, 3)), ints(r, (2, 3, 3, 3), 0, 36)),
+                              {"in_shape": (2, 3, 6, 6), "nhwc": False, "overlap": True})))
+add("avg_pool2d", fn=lambda m, x, **kw: F(m).avg_pool2d(x, 2, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 3, 6, 6)),)),
+                  lambda r: S((U(r, (1, 2, 5, 5)),), {"padding": 1, "count_include_pad": False, "ceil_mode": True})))
+add("avg_pool2d_backward", fn=_reg("avg_pool2d_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (2, 3, 3, 3)),), {"in_shape": (2, 3, 6, 6), "nhwc": False, "kernel": (2, 2),
+                                                      "stride": (2, 2), "pad": (0, 0), "ceil_mode": False,
+                                                      "count_include_pad": True, "divisor_override": None})))
+add("batch_norm", fn=_bn, fd_tol=1e-4,
+    samples=fixed(lambda r: S((U(r, (4, 3, 2, 2)), U(r, (3,)), U(r, (3,)), U(r, (3,)), U(r, (3,), 0.5, 2.0)),
+                              nondiff=(3, 4)),
+                  lambda r: S((U(r, (4, 3)), U(r, (3,)), U(r, (3,)), U(r, (3,)), U(r, (3,), 0.5, 2.0)),
+                              {"training": False}, nondiff=(3, 4))))
+add("batch_norm_backward", fn=_reg("batch_norm_backward"), oracle=False, grad=False,
+    samples=fixed(lambda r: S((U(r, (4, 3, 2, 2)), U(r, (4, 3, 2, 2)), U(r, (3,)), U(r, (3,)), U(r, (3,), 0.5, 2.0)),
+                              {"training": True})))
+add("embedding", fn=lambda m, w, i, **kw: F(m).embedding(i, w, **kw),
+    samples=fixed(lambda r: S((U(r, (10, 3)), ints(r, (2, 4), 0, 10))),
+                  # padding_idx rows get no gradient by definition (not the derivative): forward only
+                  lambda r: S((U(r, (10, 3)), ints(r, (5,), 0, 10)), {"padding_idx": 2}, grad=False)))
+add("embedding_backward", fn=_reg("embedding_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (2, 4, 3)), ints(r, (2, 4), 0, 10)),
+                              {"num_weights": 10, "padding_idx": None, "scale_grad_by_freq": False}),
+                  lambda r: S((U(r, (5, 3)), ints(r, (5,), 0, 10)),
+                              {"num_weights": 10, "padding_idx": 3, "scale_grad_by_freq": True}, grad=False)))
+
 # PyTorch's twins for the registry-only entries are not needed; everything else is compared.
 
 NON_DIFFERENTIABLE = sorted(n for n in (
     "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isnan", "isinf", "isfinite", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero"))
+    "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero", "batch_norm_backward"))
 INTERNAL = ("select_backward", "slice_backward", "diagonal_backward", "as_strided_backward",
-            "as_strided_scatter", "index_backward")
+            "as_strided_scatter", "index_backward", "conv2d_backward_input", "conv2d_backward_weight",
+            "max_pool2d_with_indices_backward", "avg_pool2d_backward", "batch_norm_backward",
+            "embedding_backward", "cross_entropy_backward", "max_pool2d")
 
 
 def sample_list(entry, seed=0):
@@ -633,4 +686,4 @@ def sample_list(entry, seed=0):
 
 
 __all__ = ["Sample", "OpEntry", "ENTRIES", "entries_for", "call", "flat_outputs", "diff_outputs",
-           "NON_DIFFERENTIABLE", "INTERNAL", "sample_list", "math"]
+           "NON_DIFFERENTIABLE", "INTERNAL", "sample_list"]

@@ -183,6 +183,13 @@ def test_to_meta_device():
     ref = nn.Linear(4, 3)
     m2.load_state_dict(ref.state_dict(), assign=True)
     assert not m2.weight.is_meta and m2.weight.tolist() == ref.weight.tolist()
+    m3 = nn.Linear(4, 3, device="meta")
+    with pytest.raises(NotImplementedError, match="to_empty"):
+        m3.to("cpu")
+    m3.to_empty(device="cpu")
+    assert not m3.weight.is_meta and m3.weight.requires_grad
+    nn.init.ones_(m3.weight)
+    assert m3(ember.ones(1, 4)).shape == (1, 3)
 
 
 def test_deepcopy():

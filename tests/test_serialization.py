@@ -137,3 +137,37 @@ def test_corrupted_and_truncated_files(tmp_path):
         ember.load(bad)
     with pytest.raises(FileNotFoundError):
         ember.load(tmp_path / "missing.pt")
+
+
+def test_resumed_training_matches_uninterrupted(tmp_path):
+    """model + optimizer + scheduler checkpointed mid-run: resuming gives the same trajectory."""
+    def setup():
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+        opt = ember.optim.AdamW(model.parameters(), lr=0.01)
+        sched = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=10)
+        return model, opt, sched
+    x = ember.tensor(np.random.RandomState(0).randn(16, 4).astype(np.float32))
+    y = ember.tensor(np.random.RandomState(1).randint(0, 3, 16))
+
+    def run(model, opt, sched, steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            sched.step()
+    m1, o1, s1 = setup()
+    run(m1, o1, s1, 5)
+    m2, o2, s2 = setup()
+    run(m2, o2, s2, 3)
+    p = tmp_path / "ck.pt"
+    ember.save({"model": m2.state_dict(), "opt": o2.state_dict(), "sched": s2.state_dict()}, p)
+    m3, o3, s3 = setup()
+    ck = ember.load(p)
+    m3.load_state_dict(ck["model"])
+    o3.load_state_dict(ck["opt"])
+    s3.load_state_dict(ck["sched"])
+    run(m3, o3, s3, 2)
+    for a, b in zip(m1.state_dict().values(), m3.state_dict().values()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    assert s3.get_last_lr() == s1.get_last_lr()

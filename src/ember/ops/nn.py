@@ -616,7 +616,7 @@ def _max_pool_bwd_impl(xp, g, idx, *, in_shape, nhwc, overlap):
     return _unphys(gx.reshape((N, H, W, C) if nhwc else (N, C, H, W)), nhwc)
 
 
-max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, node_name="MaxPool2DBackward0")
+max_pool2d_op = defop("max_pool2d", _max_pool_impl, save=("inputs",), family=NN, node_name="MaxPool2DBackward0")
 max_pool2d_idx_op = defop("max_pool2d_with_indices", _max_pool_idx_impl, save=("inputs", "out"), nout=2,
                           diff_outputs=(0,), family=NN, node_name="MaxPool2DWithIndicesBackward0")
 max_pool2d_bwd_op = defop("max_pool2d_with_indices_backward", _max_pool_bwd_impl, save=("inputs",),
@@ -624,8 +624,11 @@ max_pool2d_bwd_op = defop("max_pool2d_with_indices_backward", _max_pool_bwd_impl
 
 
 @max_pool2d_op.def_vjp
-def _(ctx, g):  # only reached if recorded (it is used when no gradient is wanted); recompute indices
-    raise RuntimeError("max_pool2d: internal error, the index-free kernel was recorded for backward")
+def _(ctx, g):  # rarely recorded (the public function records the indexed kernel): recompute indices
+    x, = ctx.inputs
+    idx = dispatch(max_pool2d_idx_op, (x.detach(),), ctx.params)[1]
+    return dispatch(max_pool2d_bwd_op, (g, idx), {"in_shape": tuple(x.shape), "nhwc": is_channels_last(x._data),
+                                                    "overlap": _overlap(ctx.params)})
 
 
 def _overlap(p):
@@ -1238,3 +1241,249 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "layer_norm", "group_norm",
            "instance_norm", "linear", "embedding", "embedding_bag"]
+
+
+# ----------------------------------------------------------------------------- forward-mode (jvp) rules
+# Convolutions are bilinear, pooling and embedding linear in the tensor that carries the tangent;
+# every rule reuses the primitives, so they batch and nest like the forward.
+
+
+def _bilinear_jvp(op, i, j):
+    def rule(ctx, *ts):
+        a = ctx.inputs
+        r = None
+        if ts[i] is not None:
+            r = dispatch(op, tuple(ts[i] if k == i else a[k] for k in range(len(a)) if k < 2), ctx.params)
+        if ts[j] is not None:
+            s = dispatch(op, tuple(ts[j] if k == j else a[k] for k in range(len(a)) if k < 2), ctx.params)
+            r = s if r is None else r + s
+        return r
+    return rule
+
+
+@conv2d_op.def_jvp
+def _(ctx, tx, tw, tb=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    p = _cparams(ctx.params)
+    r = None
+    if tx is not None:
+        r = dispatch(conv2d_op, (tx, w), p)
+    if tw is not None:
+        s = dispatch(conv2d_op, (x, tw), p)
+        r = s if r is None else r + s
+    if tb is not None:
+        s = tb.reshape(-1, 1, 1)
+        r = s if r is None else r + s
+    return r
+
+
+conv2d_input_op.jvp = _bilinear_jvp(conv2d_input_op, 0, 1)
+conv2d_weight_op.jvp = _bilinear_jvp(conv2d_weight_op, 0, 1)
+
+
+def _pick(t, idx):
+    """t's values at the flat per-plane positions idx (N, C, Ho, Wo) of a pooling window."""
+    N, C = t.shape[0], t.shape[1]
+    return t.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(tuple(idx.shape))
+
+
+@max_pool2d_op.def_jvp
+def _(ctx, tx):
+    idx = dispatch(max_pool2d_idx_op, (ctx.inputs[0],), ctx.params)[1]
+    return _pick(tx, idx)
+
+
+max_pool2d_idx_op.jvp = lambda ctx, tx: (_pick(tx, ctx.outs[1]), None)
+max_pool2d_bwd_op.jvp = lambda ctx, tg, ti: dispatch(max_pool2d_bwd_op, (tg, ctx.inputs[1]), ctx.params)
+avg_pool2d_op.jvp = lambda ctx, tx: dispatch(avg_pool2d_op, (tx,), ctx.params)
+avg_pool2d_bwd_op.jvp = lambda ctx, tg: dispatch(avg_pool2d_bwd_op, (tg,), ctx.params)
+embedding_op.jvp = lambda ctx, tw, ti: dispatch(embedding_op, (tw, ctx.inputs[1]), ctx.params)
+embedding_bwd_op.jvp = lambda ctx, tg, ti: dispatch(embedding_bwd_op, (tg, ctx.inputs[1]), ctx.params)
+
+
+@batch_norm_op.def_jvp
+def _(ctx, tx, tw, tb, trm=None, trv=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    dims = _bn_dims(x)
+    cs = _cshape(x)
+    eps = ctx.params["eps"]
+    # statistics recomputed in ember ops (the saved ones carry no tangent of an outer level)
+    if ctx.params["training"]:
+        m = x.mean(dims, keepdim=True)
+        s = (((x - m) * (x - m)).mean(dims, keepdim=True) + eps).rsqrt()
+    else:
+        m = ctx.inputs[3].reshape(cs)
+        s = (ctx.inputs[4] + eps).rsqrt().reshape(cs)
+    xhat = (x - m) * s
+    if ctx.params["training"]:
+        if tx is not None:
+            tm = tx.mean(dims, keepdim=True)
+            tc = tx - tm
+            ts = -(s * s * s) * ((x - m) * tc).mean(dims, keepdim=True)
+            txhat = tc * s + (x - m) * ts
+        else:
+            txhat = None
+    else:
+        txhat = None if tx is None else tx * s
+    r = None
+    if txhat is not None:
+        r = txhat if w is None else txhat * w.reshape(cs)
+    if tw is not None:
+        r = xhat * tw.reshape(cs) if r is None else r + xhat * tw.reshape(cs)
+    if tb is not None:
+        r = tb.reshape(cs) if r is None else r + tb.reshape(cs)
+    return r, None, None
+
+
+# ----------------------------------------------------------------------------- batching (vmap) rules
+# The batch dim (first, one level below vmap) folds into N when only the input is batched; batched
+# weights (ensembles, per-sample gradients) fold into the channels with groups * B.
+
+
+def _mat(v, b, size):
+    return v if b else v.unsqueeze(0).expand((size,) + tuple(v.shape))
+
+
+def _fold_n(v):
+    s = tuple(v.shape)
+    return v.reshape((s[0] * s[1],) + s[2:])
+
+
+def _unfold_n(v, size):
+    s = tuple(v.shape)
+    return v.reshape((size, s[0] // size) + s[1:])
+
+
+def _to_channels(v):
+    """(B, N, C, H, W) -> (N, B*C, H, W)"""
+    B, N, C = v.shape[0], v.shape[1], v.shape[2]
+    return v.transpose(0, 1).reshape((N, B * C) + tuple(v.shape[3:]))
+
+
+def _from_channels(v, size):
+    """(N, B*C, H, W) -> (B, N, C, H, W)"""
+    N, BC = v.shape[0], v.shape[1]
+    return v.reshape((N, size, BC // size) + tuple(v.shape[2:])).transpose(0, 1)
+
+
+def _conv_batch(op, vals, bd, params, size):
+    x, w = vals[0], vals[1]
+    b = vals[2] if len(vals) > 2 else None
+    bx, bw = bd[0], bd[1]
+    bb = bd[2] if len(bd) > 2 else False
+    p = _cparams(params)
+    if not bw:
+        out = dispatch(op, (_fold_n(_mat(x, bx, size)), w), p)
+        out = _unfold_n(out, size)
+        if b is not None:
+            out = out + (b.reshape(size, 1, -1, 1, 1) if bb else b.reshape(-1, 1, 1))
+        return out, True
+    xs = _to_channels(_mat(x, bx, size))
+    out = dispatch(op, (xs, _fold_n(w)), dict(p, groups=p["groups"] * size))
+    out = _from_channels(out, size)
+    if b is not None:
+        out = out + (b.reshape(size, 1, -1, 1, 1) if bb else b.reshape(-1, 1, 1))
+    return out, True
+
+
+def _conv_input_batch(op, vals, bd, params, size):
+    g, w = vals
+    bg, bw = bd
+    if not bw:
+        return _unfold_n(dispatch(op, (_fold_n(g), w), dict(params, nhwc=False)), size), True
+    gs = _to_channels(_mat(g, bg, size))
+    out = dispatch(op, (gs, _fold_n(w)), dict(params, groups=params["groups"] * size, nhwc=False))
+    return _from_channels(out, size), True
+
+
+def _conv_weight_batch(op, vals, bd, params, size):
+    x, g = vals
+    xs = _to_channels(_mat(x, bd[0], size))
+    gs = _to_channels(_mat(g, bd[1], size))
+    out = dispatch(op, (xs, gs), dict(params, groups=params["groups"] * size, nhwc=False, wcl=False))
+    return _unfold_n(out, size), True
+
+
+def _pool_batch(op, vals, bd, params, size):
+    vs = tuple(_fold_n(_mat(v, b, size)) for v, b in zip(vals, bd))
+    p = dict(params)
+    if "in_shape" in p:
+        s = tuple(p["in_shape"])
+        p["in_shape"] = (size * s[0],) + s[1:]
+    out = dispatch(op, vs, p)
+    if op.nout == 1:
+        return _unfold_n(out, size), True
+    return tuple(_unfold_n(o, size) for o in out), (True,) * op.nout
+
+
+def _bn_batch(op, vals, bd, params, size):
+    x, w, b, rm, rv = vals
+    bx, bw, bb, brm, brv = bd
+    if params["training"] and params["momentum"] and ((rm is not None and not brm) or
+                                                      (rv is not None and not brv)):
+        raise RuntimeError("vmap: batch_norm in training mode would update running_mean/running_var that "
+                           "are shared across the batch in place; batch the buffers (stack_module_state) "
+                           "or pass track_running_stats=False / use eval mode")
+    xs = _to_channels(_mat(x, bx, size))
+
+    def chan(v, bv):
+        if v is None:
+            return None
+        return v.reshape(-1) if bv else v.repeat(size)
+    rms, rvs = chan(rm, brm), chan(rv, brv)
+    y, mean, invstd = dispatch(op, (xs, chan(w, bw), chan(b, bb), rms, rvs), params)
+    return (_from_channels(y, size), mean.reshape(size, -1), invstd.reshape(size, -1)), (True, True, True)
+
+
+def _bn_bwd_batch(op, vals, bd, params, size):
+    g, x, w, mean, invstd = vals
+    bg, bx, bw, bm, bi = bd
+    gs = _to_channels(_mat(g, bg, size))
+    xs = _to_channels(_mat(x, bx, size))
+
+    def chan(v, bv):
+        if v is None:
+            return None
+        return v.reshape(-1) if bv else v.repeat(size)
+    gx, gw, gb = dispatch(op, (gs, xs, chan(w, bw), chan(mean, bm), chan(invstd, bi)), params)
+    return (_from_channels(gx, size), gw.reshape(size, -1), gb.reshape(size, -1)), (True, True, True)
+
+
+def _emb_batch(op, vals, bd, params, size):
+    w, idx = vals
+    bw, bi = bd
+    if not bw:
+        return dispatch(op, (w, idx), params), True
+    from .._creation import arange
+    V = w.shape[1]
+    idx = _mat(idx, bi, size)
+    offs = (arange(size, dtype=idx.dtype) * V).reshape((size,) + (1,) * (idx.dim() - 1))
+    return dispatch(op, (_fold_n(w), idx + offs), params), True
+
+
+def _emb_bwd_batch(op, vals, bd, params, size):
+    g, idx = vals
+    from .._creation import arange
+    g = _mat(g, bd[0], size)
+    idx = _mat(idx, bd[1], size)
+    V = params["num_weights"]
+    offs = (arange(size, dtype=idx.dtype) * V).reshape((size,) + (1,) * (idx.dim() - 1))
+    out = dispatch(op, (g, idx + offs), dict(params, num_weights=size * V, padding_idx=None))
+    out = out.reshape(size, V, -1)
+    pi = params.get("padding_idx")
+    if pi is not None:
+        keep = np.ones((V, 1), dtype=out._data.dtype) if not out._meta else None
+        keep[pi] = 0
+        out = out * D._new_tensor(keep)
+    return out, True
+
+
+conv2d_op.batch = _conv_batch
+conv2d_input_op.batch = _conv_input_batch
+conv2d_weight_op.batch = _conv_weight_batch
+for _op in (max_pool2d_op, max_pool2d_idx_op, max_pool2d_bwd_op, avg_pool2d_op, avg_pool2d_bwd_op):
+    _op.batch = _pool_batch
+batch_norm_op.batch = _bn_batch
+batch_norm_bwd_op.batch = _bn_bwd_batch
+embedding_op.batch = _emb_batch
+embedding_bwd_op.batch = _emb_bwd_batch

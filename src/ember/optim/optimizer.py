@@ -209,12 +209,14 @@ def _step_tensor(state):
 
 
 
-def _scratch(opt, p, like):
-    """A reusable temporary the shape of ``p`` (not part of the optimizer's state)."""
+
+def _scratch(opt, p, a):
+    """A reusable temporary the shape of parameter ``p`` (not part of the optimizer's state): a
+    fresh array per parameter per step costs more than the arithmetic of the update."""
     bufs = opt.__dict__.get("_scratch_bufs")
     if bufs is None:
         bufs = opt.__dict__["_scratch_bufs"] = {}
-    b = bufs.get(id(p))
-    if b is None or b.shape != like.shape or b.dtype != like.dtype:
-        b = bufs[id(p)] = np.empty_like(like, order="C") if like.flags.c_contiguous else np.empty_like(like)
-    return b
+    t = bufs.get(id(p))
+    if t is None or t.shape != a.shape or t.dtype != a.dtype:
+        t = bufs[id(p)] = np.empty(a.shape, a.dtype)
+    return t

@@ -95,6 +95,7 @@ class DistributedDataParallel(Module):
         self._verify_same_params(w)
         self._sync_from_rank0(params + self._buffers_list())
         self._build_buckets(int(bucket_cap_mb * 1024 * 1024))
+        object.__setattr__(self, "_views", [None] * len(params))   # per parameter: its grad in its bucket
         object.__setattr__(self, "_grad_hooks", [p.register_post_accumulate_grad_hook(self._make_hook(i))
                                                  for i, p in enumerate(params)])
         self._reset()
@@ -233,15 +234,23 @@ class DistributedDataParallel(Module):
             w.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
         from ..._tensor import new_tensor
         size = w.size
+        views = self._views
         for b in self._buckets:
+            if size > 1:
+                np.divide(b.buf, size, out=b.buf)
             for j, p in enumerate(b.params):
                 i = self._param_index[id(p)]
                 if used is not None and not used[i]:
                     continue          # unused on every rank: grad stays as it was
-                n = p.numel()
-                g = np.empty(p._data.shape, b.dtype)
-                np.divide(b.buf[b.offsets[j]:b.offsets[j] + n].reshape(p._data.shape), size, out=g)
-                p.grad = new_tensor(g)
+                # as in PyTorch, the averaged gradient lands in a tensor this wrapper reuses every
+                # iteration (here a view of the bucket): no new memory per step
+                v = views[i]
+                if v is None:
+                    v = views[i] = new_tensor(b.buf[b.offsets[j]:b.offsets[j] + p.numel()].reshape(p._data.shape))
+                else:
+                    v._bump()
+                if p._grad is not v:
+                    p.grad = v
         object.__setattr__(self, "_expecting", False)
         self._reset()
 
@@ -284,12 +293,13 @@ class DistributedDataParallel(Module):
         reached = set()
         stack = [t.grad_fn for t in _tensors_in(out, []) if t.grad_fn is not None]
         direct = {id(t) for t in _tensors_in(out, []) if t.grad_fn is None and t.requires_grad}
-        seen = set()
-        while stack:
+        seen, alive = set(), []      # keep visited nodes alive: leaf nodes may be made on demand, and a
+        while stack:                 # freed node's id could be reused by the next one
             fn = stack.pop()
             if fn is None or id(fn) in seen:
                 continue
             seen.add(id(fn))
+            alive.append(fn)
             var = getattr(fn, "variable", None)
             if var is not None:
                 reached.add(id(var))
@@ -301,6 +311,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_used", used)
         for i, p in enumerate(self._params):
             if not used[i]:
+                if p._grad is not None and p._grad is self._views[i]:
+                    p.grad = p._grad.clone()         # its slot is about to be zeroed
                 self._ready[i] = True
                 b, j = self._slot[i]
                 b.buf[b.offsets[j]:b.offsets[j] + p.numel()] = 0
