@@ -171,33 +171,72 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     return buf.reshape(G, M, kh * kw * Cg)
 
 
+def _flat_rows(kh, kw, st, Wo, Wr):
+    """Stride-1 kernels wider than 1x1 gather and scatter whole shifted planes (see _cols_km), when
+    the junk columns this adds to the GEMM (Wr - Wo per row) cost less than the strided copies."""
+    return st == (1, 1) and (kh > 1 or kw > 1) and 8 * (Wr - Wo) <= Wo
+
+
 def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
-    """Columns of an NCHW x as one matrix (C*kh*kw, N*Ho*Wo), rows ordered (C, kh, kw), columns
-    (N, Ho, Wo): the innermost run of the copy is a row of pixels."""
+    """Columns of an NCHW x as one matrix (C*kh*kw, N*Ho*Wr), rows ordered (C, kh, kw), columns
+    (N, Ho, Wr); returns (cols, Wr). Wr == Wo, except for stride 1 where columns keep the padded row
+    length Wr = W + pads: kernel offset (i, j) is then the padded plane shifted by i*Wr + j, so each
+    row of cols is one contiguous run of Ho*Wr pixels (the Wr - Wo extra columns per output row are
+    junk the caller drops). The padded copy has one spare zero row so the last shift stays inside."""
     N, C, H, W = x.shape
     if kh == 1 and kw == 1 and not any(pads):
         if st[0] != 1 or st[1] != 1:
             x = x[:, :, ::st[0], ::st[1]][:, :, :Ho, :Wo]
         if N == 1:
-            return x.reshape(C, Ho * Wo)
+            return x.reshape(C, Ho * Wo), Wo
         buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
         xp.copyto(buf, x.transpose(1, 0, 2, 3))
-        return buf.reshape(C, N * Ho * Wo)
+        return buf.reshape(C, N * Ho * Wo), Wo
+    pt, pb, pl, pr = pads
+    Hp, Wr = H + pt + pb, W + pl + pr
+    if _flat_rows(kh, kw, st, Wo, Wr):
+        xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
+        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        sN, sC, sH, sW = xpd.strides
+        win = _as_strided(xpd, (C, kh, kw, N, Ho * Wr), (sC, dil[0] * sH, dil[1] * sW, sN, sW), writeable=False)
+        buf = _buf(xp, "colsk", (C, kh, kw, N, Ho * Wr), x.dtype)
+        xp.copyto(buf, win)
+        return buf.reshape(C * kh * kw, N * Ho * Wr), Wr
     xpd = _padded(xp, x, pads, 0, False)
     win = _windows(xpd, False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
     xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
-    return buf.reshape(C * kh * kw, N * Ho * Wo)
+    return buf.reshape(C * kh * kw, N * Ho * Wo), Wo
 
 
-def _cm(xp, g):
-    """g (N, Cout, Ho, Wo) as the matrix (Cout, N*Ho*Wo), in a reused buffer."""
+def _cm(xp, g, Wr):
+    """g (N, Cout, Ho, Wo) as the matrix (Cout, N*Ho*Wr) in a reused buffer; columns past Wo zero."""
     N, Cout, Ho, Wo = g.shape
-    if N == 1 and g.flags.c_contiguous:
+    if Wr == Wo and N == 1 and g.flags.c_contiguous:
         return g.reshape(Cout, Ho * Wo)
-    buf = _buf(xp, "gcm", (Cout, N, Ho, Wo), g.dtype)
-    xp.copyto(buf, g.transpose(1, 0, 2, 3))
-    return buf.reshape(Cout, N * Ho * Wo)
+    buf = _buf(xp, "gcm", (Cout, N, Ho, Wr), g.dtype, (0, Wo) if Wr != Wo else None)
+    xp.copyto(buf[..., :Wo], g.transpose(1, 0, 2, 3))
+    return buf.reshape(Cout, N * Ho * Wr)
+
+
+def _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pads, dil, Ho, Wr, dtype):
+    """Input gradient from (C*kh*kw, N*Ho*Wr) columns of a stride-1 conv: kh*kw shifted-plane adds
+    into a padded (C, N, Hp, Wr) buffer, then the interior copied out as (N, C, H, W)."""
+    pt, pb, pl, pr = pads
+    Hp = H + pt + pb
+    P = Hp * Wr
+    L = Ho * Wr
+    dst = _buf(xp, "c2i", (C, N, P), dtype)
+    dst.fill(0)
+    d5 = dcols.reshape(C, kh, kw, N, L)
+    for i in range(kh):
+        for j in range(kw):
+            off = i * dil[0] * Wr + j * dil[1]
+            n = min(L, P - off)  # past the plane end only junk columns remain
+            dst[:, :, off:off + n] += d5[:, i, j, :, :n]
+    out = xp.empty((N, C, H, W), dtype)
+    xp.copyto(out, dst.reshape(C, N, Hp, Wr)[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
+    return out
 
 
 def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
@@ -253,14 +292,14 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
         om = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
     else:
         om = xp.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(G, Cg * kh * kw, -1))
-    om = om.reshape(Cout, N, Ho, Wo).transpose(1, 0, 2, 3)
+    om = om.reshape(Cout, N, Ho, Wr)[..., :Wo].transpose(1, 0, 2, 3)
     if b is None:
-        return om.copy() if N > 1 else om
+        return om.copy() if N > 1 or Wr != Wo else om
     out = xp.empty((N, Cout, Ho, Wo), x.dtype)
     xp.add(om, b.reshape(Cout, 1, 1), out=out)
     return out
@@ -296,11 +335,15 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
             _col2im(xp, dst, d6, True, kh, kw, stride, pad, dilation, Ho, Wo)
             dst = dst.reshape(N, H, W, C)
         return dst.transpose(0, 3, 1, 2)
-    gm = _cm(xp, g)
+    flat = _flat_rows(kh, kw, stride, Wo, W + pad[2] + pad[3])
+    Wr = W + pad[2] + pad[3] if flat else Wo
+    gm = _cm(xp, g, Wr)
     if G == 1:
         dcols = xp.matmul(w.reshape(Cout, Cg * kh * kw).T, gm)
     else:
         dcols = xp.matmul(w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1), gm.reshape(G, Coutg, -1))
+    if flat:
+        return _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pad, dilation, Ho, Wr, g.dtype)
     if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
         dx = dcols.reshape(C, N, H, W).transpose(1, 0, 2, 3)
         return dx.copy() if N > 1 else dx
@@ -327,8 +370,8 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, w
             gw = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 2, 0), cols)  # (G, Coutg, Kg)
         gw = gw.reshape(Cout, kh, kw, Cg).transpose(0, 3, 1, 2)
         return gw if wcl else xp.ascontiguousarray(gw)
-    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
-    gm = _cm(xp, g)
+    cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    gm = _cm(xp, g, Wr)
     if G == 1:
         gw = xp.matmul(gm, cols.T).reshape(Cout, Cg, kh, kw)
     else:
@@ -560,8 +603,11 @@ def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
         return a[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
                      slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
     out = sl(0, 0).copy()
-    arg = xp.zeros(out.shape, np.int8 if kh * kw < 127 else np.int32) if want_idx else None
-    mask = xp.empty(out.shape, bool)
+    if want_idx:  # the first maximum in scan order wins ties, as in PyTorch (branch-free updates:
+        adt = np.int8 if kh * kw < 127 else np.int32  # masked copies are far slower in NumPy)
+        arg = xp.zeros(out.shape, adt)
+        mask = xp.empty(out.shape, bool)
+        tmp = xp.empty(out.shape, adt)
     k = 0
     for i in range(kh):
         for j in range(kw):
@@ -569,23 +615,19 @@ def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
                 v = sl(i, j)
                 if want_idx:
                     xp.greater(v, out, out=mask)
-                    xp.copyto(out, v, where=mask)
-                    xp.copyto(arg, k, where=mask)
-                else:
-                    xp.maximum(out, v, out=out)
+                    xp.subtract(adt(k), arg, out=tmp)
+                    xp.multiply(tmp, mask, out=tmp)
+                    xp.add(arg, tmp, out=arg)
+                xp.maximum(out, v, out=out)
             k += 1
     if not want_idx:
         return _unphys(out, nhwc), None
-    ki, kj = xp.divmod(arg, kw) if kw > 1 else (arg, 0)
-    oh = xp.arange(Ho) * sh - pad[0]
-    ow = xp.arange(Wo) * sw - pad[1]
-    if nhwc:
-        oh, ow = oh[:, None, None], ow[:, None]
-    else:
-        ow = ow
-        oh = oh[:, None]
-    idx = (ki * dh + oh) * W + (kj * dw + ow)
-    return _unphys(out, nhwc), _unphys(idx.astype(np.int64, copy=False), nhwc)
+    # per-plane flat index (PyTorch's): window origin + the winning offset's displacement
+    lut = ((xp.arange(kh) * dh)[:, None] * W + xp.arange(kw) * dw).reshape(-1)
+    base = (xp.arange(Ho) * sh - pad[0])[:, None] * W + (xp.arange(Wo) * sw - pad[1])
+    idx = xp.take(lut, arg)
+    idx += base[:, :, None] if nhwc else base
+    return _unphys(out, nhwc), _unphys(idx, nhwc)
 
 
 def _max_pool_impl(xp, x, *, kernel, stride, pad, dilation, ceil_mode):
