@@ -658,16 +658,12 @@ def _max_pool_bwd_impl(xp, g, idx, *, in_shape, nhwc, overlap):
     return _unphys(gx.reshape((N, H, W, C) if nhwc else (N, C, H, W)), nhwc)
 
 
-max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, node_name="MaxPool2DBackward0")
+# the index-free kernel runs only when no gradient can be asked for (see max_pool2d)
+max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, differentiable=False)
 max_pool2d_idx_op = defop("max_pool2d_with_indices", _max_pool_idx_impl, save=("inputs", "out"), nout=2,
                           diff_outputs=(0,), family=NN, node_name="MaxPool2DWithIndicesBackward0")
 max_pool2d_bwd_op = defop("max_pool2d_with_indices_backward", _max_pool_bwd_impl, save=("inputs",),
                           family=NN)
-
-
-@max_pool2d_op.def_vjp
-def _(ctx, g):  # only reached if recorded (it is used when no gradient is wanted); recompute indices
-    raise RuntimeError("max_pool2d: internal error, the index-free kernel was recorded for backward")
 
 
 def _overlap(p):
