@@ -268,6 +268,22 @@ def test_batched_grad_missing_is_explicit():
 @pytest.mark.skipif(not _has("ember.func"), reason="needs ember.func.vmap")
 def test_batched_grad_check():
     assert gradcheck(lambda p, q: (p @ q).tanh(), (f64(2, 3), f64(3, 2)), check_batched_grad=True)
+    # an output that does not depend on every input (None gradients under vmap)
+    assert gradcheck(lambda p, q: (p.sin() * p, q.exp().sum(0)), (f64(2, 3), f64(3, 2)),
+                     check_batched_grad=True)
+    assert gradgradcheck(lambda p, q: (p @ q).tanh(), (f64(2, 3), f64(3, 2)), check_batched_grad=True)
+
+
+@pytest.mark.skipif(not (_has("ember.func") and _has("ember.autograd.forward_ad")),
+                    reason="needs ember.func.vmap and forward_ad")
+def test_batched_forward_grad_and_forward_over_reverse():
+    a, b = f64(2, 3), f64(3, 2)
+    fns = [lambda p, q: (p @ q).tanh(), lambda p, q: (p.sigmoid().sum(), q.exp().log_softmax(1))]
+    for fn in fns:
+        assert gradcheck(fn, (a, b), check_forward_ad=True, check_batched_forward_grad=True)
+        assert gradgradcheck(fn, (a, b), check_fwd_over_rev=True)
+    with pytest.raises(ValueError, match="check_forward_ad"):
+        gradcheck(fns[0], (a, b), check_batched_forward_grad=True)
 
 
 # ----------------------------------------------------------------------------- gradgradcheck

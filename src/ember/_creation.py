@@ -145,7 +145,19 @@ def _finish(arr, requires_grad=False, device=None):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if dtype is None and device is None:
+        # fast path: a float or a flat list of floats (the common small-tensor case)
+        tp = type(data)
+        if tp is float or (tp is list and data and _all_floats(data)):
+            return _finish(np.array(data, dt.get_default_dtype().np), requires_grad)
     return _finish(_to_array(data, dtype), requires_grad, device)
+
+
+def _all_floats(xs):
+    for x in xs:
+        if type(x) is not float:
+            return False
+    return True
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -131,6 +131,8 @@ def dispatch(op, args, params=_EMPTY):
         arrs = []
         for a in args:
             if isinstance(a, Tensor):
+                if a._meta:
+                    return _meta_eval(op, args, params)
                 arrs.append(a._data)
                 if a._rg:
                     rg = True
@@ -257,15 +259,32 @@ def _top_level(args):
 
 
 class Level:
-    """A transform level (vmap or forward-mode). Subclasses implement ``process``."""
+    """A transform level (vmap, forward-mode or func.grad). Subclasses implement ``process``.
+
+    Levels are numbered in the order they are entered, so that a level entered inside another
+    handles an op first. A tensor belongs to a level in one of two ways: forward-mode levels
+    keep the tangent in the tensor's ``_fw`` dict (the tensor object stays the primal, so reverse
+    mode sees the same tensor), while vmap and func.grad levels wrap: the tensor's ``_wr`` is the
+    level and ``_val`` the value one level down (for vmap, with the batch dim first).
+    ``active`` is False while a forward level computes its own primal and tangent (its tangents
+    are then invisible) and once the level has exited."""
     index = 0
+    alive = True
+    active = True
 
     def process(self, op, args, params):  # pragma: no cover - abstract
         raise NotImplementedError
 
 
+_level_counter = [0]
+DEAD_INDEX = 1 << 60  # wrappers of an exited level are unwrapped before anything else
+
+
 def push_level(level):
-    level.index = (state.levels[-1].index + 1) if state.levels else 1
+    _level_counter[0] += 1
+    level.index = _level_counter[0]
+    level.alive = True
+    level.active = True
     state.levels.append(level)
     state.refresh()
     return level
@@ -275,7 +294,19 @@ def pop_level(level):
     if not state.levels or state.levels[-1] is not level:
         raise RuntimeError("transform levels must be exited in the reverse order of entry")
     state.levels.pop()
+    level.alive = False
+    level.active = False
+    level.index = DEAD_INDEX
     state.refresh()
+
+
+def unwrap_at(x, level):
+    """The value one level below ``level`` of a wrapper at ``level``; anything else as is."""
+    if isinstance(x, Tensor):
+        return x._val if x._wr is level else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(unwrap_at(a, level) for a in x)
+    return x
 
 
 def add_listener(cb):

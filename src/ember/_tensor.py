@@ -65,10 +65,13 @@ class Tensor:
     _hooks = None
     _post_acc_hooks = None
     _acc = None
-    _fw = None
+    _fw = None      # forward-mode tangents: {level: tangent}
+    _wr = None      # the vmap / func.grad level this tensor wraps a value at (see _dispatch.Level)
+    _val = None     # the wrapped value, one level down
     _meta = False
     _inference = False
     _grad_owned = False
+    _is_grad = False  # stored as some leaf's .grad by the engine (never handed to a second leaf)
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -196,14 +199,14 @@ class Tensor:
         return t
 
     def _level_of(self):
+        """The highest transform level this tensor takes part in (see ember._dispatch.Level)."""
+        best = self._wr
         fw = self._fw
         if fw:
-            best = None
             for lvl in fw:
-                if best is None or lvl.index > best.index:
+                if lvl.active and (best is None or lvl.index > best.index):
                     best = lvl
-            return best
-        return None
+        return best
 
     # ------------------------------------------------------------------ autograd
     @property
@@ -279,6 +282,7 @@ class Tensor:
         if fn._retain is None:
             fn._retain = {}
         fn._retain[self._nr] = weakref.ref(self)
+        fn._hooked = True
 
     def register_hook(self, hook):
         """hook(grad) -> None or a replacement gradient; runs when this tensor's grad is computed."""
@@ -381,8 +385,7 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __hash__(self):
-        return id(self)
+    __hash__ = object.__hash__
 
     def __reduce_ex__(self, proto):
         # deepcopy/pickle within a process: data copied, leaf-ness and requires_grad kept

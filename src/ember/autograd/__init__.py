@@ -1,9 +1,12 @@
 """ember.autograd: backward, grad, custom Functions, grad modes, anomaly detection."""
+import numpy as np
+
 from .. import _dispatch as D
 from . import graph
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction, NestedIOFunction
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled)
+from . import profiler  # noqa: F401  (ember.autograd.profiler.profile)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, \
     is_anomaly_check_nan_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
@@ -27,6 +30,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
+            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
+                grads.append(D._new_tensor(np.ones(out._data.shape, out._data.dtype)))
+                continue
             if out._rg:
                 if out.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -103,10 +109,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         from ..func import vmap
 
+        unused = []
+
         def one(*gos):
-            return grad(outs, ins, list(gos), retain_graph=True, create_graph=create_graph,
-                        allow_unused=allow_unused, materialize_grads=materialize_grads)
-        return vmap(one)(*_as_list(grad_outputs))
+            # vmap returns only tensors: an unused input's None (the same for every batch entry,
+            # it depends on the graph alone) travels as zeros and is restored below
+            res = grad(outs, ins, list(gos), retain_graph=True, create_graph=create_graph,
+                       allow_unused=allow_unused, materialize_grads=materialize_grads)
+            unused[:] = [r is None for r in res]
+            from .._creation import zeros_like
+            return tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
+        res = vmap(one)(*_as_list(grad_outputs))
+        return tuple(None if u else r for r, u in zip(res, unused))
     gos = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     if len(gos) != len(outs):
         raise RuntimeError(f"grad requires one grad_output per output: got {len(gos)} grad_outputs and "

@@ -161,21 +161,27 @@ def _apply(cls, args, kwargs):
     fw_level = None
     if not D.state.simple:
         fw_level = D._top_level(args)
+        if not hasattr(fw_level, "run_custom_function"):
+            fw_level = None
     setup = _uses_setup_context(cls)
-    prev = D.grad_mode.enabled
-    D.grad_mode.enabled = False
-    try:
-        if fw_level is not None and hasattr(fw_level, "plain_args"):
-            plain = fw_level.plain_args(args)
-        else:
-            plain = args
-        if setup:
-            out = cls.forward(*plain, **kwargs)
-            cls.setup_context(ctx, plain, out)
-        else:
-            out = cls.forward(ctx, *plain, **kwargs)
-    finally:
-        D.grad_mode.enabled = prev
+
+    def run_forward():
+        prev = D.grad_mode.enabled
+        D.grad_mode.enabled = False
+        try:
+            if setup:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            D.grad_mode.enabled = prev
+        return out
+
+    if fw_level is not None:
+        out = fw_level.run_custom_function(cls, ctx, args, run_forward)
+    else:
+        out = run_forward()
     single = not isinstance(out, tuple)
     outs = (out,) if single else out
     # outputs that are inputs returned as-is become aliases (unless marked dirty)
@@ -186,8 +192,6 @@ def _apply(cls, args, kwargs):
             o = o._shallow()
         fixed.append(o)
     outs = tuple(fixed)
-    if fw_level is not None and hasattr(fw_level, "custom_function_jvp"):
-        fw_level.custom_function_jvp(cls, ctx, args, outs)
     if rg:
         node = cls._backward_cls()
         node.ctx = ctx

@@ -15,17 +15,8 @@ __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 # ----------------------------------------------------------------------------- structure helpers
 
 
-def _as_tuple_nocheck(x):
-    if isinstance(x, tuple):
-        return x
-    if isinstance(x, list):
-        return tuple(x)
-    return (x,)
-
-
-def _as_tuple(inp, arg_name=None, fn_name=None):
-    if arg_name is None and fn_name is None:
-        return _as_tuple_nocheck(inp)
+def _as_tuple(inp, arg_name, fn_name):
+    """(whether inp was a tuple, inp as a tuple of Tensors)."""
     is_tuple = True
     if not isinstance(inp, tuple):
         inp = (inp,)
@@ -316,11 +307,6 @@ def _onehot(out, m):
     arr = np.zeros(tuple(out.shape), dtype=out._data.dtype)
     arr.reshape(-1)[m] = 1
     return D._new_tensor(arr)
-
-
-def _identity_rows(n, dtype_np):
-    import numpy as np
-    return D._new_tensor(np.eye(n, dtype=dtype_np))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):

@@ -173,7 +173,7 @@ class _Problem:
                 tangent = _grad_outputs_onehot(x, j)
                 with fwAD.dual_level():
                     args = list(self.inputs)
-                    args[i] = fwAD.make_dual(x.detach(), tangent)
+                    args[i] = fwAD.make_dual(x.detach().requires_grad_(x.requires_grad), tangent)
                     outs = _as_tuple(self.func(*args))
                     for k in self.diff_out:
                         t = fwAD.unpack_dual(outs[k]).tangent
@@ -289,8 +289,48 @@ def _check_batched_grad(prob, atol, rtol):
                         f"differs from the unbatched vjp by up to {_fmt(float(np.max(d)))}.")
 
 
+def _check_batched_forward_grad(prob, atol, rtol):
+    """vmap over tangents of a forward-mode evaluation against a loop of jvps."""
+    func = _require("ember.func", "vmap", "check_batched_forward_grad")
+    fwAD = _require("ember.autograd.forward_ad", "forward-mode AD", "check_batched_forward_grad")
+    from .._creation import randn, zeros_like
+    from ..ops import stack
+    for i in prob.diff_in:
+        x = prob.inputs[i]
+
+        def jvp_of(t, i=i, x=x):
+            with fwAD.dual_level():
+                args = list(prob.inputs)
+                args[i] = fwAD.make_dual(x.detach().requires_grad_(x.requires_grad), t)
+                outs = _as_tuple(prob.func(*args))
+                res = []
+                for k in prob.diff_out:
+                    primal, tangent = fwAD.unpack_dual(outs[k])
+                    res.append(zeros_like(primal) if tangent is None else tangent)
+                return tuple(res)
+
+        tangents = [randn(*x.shape, dtype=x.dtype) for _ in range(2)]
+        expected = [jvp_of(t) for t in tangents]
+        try:
+            got = func.vmap(jvp_of)(stack(tangents))
+        except Exception as e:
+            raise GradcheckError(f"While computing batched forward gradients with respect to input {i}, "
+                                 f"got: {type(e).__name__}: {e}") from e
+        for n, k in enumerate(prob.diff_out):
+            for b in range(2):
+                ea = np.asarray(expected[b][n]._data, dtype=np.float64)
+                ga = np.asarray(got[n][b]._data, dtype=np.float64)
+                if ga.shape != ea.shape or not np.allclose(ga, ea, rtol=rtol, atol=atol):
+                    d = float(np.max(np.abs(ga - ea))) if ga.shape == ea.shape else float("nan")
+                    raise GradcheckError(
+                        f"Batched forward grad mismatch for output {k} with respect to input {i}: batch "
+                        f"entry {b} differs from the unbatched jvp by up to {_fmt(d)} (shapes "
+                        f"{list(ga.shape)} and {list(ea.shape)}).")
+
+
 def _run_checks(prob, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
-                check_batched_grad, check_backward_ad, check_forward_ad, fast_mode):
+                check_batched_grad, check_backward_ad, check_forward_ad, fast_mode,
+                check_batched_forward_grad=False):
     if not prob.diff_out:
         _check_no_differentiable_outputs(prob, eps)
         return
@@ -317,6 +357,8 @@ def _run_checks(prob, eps, atol, rtol, nondet_tol, check_undefined_grad, check_g
         _check_undefined_grad(prob)
     if check_backward_ad and check_batched_grad:
         _check_batched_grad(prob, atol, rtol)
+    if check_forward_ad and check_batched_forward_grad:
+        _check_batched_forward_grad(prob, atol, rtol)
 
 
 def _fast_check(prob, eps, atol, rtol, check_backward_ad, check_forward_ad, nondet_tol,
@@ -328,7 +370,7 @@ def _fast_check(prob, eps, atol, rtol, check_backward_ad, check_forward_ad, nond
     us = {}
     for i in prob.diff_in:
         u = rng.random(prob.inputs[i].numel()) + 0.1
-        us[i] = u / np.linalg.norm(u)
+        us[i] = u / np.linalg.norm(u) if u.size else u
     vs = {k: rng.random(prob.outs[k].numel()) + 0.1 for k in prob.diff_out}
     # numerical directional derivatives, one pair of evaluations per input
     num = {}
@@ -365,7 +407,7 @@ def _fast_check(prob, eps, atol, rtol, check_backward_ad, check_forward_ad, nond
             t = D._new_tensor(us[i].reshape(tuple(x.shape)).astype(x._data.dtype))
             with fwAD.dual_level():
                 args = list(prob.inputs)
-                args[i] = fwAD.make_dual(x.detach(), t)
+                args[i] = fwAD.make_dual(x.detach().requires_grad_(x.requires_grad), t)
                 outs = _as_tuple(prob.func(*args))
                 for k in prob.diff_out:
                     tt = fwAD.unpack_dual(outs[k]).tangent
@@ -404,16 +446,16 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     (returns False when raise_exception=False)."""
     if masked:
         raise NotImplementedError("gradcheck(masked=True) is for sparse tensors, which ember does not have")
-    if check_batched_forward_grad:
-        _require("ember.func", "vmap", "check_batched_forward_grad")
-        raise NotImplementedError("gradcheck(check_batched_forward_grad=True) is not implemented yet")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise ValueError("check_batched_forward_grad=True needs check_forward_ad=True")
     if not (check_backward_ad or check_forward_ad):
         raise ValueError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     return _gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                       nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                       check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
                       check_forward_ad=check_forward_ad, check_backward_ad=check_backward_ad,
-                      fast_mode=fast_mode, _recheck=True, _name="gradcheck")
+                      check_batched_forward_grad=check_batched_forward_grad, fast_mode=fast_mode,
+                      _recheck=True, _name="gradcheck")
 
 
 def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, _recheck, _name, **flags):
@@ -497,12 +539,13 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         grad_outputs = _as_tuple(grad_outputs)
     n_in = len(tupled)
     n_go = len(grad_outputs)
+    diff_idx = [i for i, a in enumerate(tupled) if _is_diff_input(a)]
 
     def new_func(*args):
         inp, gos = args[:n_in], args[n_in:]
         outs = _as_tuple(func(*inp))
         diff_outs = [o for o in outs if isinstance(o, D.Tensor) and o.requires_grad]
-        diff_in = [a for a in inp if _is_diff_input(a)]
+        diff_in = [inp[i] for i in diff_idx]
         if len(diff_outs) != n_go:
             raise GradcheckError(f"gradgradcheck: func has {len(diff_outs)} differentiable outputs but "
                                  f"{n_go} grad_outputs were given")

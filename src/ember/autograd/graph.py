@@ -39,6 +39,7 @@ class Node:
     __slots__ = ("_edges", "_seq", "__dict__", "__weakref__")
     _nout = 1
     _pre_hooks = _hooks = _thooks = _retain = _trace = _parent_trace = metadata_ = None
+    _hooked = False  # True once any hook or retain_grad is registered: the engine's slow path
 
     def __init__(self):
         self._seq = next(_seq)
@@ -46,8 +47,7 @@ class Node:
 
     @property
     def next_functions(self):
-        return tuple((grad_accumulator(t), 0) if t is not None and not isinstance(t, Node) else (t, nr)
-                     for t, nr in self._edges)
+        return tuple((grad_accumulator(t), 0) if nr < 0 else (t, nr) for t, nr in self._edges)
 
     @next_functions.setter
     def next_functions(self, edges):
@@ -67,6 +67,7 @@ class Node:
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(fn)
+        self._hooked = True
         return _RemovableHandle(self._hooks, fn)
 
     def register_prehook(self, fn):
@@ -74,6 +75,7 @@ class Node:
         if self._pre_hooks is None:
             self._pre_hooks = []
         self._pre_hooks.append(fn)
+        self._hooked = True
         return _RemovableHandle(self._pre_hooks, fn)
 
     def _tensor_hook(self, nr, fn):
@@ -81,6 +83,7 @@ class Node:
             self._thooks = {}
         lst = self._thooks.setdefault(nr, [])
         lst.append(fn)
+        self._hooked = True
         return _RemovableHandle(lst, fn)
 
     def __call__(self, *grads):
@@ -134,18 +137,30 @@ class AccumulateGrad(Node):
         return []
 
 def accumulate_into(var, g):
-    """var.grad += g, without ever writing into a gradient array someone else holds."""
+    """var.grad += g, without ever writing into a gradient array someone else holds.
+
+    A gradient tensor stored as some leaf's .grad is marked; a marked tensor reaching another
+    leaf (add's backward hands the same tensor to both inputs) is copied first, so two leaves
+    never share one .grad object. Stored gradients are not owned: the next accumulation is out
+    of place, later ones in place."""
     if var._hooks:
         for h in var._hooks:
             r = h(g)
             if r is not None:
                 g = r
-    if not D.grad_mode.enabled:
-        g = g.detach() if g._rg else g
     old = var._grad
     if old is None:
-        if g.shape != var.shape:
-            g = g.expand(var.shape).contiguous()
+        if D.grad_mode.enabled:
+            if g._data.shape != var._data.shape:
+                g = g.expand(var.shape).contiguous()
+        else:
+            if g._rg:
+                g = g.detach()
+            if g._data.shape != var._data.shape:
+                g = D._new_tensor(D.xp.broadcast_to(g._data, var._data.shape).copy())
+            elif g._is_grad:
+                g = D._new_tensor(g._data.copy())
+        g._is_grad = True
         var._grad = g
         var._grad_owned = False
     elif D.grad_mode.enabled or old._rg or g._rg:
@@ -155,7 +170,9 @@ def accumulate_into(var, g):
         D.xp.add(old._data, g._data, out=old._data)
         old._bump()
     else:
-        var._grad = old + g
+        g = old + g
+        g._is_grad = True
+        var._grad = g
         var._grad_owned = True
     if var._post_acc_hooks:
         for h in var._post_acc_hooks:
@@ -179,15 +196,11 @@ def edge(t):
     return (grad_accumulator(t), 0)
 
 
-def _target(t):
-    """The node an edge leads to: a leaf tensor's live AccumulateGrad, else the tensor itself
-    (the engine then accumulates into it directly)."""
+def _live_acc(t):
+    """A leaf's AccumulateGrad if someone holds it (hooks on it, next_functions), else None: the
+    engine then accumulates into the tensor directly."""
     ref = t._acc
-    if ref is not None:
-        acc = ref()
-        if acc is not None:
-            return acc
-    return t
+    return ref() if ref is not None else None
 
 
 # ----------------------------------------------------------------------------- op nodes
@@ -264,7 +277,7 @@ class OpNode(Node):
         if op.bcast:
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
-                        and g.shape != shapes[i] else g for i, g in enumerate(res))
+                        and g._data.shape != shapes[i] else g for i, g in enumerate(res))
         pos = self._argpos
         if pos is not None:
             res = tuple(res[i] for i in pos)
@@ -311,7 +324,7 @@ def record(op, args, params, out):
     for a in args:
         if isinstance(a, Tensor) and a._rg:
             fn = a._fn
-            edges.append((fn, a._nr) if fn is not None else (a, 0))
+            edges.append((fn, a._nr) if fn is not None else (a, -1))
             needs.append(True)
         else:
             edges.append(_NO_EDGE)
@@ -435,7 +448,8 @@ def _apply_anomaly(node, grads):
     if D.state.anomaly_nan:
         isnan = D.xp.isnan
         for i, g in enumerate(outs):
-            if g is not None and g.dtype.is_floating_point and isnan(g._data).any():
+            # max propagates NaN: one pass and no temporary array
+            if g is not None and g.dtype.is_floating_point and g._data.size and isnan(g._data.max()):
                 err = RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
                 _report_forward_trace(node, err)
                 raise err
@@ -484,30 +498,32 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
     capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
     of being accumulated into leaves; only the part of the graph that reaches them is run.
 
-    The targets of edges are nodes, or leaf tensors whose AccumulateGrad nobody holds: those
-    are accumulated into directly, with the same hooks and semantics.
+    An edge ``(t, -1)`` leads to a leaf tensor: if its AccumulateGrad node is alive (hooks on
+    it, or someone holds it) the node runs; otherwise the engine accumulates into ``t`` as soon
+    as all of its gradients have arrived, as AccumulateGrad would.
     """
-    Tensor = D.Tensor
     # dependency counts over the reachable graph
     deps = {}
-    order = []
     stack = []
     for fn, _ in roots:
         if fn is not None and fn not in deps:
             deps[fn] = 0
             stack.append(fn)
+    order = []
     while stack:
         n = stack.pop()
         order.append(n)
-        for nxt, _ in n._edges:
+        for nxt, nr in n._edges:
             if nxt is None:
                 continue
-            if type(nxt) is Tensor or isinstance(nxt, Tensor):
-                nxt = _target(nxt)
+            if nr < 0 and nxt._acc is not None:
+                acc = _live_acc(nxt)
+                if acc is not None:
+                    nxt = acc
             d = deps.get(nxt)
             if d is None:
                 deps[nxt] = 1
-                if type(nxt) is not Tensor and not isinstance(nxt, Tensor):
+                if nr >= 0:
                     stack.append(nxt)
             else:
                 deps[nxt] = d + 1
@@ -529,9 +545,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
             changed = False
             for n in rev:
                 if n not in needed:
-                    for nxt, _ in n._edges:
-                        if nxt is not None and isinstance(nxt, Tensor):
-                            nxt = _target(nxt)
+                    for nxt, nr in n._edges:
+                        if nr < 0 and nxt._acc is not None:
+                            nxt = _live_acc(nxt) or nxt
                         if nxt in needed:
                             needed.add(n)
                             changed = True
@@ -547,57 +563,48 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
         buf[nr] = g if buf[nr] is None else buf[nr] + g
 
     ready = []
+    push, pop = heapq.heappush, heapq.heappop
     for fn, _ in roots:
         if fn is not None and deps.get(fn, 0) == 0 and fn in buffers:
-            heapq.heappush(ready, (-fn._seq, id(fn), fn))
+            push(ready, (-fn._seq, id(fn), fn))
             deps[fn] = -1  # queued
     listeners = D.state.listeners
     anomaly = D.state.anomaly
     gm = D.grad_mode
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
-    push, pop = heapq.heappush, heapq.heappop
+    leaf_bufs = {}
     try:
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node, None)
-            if isinstance(node, Tensor):  # a leaf with no AccumulateGrad node: accumulate
-                if grads is not None and grads[0] is not None and needed is None:
-                    accumulate_into(node, grads[0])
-                continue
             if grads is None:
                 grads = [None] * node._nout
-            if node._thooks or node._retain:
-                grads = _run_tensor_hooks(node, grads)
-            if cap_at is not None and node in cap_at:
-                for nr, k in cap_at[node]:
-                    g = grads[nr]
-                    captured[k] = g if captured[k] is None else captured[k] + g
-                if type(node) is AccumulateGrad or node not in needed:
+            if node._hooked:
+                if node._thooks or node._retain:
+                    grads = _run_tensor_hooks(node, grads)
+            if cap_at is not None:
+                if node in cap_at:
+                    for nr, k in cap_at[node]:
+                        g = grads[nr]
+                        captured[k] = g if captured[k] is None else captured[k] + g
+                    if type(node) is AccumulateGrad:
+                        continue
+                if node not in needed:
                     continue
-            if needed is not None and node not in needed:
-                continue
-            if node._pre_hooks:
+            if node._hooked and node._pre_hooks:
                 for h in node._pre_hooks:
                     r = h(tuple(grads))
                     if r is not None:
                         grads = list(r)
             edges = node._edges
-            if all(g is None for g in grads):
-                outs = [None] * len(edges)
+            if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
+                outs = (None,) * len(edges)
+            elif listeners or anomaly:
+                outs = _apply_listened(node, grads, listeners, anomaly)
             else:
-                closers = [l.on_node(node) for l in listeners] if listeners else None
-                try:
-                    if anomaly:
-                        outs = _apply_anomaly(node, grads)
-                    else:
-                        outs = node.apply(grads)
-                finally:
-                    if closers:
-                        for c in reversed(closers):
-                            if c is not None:
-                                c()
-            if node._hooks:
+                outs = node.apply(grads)
+            if node._hooked and node._hooks:
                 for h in node._hooks:
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
@@ -607,24 +614,68 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
             for (nxt, nr), g in zip(edges, outs):
                 if nxt is None:
                     continue
-                if type(nxt) is Tensor or isinstance(nxt, Tensor):
-                    nxt = _target(nxt)
-                    seq = _LEAF_SEQ
-                else:
-                    seq = nxt._seq
+                if nr < 0:  # a leaf
+                    if nxt._acc is not None:
+                        acc = _live_acc(nxt)
+                        if acc is not None:
+                            nxt, nr = acc, 0
+                    if nr < 0:
+                        d = deps[nxt] - 1
+                        deps[nxt] = d
+                        if g is not None:
+                            old = leaf_bufs.get(nxt)
+                            if old is not None:
+                                g = old + g
+                            if d:
+                                leaf_bufs[nxt] = g
+                            elif needed is None:
+                                if old is not None:
+                                    del leaf_bufs[nxt]
+                                if listeners:
+                                    _accumulate_listened(nxt, g, listeners)
+                                else:
+                                    accumulate_into(nxt, g)
+                        elif not d and nxt in leaf_bufs and needed is None:
+                            if listeners:
+                                _accumulate_listened(nxt, leaf_bufs.pop(nxt), listeners)
+                            else:
+                                accumulate_into(nxt, leaf_bufs.pop(nxt))
+                        continue
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] if seq == _LEAF_SEQ else [None] * nxt._nout
+                        buf = buffers[nxt] = [None] * nxt._nout
                     old = buf[nr]
                     buf[nr] = g if old is None else old + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    push(ready, (-seq, id(nxt), nxt))
+                    push(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         gm.enabled = prev_mode
     return captured
+
+
+def _apply_listened(node, grads, listeners, anomaly):
+    closers = [l.on_node(node) for l in listeners] if listeners else None
+    try:
+        return _apply_anomaly(node, grads) if anomaly else node.apply(grads)
+    finally:
+        if closers:
+            for c in reversed(closers):
+                if c is not None:
+                    c()
+
+
+def _accumulate_listened(var, g, listeners):
+    """Leaf accumulation while a profiler listens: reported as an AccumulateGrad node."""
+    closers = [l.on_node(var) for l in listeners]
+    try:
+        accumulate_into(var, g)
+    finally:
+        for c in reversed(closers):
+            if c is not None:
+                c()
 
 
 _LEAF_SEQ = sys.maxsize

@@ -119,7 +119,20 @@ def _is_basic(i):
     return i is None or isinstance(i, (slice, int, np.integer)) and not isinstance(i, bool)
 
 
+def _batched_index_items(idx):
+    """True when a vmap-batched tensor is used as an index (its data lives one level down)."""
+    if D.state.simple:
+        return False
+    for i in (idx if isinstance(idx, tuple) else (idx,)):
+        if isinstance(i, D.Tensor) and i._wr is not None:
+            return True
+    return False
+
+
 def getitem(x, idx):
+    if _batched_index_items(idx):
+        from ._batching import batched_index
+        return batched_index(x, idx)
     items = _normalize(idx, x.dim())
     if all(_is_basic(i) for i in items):
         return _basic_getitem(x, items)
@@ -162,6 +175,9 @@ def _spec_for_setitem(x, idx):
 
 def setitem(x, idx, value):
     from .inplace import inplace_apply
+    if _batched_index_items(idx):
+        from ._batching import batched_index
+        return batched_index(x, idx, value, setitem=True)
     spec = _spec_for_setitem(x, idx)
     if not U.is_tensor(value):
         if isinstance(value, (list, tuple)):

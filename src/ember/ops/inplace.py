@@ -99,6 +99,8 @@ def inplace_apply(op, self, others, params, name):
 
 def _commit(self, r, name):
     """Write r's values into self and give self r's autograd/forward-mode history."""
+    if self._wr is not None or r._wr is not None:
+        return _commit_wrapped(self, r, name)
     _write(self, r._data, name)
     self._bump(name)
     if r._rg:
@@ -111,6 +113,23 @@ def _commit(self, r, name):
     else:
         if self._fw:
             self._fw = None
+
+
+def _commit_wrapped(self, r, name):
+    """In place on a transform wrapper (vmap / func.grad level): the write goes to the wrapped
+    value one level down, and self takes r's history at its own level."""
+    lv, rl = self._wr, r._wr
+    if rl is not None and (lv is None or rl.index > lv.index):
+        kind = getattr(rl, "kind", "transform")
+        raise RuntimeError(f"{name}: an in-place operation would write a value that varies at a "
+                           f"{kind} level into a tensor that does not take part in it (e.g. a batched "
+                           f"value into an unbatched tensor inside vmap); use the out-of-place op")
+    self._val.copy_(r._val if rl is lv else r)
+    self._bump(name)
+    if rl is lv and r._rg:
+        self._fn, self._nr, self._rg = r._fn, r._nr, True
+    if r._fw is not None:
+        self._fw = r._fw
 
 
 def _rebase_view(view, r):

@@ -43,6 +43,13 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    def __deepcopy__(self, memo):
+        import copy as _copy
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(_copy.deepcopy(self.__getstate__(), memo))
+        return new
+
     def __setstate__(self, state):
         self.__dict__.update(state)
 
@@ -200,3 +207,14 @@ def _step_tensor(state):
     st._data = st._data + np.float32(1)
     return float(st._data)
 
+
+
+def _scratch(opt, p, like):
+    """A reusable temporary the shape of ``p`` (not part of the optimizer's state)."""
+    bufs = opt.__dict__.get("_scratch_bufs")
+    if bufs is None:
+        bufs = opt.__dict__["_scratch_bufs"] = {}
+    b = bufs.get(id(p))
+    if b is None or b.shape != like.shape or b.dtype != like.dtype:
+        b = bufs[id(p)] = np.empty_like(like, order="C") if like.flags.c_contiguous else np.empty_like(like)
+    return b

@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 import numpy as np
 
-from .optimizer import Optimizer, required, _params_with_grad, _writeable, _new_state
+from .optimizer import Optimizer, required, _params_with_grad, _writeable, _new_state, _scratch
 
 
 class SGD(Optimizer):
@@ -53,6 +53,10 @@ class SGD(Optimizer):
                             b += g
                         buf._bump()
                     g = g + momentum * buf._data if nesterov else buf._data
-                a -= lr * g if lr != 1 else g
+                # a -= lr * g through a scratch buffer kept per parameter: a fresh temporary the
+                # size of each parameter on every step costs more than the update itself
+                tmp = _scratch(self, p, a)
+                np.multiply(g, lr, out=tmp)
+                a -= tmp
                 p._bump("SGD.step")
         return loss

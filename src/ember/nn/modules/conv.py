@@ -139,7 +139,9 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         p = self._parameters
-        return self._conv_forward(input, p["weight"], p["bias"])
+        if "weight" in p and "bias" in p:
+            return self._conv_forward(input, p["weight"], p["bias"])
+        return self._conv_forward(input, self.weight, self.bias)  # parameters replaced by plain tensors
 
 
 class _ConvTransposeNd(_ConvNd):

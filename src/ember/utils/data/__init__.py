@@ -6,9 +6,4 @@ from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSam
 from .dataloader import DataLoader, get_worker_info  # noqa: F401
 from ._collate import default_collate, default_convert  # noqa: F401
 
-
-def __getattr__(name):
-    if name == "DistributedSampler" or name == "distributed":
-        from . import distributed
-        return distributed if name == "distributed" else distributed.DistributedSampler
-    raise AttributeError(f"module 'ember.utils.data' has no attribute {name!r}")
+from .distributed import DistributedSampler  # noqa: F401

@@ -1,0 +1,161 @@
+"""Data-parallel training on MPI: samples/s of an MLP train step on 1 and 2 ranks, and how much of
+the gradient all-reduce DistributedDataParallel hides behind backward.
+
+    python benchmarks/bench_distributed.py [--ranks 1 2] [--steps 30] [--json out.json]
+
+launches ``mpirun -n R`` of this file for each R (the worker mode below) and prints one row per
+world size. It is not part of ``benchmarks/run.py``'s side-by-side table (``WORKLOADS`` is empty):
+a multi-process job cannot be timed as a step inside one process.
+
+What is measured, per rank, after warm-up, each number the median over the steps:
+- step: forward + backward (with DDP's bucketed all-reduce) + SGD update; samples/s is the global
+  batch (ranks x per-rank batch) divided by the step time.
+- backward with sync vs backward under ``no_sync()`` (no communication): the difference is the
+  communication that was not hidden (exposed).
+- comm: the same bucket all-reduces run back to back, blocking, with nothing to overlap.
+- hidden share = 1 - exposed / comm (clamped to 0..1).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = []
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def worker(steps, batch, sizes, bucket_cap_mb):
+    sys.path.insert(0, os.path.join(HERE, "..", "src"))
+    import numpy as np
+    import ember
+    import ember.distributed as dist
+    import ember.nn as nn
+    import ember.nn.functional as F
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    from mpi4py import MPI
+
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ember.manual_seed(0)
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
+    ddp = DDP(model, bucket_cap_mb=bucket_cap_mb)
+    params = list(model.parameters())
+    g = np.random.default_rng(rank)
+    x = ember.tensor(g.standard_normal((batch, sizes[0])).astype(np.float32))
+    y = ember.tensor(g.integers(0, sizes[-1], batch))
+
+    def sgd():
+        with ember.no_grad():
+            for p in params:
+                p.sub_(p.grad, alpha=0.01)
+                p.grad = None
+
+    def timed(fn):
+        dist.barrier()
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    def step():
+        F.cross_entropy(ddp(x), y).backward()
+        sgd()
+
+    def bw_sync():
+        loss = F.cross_entropy(ddp(x), y)
+        t = timed(loss.backward)
+        sgd()
+        return t
+
+    def bw_local():
+        with ddp.no_sync():
+            loss = F.cross_entropy(ddp(x), y)
+            t = timed(loss.backward)
+        sgd()
+        return t
+
+    def comm():
+        bufs = [b.buf for b in ddp._buckets]
+        dist.barrier()
+        t0 = time.perf_counter()
+        for buf in bufs:
+            ddp._world.comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM)
+        return time.perf_counter() - t0
+
+    for _ in range(3):
+        step()
+    t_step = statistics.median(timed(step) for _ in range(steps))
+    t_sync = statistics.median(bw_sync() for _ in range(steps))
+    t_local = statistics.median(bw_local() for _ in range(steps))
+    t_comm = statistics.median(comm() for _ in range(steps)) if world > 1 else 0.0
+    mine = [t_step, t_sync, t_local, t_comm]
+    allr = [None] * world
+    dist.all_gather_object(allr, mine)
+    if rank == 0:
+        t_step, t_sync, t_local, t_comm = (max(r[i] for r in allr) for i in range(4))
+        exposed = max(0.0, t_sync - t_local)
+        hidden = None if t_comm == 0 else max(0.0, min(1.0, 1 - exposed / t_comm))
+        nparams = sum(p.numel() for p in params)
+        print(json.dumps({"ranks": world, "batch_per_rank": batch, "params": nparams,
+                          "grad_mb": nparams * 4 / 2 ** 20, "buckets": len(ddp._buckets),
+                          "bucket_cap_mb": bucket_cap_mb,
+                          "step_s": t_step, "samples_per_s": world * batch / t_step,
+                          "backward_sync_s": t_sync, "backward_local_s": t_local, "comm_s": t_comm,
+                          "exposed_comm_s": exposed if world > 1 else 0.0, "hidden_share": hidden}), flush=True)
+    dist.destroy_process_group()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=64, help="samples per rank per step")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 1024, 1024, 10],
+                    help="MLP layer widths")
+    ap.add_argument("--bucket-cap-mb", type=float, default=4.0,
+                    help="DDP bucket size (default 4: shared-memory MPI here slows down past ~6 MB messages)")
+    ap.add_argument("--json", help="write the rows to this file")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker(args.steps, args.batch, args.sizes, args.bucket_cap_mb)
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        sys.exit("bench_distributed: mpirun not found (apt-get install openmpi-bin libopenmpi-dev; "
+                 "pip install mpi4py)")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    rows = []
+    print(f"MLP {'-'.join(map(str, args.sizes))}, batch {args.batch} per rank, SGD step; "
+          f"DDP buckets of {args.bucket_cap_mb:g} MB")
+    print(f"{'ranks':>5} {'samples/s':>10} {'step':>9} {'bw sync':>9} {'bw local':>9} {'comm':>9} "
+          f"{'exposed':>9} {'hidden':>7}")
+    for n in args.ranks:
+        cmd = [mpirun, "-n", str(n), "--oversubscribe", sys.executable, os.path.abspath(__file__), "--worker",
+               "--steps", str(args.steps), "--batch", str(args.batch), "--sizes", *map(str, args.sizes),
+               "--bucket-cap-mb", str(args.bucket_cap_mb)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            sys.exit(f"bench_distributed: mpirun -n {n} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        r = json.loads(lines[-1])
+        rows.append(r)
+        ms = lambda t: f"{t * 1e3:.2f}ms"  # noqa: E731
+        hidden = "-" if r["hidden_share"] is None else f"{r['hidden_share'] * 100:.0f}%"
+        print(f"{n:>5} {r['samples_per_s']:>10.0f} {ms(r['step_s']):>9} {ms(r['backward_sync_s']):>9} "
+              f"{ms(r['backward_local_s']):>9} {ms(r['comm_s']):>9} {ms(r['exposed_comm_s']):>9} {hidden:>7}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows}, f, indent=2)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""The ``ember`` command.
+
+    ember train       train a small model on the bundled digits (or MNIST from a folder)
+    ember bench       run the benchmark suite side by side with PyTorch (benchmarks/run.py)
+    ember trace-diff  compare two profiler traces (ember.trace_analysis)
+
+``ember <command> --help`` lists each command's options. Bad input ends with a one-line error and
+exit status 2 (usage) or 1 (data, checkpoint), never a traceback; ``EMBER_DEBUG=1`` shows it.
+"""
+import argparse
+import os
+import sys
+import time
+
+MODELS = ("mlp", "cnn", "resnet18")
+DATASETS = ("digits", "mnist")
+
+
+class CLIError(Exception):
+    """A problem with the user's input: reported as one line, exit status ``code``."""
+
+    def __init__(self, msg, code=1):
+        super().__init__(msg)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        raise CLIError(f"{self.prog}: error: {message} (see {self.prog} --help)", 2)
+
+
+# ----------------------------------------------------------------------------------------- train
+def _train_parser(sub):
+    p = sub.add_parser("train", help="train a model on the bundled digits or on MNIST",
+                       description="Train a small model on the bundled UCI digits (default) or on MNIST IDX "
+                                   "files from --data-dir; prints loss and test accuracy per epoch and "
+                                   "saves a checkpoint after each epoch.")
+    p.add_argument("--model", choices=MODELS, default="cnn", help="model to train (default: cnn)")
+    p.add_argument("--dataset", choices=DATASETS, default="digits", help="dataset (default: digits, bundled)")
+    p.add_argument("--data-dir", help="folder with the MNIST IDX files (for --dataset mnist)")
+    p.add_argument("--epochs", type=int, default=10, help="total number of epochs (default: 10)")
+    p.add_argument("--batch-size", type=int, default=32, help="batch size per process (default: 32)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate of Adam (default: 3e-3 for mlp/cnn, 1e-3 for resnet18)")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same run")
+    p.add_argument("--channels-last", action="store_true", help="run the model in channels_last memory format")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint file written after each epoch (default: checkpoints/<dataset>-<model>.ckpt)")
+    p.add_argument("--resume", nargs="?", const=True, default=None, metavar="PATH",
+                   help="continue from a checkpoint (PATH, or the --checkpoint file) up to --epochs")
+    p.add_argument("--profile", metavar="DIR",
+                   help="profile the first epoch: write DIR/trace.json (chrome trace) and print the op table")
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel training across the processes of `mpirun -n N ember train ...`")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--limit", type=int, default=None, help=argparse.SUPPRESS)  # tests: use N training samples
+    p.set_defaults(run=train)
+    return p
+
+
+def _load_data(args):
+    import ember
+    if args.dataset == "digits":
+        from ember.datasets import digits
+        tr, te = digits(train=True), digits(train=False)
+        return tr.tensors[0], tr.tensors[1], te.tensors[0], te.tensors[1]
+    if not os.path.isdir(args.data_dir):
+        raise CLIError(f"--data-dir {args.data_dir}: no such folder")
+    from ember.datasets import MNIST
+    try:
+        tr, te = MNIST(args.data_dir, train=True), MNIST(args.data_dir, train=False)
+    except (OSError, RuntimeError, ValueError) as e:
+        raise CLIError(f"cannot load MNIST from {args.data_dir}: {e}") from None
+    xtr, ytr = tr.tensors()
+    xte, yte = te.tensors()
+    del ember
+    return xtr, ytr, xte, yte
+
+
+def _build_model(name, in_channels, size, num_classes):
+    from ember import models, nn
+    if name == "mlp":
+        return models.SimpleMLP(in_features=in_channels * size * size, num_classes=num_classes)
+    if name == "cnn":
+        return models.SimpleCNN(in_channels=in_channels, num_classes=num_classes)
+    model = models.resnet18(num_classes=num_classes)
+    if in_channels != 3:     # grey images: a first convolution that takes one channel
+        model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    return model
+
+
+def _default_lr(model):
+    return 1e-3 if model == "resnet18" else 3e-3
+
+
+def _load_checkpoint(path):
+    import ember
+    if not os.path.isfile(path):
+        raise CLIError(f"--resume: checkpoint {path} does not exist")
+    try:
+        ck = ember.load(path)
+    except Exception as e:  # noqa: BLE001  (any failure to unpickle means a corrupt file)
+        raise CLIError(f"--resume: cannot read checkpoint {path}: {type(e).__name__}: {e}".splitlines()[0]) \
+            from None
+    if not isinstance(ck, dict) or not {"model", "optimizer", "epoch", "config"} <= set(ck):
+        raise CLIError(f"--resume: {path} is not an `ember train` checkpoint (missing model/optimizer/epoch)")
+    return ck
+
+
+def _progress(iterable, total, desc, enabled):
+    if enabled:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            pass
+        else:
+            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None, dynamic_ncols=True)
+    return iterable
+
+
+def train(args):
+    import numpy as np
+    import ember
+
+    if args.epochs < 1 or args.batch_size < 1:
+        raise CLIError("--epochs and --batch-size must be positive", 2)
+    if args.lr is not None and not args.lr > 0:
+        raise CLIError(f"--lr must be positive, got {args.lr}", 2)
+    ckpt_path = args.checkpoint or os.path.join("checkpoints", f"{args.dataset}-{args.model}.ckpt")
+    resume = None
+    if args.resume is not None:
+        resume = _load_checkpoint(ckpt_path if args.resume is True else args.resume)
+        cfg = resume["config"]
+        for key in ("model", "dataset", "seed"):
+            if cfg.get(key) != getattr(args, key):
+                raise CLIError(f"--resume: the checkpoint was trained with --{key} {cfg.get(key)}, "
+                               f"not {getattr(args, key)}", 2)
+
+    if args.dataset == "digits" and args.data_dir:
+        raise CLIError("--data-dir is for --dataset mnist (the digits are bundled with ember)", 2)
+    if args.dataset == "mnist" and not args.data_dir:
+        raise CLIError("--dataset mnist needs --data-dir DIR (a folder holding the MNIST IDX files)", 2)
+    xtr, ytr, xte, yte = _load_data(args)
+    import ember.nn.functional as F
+    rank, world = 0, 1
+    dist = None
+    if args.distributed:
+        import ember.distributed as dist
+        try:
+            dist.init_process_group("mpi")
+        except RuntimeError as e:
+            raise CLIError(f"--distributed: {e}") from None
+        rank, world = dist.get_rank(), dist.get_world_size()
+    say = print if rank == 0 else (lambda *a, **k: None)
+
+    if args.limit:
+        xtr, ytr = xtr[:args.limit], ytr[:args.limit]
+    channels, size = xtr.shape[1], xtr.shape[2]
+    num_classes = 10
+
+    ember.manual_seed(args.seed)
+    model = _build_model(args.model, channels, size, num_classes)
+    memory_format = ember.channels_last if args.channels_last and args.model != "mlp" else ember.contiguous_format
+    if args.channels_last and args.model != "mlp":
+        model = model.to(memory_format=ember.channels_last)
+    lr = args.lr if args.lr is not None else _default_lr(args.model)
+    optimizer = ember.optim.Adam(model.parameters(), lr=lr)
+    start_epoch = 0
+    if resume is not None:
+        try:
+            model.load_state_dict(resume["model"])
+            optimizer.load_state_dict(resume["optimizer"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as e:
+            raise CLIError(f"--resume: the checkpoint does not fit the model: {str(e).splitlines()[0]}") from None
+        start_epoch = int(resume["epoch"])
+        if resume.get("rng_state") is not None:
+            ember.set_rng_state(resume["rng_state"])
+        say(f"resumed from {args.resume if args.resume is not True else ckpt_path} after epoch {start_epoch}")
+    net = model
+    if dist is not None:
+        from ember.nn.parallel import DistributedDataParallel
+        net = DistributedDataParallel(model)
+
+    from ember.utils.data.distributed import DistributedSampler
+    sampler = DistributedSampler(range(len(ytr)), num_replicas=world, rank=rank, shuffle=True, seed=args.seed)
+    flat = args.model == "mlp"
+
+    def prep(x):
+        if flat:
+            return x.reshape(x.shape[0], -1)
+        return x.contiguous(memory_format=memory_format) if args.channels_last else x
+
+    nparams = sum(p.numel() for p in model.parameters())
+    say(f"ember {ember.__version__}: training {args.model} ({nparams:,} parameters) on {args.dataset} "
+        f"({len(ytr)} train / {len(yte)} test{f', {world} processes' if world > 1 else ''}), "
+        f"batch {args.batch_size}, Adam lr {lr:g}, seed {args.seed}")
+    if start_epoch >= args.epochs:
+        say(f"nothing to do: the checkpoint has already done {start_epoch} epoch(s) of --epochs {args.epochs}")
+
+    acc = None
+    for epoch in range(start_epoch, args.epochs):
+        t0 = time.perf_counter()
+        sampler.set_epoch(epoch)
+        order = np.fromiter(iter(sampler), np.int64)
+        batches = [order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size)]
+        prof = None
+        if args.profile and epoch == start_epoch:
+            from ember import profiler
+            prof = profiler.profile(activities=[profiler.ProfilerActivity.CPU], record_shapes=True)
+            prof.__enter__()
+        model.train()
+        total, count = 0.0, 0
+        bar = _progress(batches, len(batches), f"epoch {epoch + 1}/{args.epochs}",
+                        rank == 0 and not args.no_progress)
+        for idx in bar:
+            ix = ember.from_numpy(idx)
+            x, y = prep(xtr[ix]), ytr[ix]
+            loss = F.cross_entropy(net(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(idx)
+            count += len(idx)
+            if bar is not batches:
+                bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
+        if prof is not None:
+            prof.__exit__(None, None, None)
+        if dist is not None:
+            stats = ember.tensor([total, float(count)], dtype=ember.float64)
+            dist.all_reduce(stats)
+            total, count = stats.tolist()
+        acc = evaluate(model, xte, yte, prep)
+        dt = time.perf_counter() - t0
+        say(f"epoch {epoch + 1:>3}/{args.epochs}  loss {total / count:.4f}  test accuracy {acc * 100:6.2f}%  "
+            f"({dt:.1f} s)", flush=True)
+        if rank == 0:
+            save_checkpoint(ckpt_path, model, optimizer, epoch + 1, args)
+        if prof is not None and rank == 0:
+            _report_profile(prof, args.profile)
+    if acc is not None:
+        say(f"done: test accuracy {acc * 100:.2f}%, checkpoint {ckpt_path}")
+    if dist is not None:
+        dist.barrier()
+        dist.destroy_process_group()
+    return 0
+
+
+def evaluate(model, x, y, prep, batch_size=512):
+    import ember
+    model.eval()
+    correct = 0
+    with ember.no_grad():
+        for i in range(0, len(y), batch_size):
+            out = model(prep(x[i:i + batch_size]))
+            correct += int((out.argmax(1) == y[i:i + batch_size]).sum().item())
+    model.train()
+    return correct / len(y)
+
+
+def save_checkpoint(path, model, optimizer, epoch, args):
+    import ember
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    config = {k: getattr(args, k) for k in ("model", "dataset", "seed", "batch_size", "lr", "channels_last")}
+    tmp = path + ".tmp"
+    ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "config": config, "rng_state": ember.get_rng_state()}, tmp)
+    os.replace(tmp, path)
+
+
+def _report_profile(prof, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    trace = os.path.join(out_dir, "trace.json")
+    prof.export_chrome_trace(trace)
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+    print(f"chrome trace: {trace} (open in chrome://tracing or https://ui.perfetto.dev)")
+
+
+# ----------------------------------------------------------------------------------------- bench
+def _find_bench_dir(explicit):
+    if explicit:
+        cands = [explicit]
+    else:
+        cands = []
+        if os.environ.get("EMBER_BENCH_DIR"):
+            cands.append(os.environ["EMBER_BENCH_DIR"])
+        d = os.path.abspath(os.getcwd())
+        while True:
+            cands.append(os.path.join(d, "benchmarks"))
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        # an editable install: src/ember/cli.py -> <repo>/benchmarks
+        cands.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+    for c in cands:
+        if os.path.isfile(os.path.join(c, "run.py")):
+            return os.path.abspath(c)
+    if explicit:
+        raise CLIError(f"--bench-dir {explicit}: no run.py there (expected ember's benchmarks/ folder)")
+    raise CLIError("cannot find the benchmarks/ folder (it lives in ember's source checkout, not in the "
+                   "installed package): run `ember bench` inside the checkout or pass --bench-dir PATH")
+
+
+def bench(args, rest):
+    import importlib.util
+    bench_dir = _find_bench_dir(args.bench_dir)
+    spec = importlib.util.spec_from_file_location("ember_bench_run", os.path.join(bench_dir, "run.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, bench_dir)
+    spec.loader.exec_module(mod)
+    argv = list(args.patterns) + rest
+    if args.json:
+        argv += ["--json", args.json]
+    if args.quick:
+        argv.append("--quick")
+    mod.main(argv)
+    return 0
+
+
+def trace_diff(argv):
+    try:
+        from ember.trace_analysis.cli import main as td_main
+    except ImportError as e:
+        raise CLIError(f"trace-diff is not available: {e}") from None
+    return td_main(argv) or 0
+
+
+# ------------------------------------------------------------------------------------------ main
+def build_parser():
+    ap = _Parser(prog="ember", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", metavar="{train,bench,trace-diff}", parser_class=_Parser)
+    _train_parser(sub)
+    b = sub.add_parser("bench", help="run the benchmark suite (ember vs PyTorch, ratios)",
+                       description="Run benchmarks/run.py from ember's source checkout; extra arguments "
+                                   "are passed on to it.")
+    b.add_argument("patterns", nargs="*", help="substrings of 'area/workload' names")
+    b.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    b.add_argument("--quick", action="store_true", help="shorter timing (noisier)")
+    b.add_argument("--bench-dir", help="the benchmarks folder (default: found from the current folder upward)")
+    sub.add_parser("trace-diff", help="compare two profiler traces (ember trace-diff --help)", add_help=False)
+    return ap
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "trace-diff":
+            return trace_diff(argv[1:])
+        ap = build_parser()
+        if argv and argv[0] == "bench":
+            args, rest = ap.parse_known_args(argv)
+            return bench(args, rest)
+        args = ap.parse_args(argv)
+        if args.command is None:
+            ap.print_help()
+            return 2
+        return args.run(args)
+    except CLIError as e:
+        msg = str(e)
+        print(msg if msg.startswith("ember") else f"ember: error: {msg}", file=sys.stderr)
+        if os.environ.get("EMBER_DEBUG"):
+            raise
+        return e.code
+    except KeyboardInterrupt:
+        print("ember: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
