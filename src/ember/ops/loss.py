@@ -146,25 +146,37 @@ def _softmax_rows(xp, x):
     return e
 
 
+def _all_valid(t, ign):
+    """No target equals ignore_index (one reduction in the usual case of a negative ignore_index)."""
+    if t.size == 0:
+        return True
+    if ign < 0:
+        return bool(t.min() > ign)
+    return not bool((t == ign).any())
+
+
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
-    m = x.max(axis=1, keepdims=True)
-    s = x - m
+    s = x - x.max(axis=1, keepdims=True)
     lse = xp.log(xp.exp(s).sum(axis=1))
+    if _all_valid(t, ignore_index):
+        picked = s[xp.arange(n), t]
+        if reduction == "none":
+            lse -= picked
+            return lse
+        total = lse.sum() - picked.sum()
+        return xp.asarray(total if reduction == "sum" else total / x.dtype.type(n) if n else np.nan,
+                          dtype=x.dtype)
     valid = t != ignore_index
-    all_valid = valid.all()
-    tt = t if all_valid else xp.where(valid, t, 0)
-    loss = lse - s[xp.arange(n), tt]
-    if not all_valid:
-        loss *= valid
+    loss = lse - s[xp.arange(n), xp.where(valid, t, 0)]
+    loss *= valid
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    cnt = n if all_valid else int(valid.sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
+    cnt = int(valid.sum())
+    return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
 
 
 cross_entropy_op = defop("cross_entropy", _ce_impl, save=("inputs",), node_name="NllLossBackward0")
@@ -176,23 +188,30 @@ def _(ctx, g):
     return dispatch(cross_entropy_backward_op, (g, x, t), ctx.params), None
 
 
-def _ce_scale(xp, g, valid, reduction, dtype):
-    """Per-row multiplier of (softmax - onehot) for the three reductions."""
-    s = g * valid
+def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
+    """g * d(loss)/dx = scale * (softmax(x) - onehot(t)) per row, masked where t == ignore_index."""
+    n = x.shape[0]
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    rows = xp.arange(n)
+    if _all_valid(t, ignore_index):
+        if reduction == "none":
+            scale = g.astype(x.dtype, copy=False)[:, None]
+            e *= scale / e.sum(axis=1, keepdims=True)
+            e[rows, t] -= scale[:, 0]
+            return e
+        scale = x.dtype.type(g / n if reduction == "mean" else g)
+        e *= scale / e.sum(axis=1, keepdims=True)
+        e[rows, t] -= scale
+        return e
+    valid = t != ignore_index
+    e /= e.sum(axis=1, keepdims=True)
+    e[rows, xp.where(valid, t, 0)] -= 1
+    sc = g * valid
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            s = s / valid.sum()
-    return s[:, None].astype(dtype, copy=False)
-
-
-def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
-    p = _softmax_rows(xp, x)
-    n = x.shape[0]
-    valid = t != ignore_index
-    tt = t if valid.all() else xp.where(valid, t, 0)
-    p[xp.arange(n), tt] -= 1
-    p *= _ce_scale(xp, g, valid, reduction, x.dtype)
-    return p
+            sc = sc / valid.sum()
+    e *= sc[:, None].astype(x.dtype, copy=False)
+    return e
 
 
 cross_entropy_backward_op = defop("cross_entropy_backward", _ce_backward_impl, save=("inputs",),
