@@ -132,6 +132,8 @@ def _to_array(data, dtype=None):
 
 
 def _finish(arr, requires_grad=False, device=None):
+    if device is None and not requires_grad and not D.grad_mode.inference:
+        return _new(arr)
     if device is not None and _device_cls(device).type == "meta":
         t = _new(np.broadcast_to(np.zeros((), arr.dtype), arr.shape))
         t._meta = True
@@ -148,8 +150,16 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if dtype is None and device is None:
         # fast path: a float or a flat list of floats (the common small-tensor case)
         tp = type(data)
-        if tp is float or (tp is list and data and _all_floats(data)):
-            return _finish(np.array(data, dt.get_default_dtype().np), requires_grad)
+        if tp is float or (tp is list and data and (
+                type(data[0]) is float if len(data) == 1 else _all_floats(data))):
+            t = _new(np.array(data, dt._default[0].np))
+            if requires_grad:
+                t._rg = True
+            if D.grad_mode.inference and not D.grad_mode.enabled:
+                t._inference = True
+                if requires_grad:
+                    t.requires_grad_(True)  # raises as PyTorch does
+            return t
     return _finish(_to_array(data, dtype), requires_grad, device)
 
 

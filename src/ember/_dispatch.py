@@ -127,18 +127,41 @@ def _camel(name):
 
 def dispatch(op, args, params=_EMPTY):
     if state.simple:
-        rg = False
-        arrs = []
-        for a in args:
+        # the fast path: plain arrays, no transform, no listener
+        if len(args) == 2:
+            a, b = args
+            rg = False
             if isinstance(a, Tensor):
                 if a._meta:
                     return _meta_eval(op, args, params)
-                arrs.append(a._data)
-                if a._rg:
+                rg = a._rg
+                a = a._data
+            if isinstance(b, Tensor):
+                if b._meta:
+                    return _meta_eval(op, args, params)
+                if b._rg:
                     rg = True
-            else:
-                arrs.append(a)
-        out = op.impl(xp, *arrs, **params)
+                b = b._data
+            out = op.impl(xp, a, b, **params) if params else op.impl(xp, a, b)
+        elif len(args) == 1 and isinstance(args[0], Tensor):
+            a = args[0]
+            if a._meta:
+                return _meta_eval(op, args, params)
+            rg = a._rg
+            out = op.impl(xp, a._data, **params) if params else op.impl(xp, a._data)
+        else:
+            rg = False
+            arrs = []
+            for a in args:
+                if isinstance(a, Tensor):
+                    if a._meta:
+                        return _meta_eval(op, args, params)
+                    arrs.append(a._data)
+                    if a._rg:
+                        rg = True
+                else:
+                    arrs.append(a)
+            out = op.impl(xp, *arrs, **params)
         if rg and grad_mode.enabled and op.differentiable:
             return record(op, args, params, out)
         if op.nout == 1 and not op.view:

@@ -71,7 +71,6 @@ class Tensor:
     _meta = False
     _inference = False
     _grad_owned = False
-    _is_grad = False  # stored as some leaf's .grad by the engine (never handed to a second leaf)
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -304,8 +303,7 @@ class Tensor:
         return G._RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         t = self._shallow()
@@ -423,6 +421,12 @@ class Tensor:
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)))
+
+
+def _autograd_backward(*args, **kwargs):
+    global _autograd_backward
+    from .autograd import backward as _autograd_backward
+    return _autograd_backward(*args, **kwargs)
 
 
 def _init(t, arr):

@@ -24,7 +24,7 @@ def _key(x):
 
 def result_dtype(*xs):
     """PyTorch's result type of arrays (with their dims) and Python numbers, as an ember dtype."""
-    key = tuple(_key(x) for x in xs)
+    key = (_key(xs[0]), _key(xs[1])) if len(xs) == 2 else tuple(_key(x) for x in xs)
     r = _promo_cache.get(key)
     if r is None:
         dims, zeros, scalars = [], [], []

@@ -21,7 +21,15 @@ def _same(a, b):
 
 def _binary_impl(uf, name, floating=False):
     def impl(xp, a, b):
-        if floating or not _same(a, b):
+        if type(a) is _nd:
+            if type(b) is _nd:
+                if floating or a.dtype is not b.dtype:
+                    a, b = U.promote(a, b, floating)
+            elif not ((type(b) is float or type(b) is int) and a.dtype.kind == "f"):
+                # (a floating array with a Python number keeps its dtype: NumPy's weak scalars
+                #  agree with PyTorch there, so no promotion is needed)
+                a, b = U.promote(a, b, floating)
+        elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
             a, b = U.promote(a, b, floating)
         try:
             return uf(a, b)
@@ -72,7 +80,7 @@ mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
-    return (g * _conj_dtype(b, g) if n[0] else None), (g * a if n[1] else None)
+    return (g * b if n[0] else None), (g * a if n[1] else None)
 
 
 @mul_op.def_jvp
@@ -82,7 +90,9 @@ def _(ctx, ta, tb):
 
 
 def _true_div(xp, a, b):
-    a, b = U.promote(a, b, floating=True)
+    if not (type(a) is _nd and a.dtype.kind == "f" and (
+            (type(b) is _nd and b.dtype is a.dtype) or type(b) is float or type(b) is int)):
+        a, b = U.promote(a, b, floating=True)
     return xp.true_divide(a, b)
 
 
@@ -768,7 +778,8 @@ def _out(r, out):
 
 def _mk_unary(op):
     def f(input, *, out=None):
-        return _out(dispatch(op, (input,)), out)
+        r = dispatch(op, (input,))
+        return r if out is None else _out(r, out)
     f.__name__ = op.name
     return f
 
