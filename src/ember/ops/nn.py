@@ -10,7 +10,7 @@ conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph 
 Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
 pixels). Fused backward kernels that are not closed under differentiation (batch norm) run only
 when nothing observes them (grad mode off, no transform); otherwise the vjp is the composite
-formula in ember ops.
+formula in ember ops. Forward-mode (jvp) rules are written in ember ops too.
 """
 import threading
 
@@ -433,6 +433,39 @@ def _(ctx, v):
     return dx, dg
 
 
+def _tsum(*ts):
+    r = None
+    for t in ts:
+        if t is not None:
+            r = t if r is None else r + t
+    return r
+
+
+@conv2d_op.def_jvp
+def _(ctx, tx, tw, tb=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    p = _cparams(ctx.params)
+    return _tsum(None if tx is None else dispatch(conv2d_op, (tx, w), p),
+                 None if tw is None else dispatch(conv2d_op, (x, tw), p),
+                 None if tb is None else tb.reshape(-1, 1, 1))
+
+
+@conv2d_input_op.def_jvp
+def _(ctx, tg, tw):
+    g, w = ctx.inputs
+    p = ctx.params
+    return _tsum(None if tg is None else dispatch(conv2d_input_op, (tg, w), p),
+                 None if tw is None else dispatch(conv2d_input_op, (g, tw), p))
+
+
+@conv2d_weight_op.def_jvp
+def _(ctx, tx, tg):
+    x, g = ctx.inputs
+    p = ctx.params
+    return _tsum(None if tx is None else dispatch(conv2d_weight_op, (tx, g), p),
+                 None if tg is None else dispatch(conv2d_weight_op, (x, tg), p))
+
+
 def _conv_padding(padding, k, dilation, stride, op):
     """(top, bottom, left, right) from an int, a pair, 'same' or 'valid'."""
     if isinstance(padding, str):
@@ -680,10 +713,22 @@ def _(ctx, g, _gi=None):
 
 @max_pool2d_bwd_op.def_vjp
 def _(ctx, v):
-    g, idx = ctx.inputs
-    N, C = v.shape[:2]
-    gg = v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(g.shape)
-    return gg, None
+    return _gather_planes(v, ctx.inputs[1]), None
+
+
+def _gather_planes(v, idx):
+    N, C = idx.shape[:2]
+    return v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(idx.shape)
+
+
+@max_pool2d_idx_op.def_jvp
+def _(ctx, tx):
+    return _gather_planes(tx, ctx.outs[1]), None
+
+
+@max_pool2d_bwd_op.def_jvp
+def _(ctx, tg, _ti=None):
+    return dispatch(max_pool2d_bwd_op, (tg, ctx.inputs[1]), ctx.params)
 
 
 def _pool_args(input, kernel_size, stride, padding, dilation, op):
@@ -810,6 +855,10 @@ def _(ctx, v):
     p = dict(ctx.params)
     del p["in_shape"], p["nhwc"]
     return dispatch(avg_pool2d_op, (v,), p)
+
+
+avg_pool2d_op.jvp = lambda ctx, t: dispatch(avg_pool2d_op, (t,), ctx.params)
+avg_pool2d_bwd_op.jvp = lambda ctx, t: dispatch(avg_pool2d_bwd_op, (t,), ctx.params)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -1009,6 +1058,31 @@ def _(ctx, g, _g1=None, _g2=None):
     return gx, gw, gb, None, None
 
 
+@batch_norm_op.def_jvp
+def _(ctx, tx, tw, tb, _trm=None, _trv=None):
+    x, w, b, rm, rv = ctx.inputs
+    dims = _bn_dims(x)
+    cs = _cshape(x)
+    if ctx.params["training"]:
+        mu = x.mean(dims, keepdim=True)
+        xc = x - mu
+        istd = ((xc * xc).mean(dims, keepdim=True) + ctx.params["eps"]).rsqrt()
+    else:
+        xc = x - rm.reshape(cs)
+        istd = ctx.outs[2].reshape(cs)
+    xhat = xc * istd
+    txhat = None
+    if tx is not None:
+        if ctx.params["training"]:
+            txhat = (tx - tx.mean(dims, keepdim=True) - xhat * (tx * xhat).mean(dims, keepdim=True)) * istd
+        else:
+            txhat = tx * istd
+    ty = _tsum(None if txhat is None else (txhat if w is None else txhat * w.reshape(cs)),
+               None if tw is None else xhat * tw.reshape(cs),
+               None if tb is None else tb.reshape(cs))
+    return ty, None, None
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-05):
     if input.dim() < 2:
@@ -1156,6 +1230,16 @@ def _(ctx, v):
         counts = np.bincount(flat, minlength=v.shape[0])
         r = r / tensor(counts[idx._data].astype(v.dtype.np)[..., None])
     return r, None
+
+
+@embedding_op.def_jvp
+def _(ctx, tw, _ti=None):
+    return dispatch(embedding_op, (tw, ctx.inputs[1]), ctx.params)
+
+
+@embedding_bwd_op.def_jvp
+def _(ctx, tg, _ti=None):
+    return dispatch(embedding_bwd_op, (tg, ctx.inputs[1]), ctx.params)
 
 
 def _padding_idx(padding_idx, n):
