@@ -1197,8 +1197,8 @@ def _embedding_bwd_impl(xp, g, idx, *, num_weights, padding_idx=None, scale_grad
         counts = xp.bincount(flat, minlength=num_weights)
         g2 = g2 / counts[flat][:, None].astype(g.dtype)
     xp.add.at(gw, flat, g2)
-    if padding_idx is not None:
-        gw[padding_idx] = 0
+    if padding_idx is not None:  # an int, or a tuple of rows (vmap over stacked tables)
+        gw[list(padding_idx) if isinstance(padding_idx, tuple) else padding_idx] = 0
     return gw
 
 
@@ -1220,7 +1220,8 @@ def _(ctx, v):
     p = ctx.params
     if p.get("padding_idx") is not None:
         keep = np.ones((v.shape[0], 1), v.dtype.np)
-        keep[p["padding_idx"]] = 0
+        pi = p["padding_idx"]
+        keep[list(pi) if isinstance(pi, tuple) else pi] = 0
         from .._creation import tensor
         v = v * tensor(keep)
     r = dispatch(embedding_op, (v, idx), {})
@@ -1360,3 +1361,144 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "layer_norm", "group_norm",
            "instance_norm", "linear", "embedding", "embedding_bag"]
+
+
+# ----------------------------------------------------------------------------- vmap batching rules
+# rule(op, vals, batched, params, size) -> (out, out_batched); a batched value carries the vmap
+# dimension first. Images fold the vmap dimension into N; per-member weights (ensembles) fold it
+# into the channels with groups multiplied by the batch size; embeddings offset the indices.
+
+
+def _bm(v, b, size):
+    """A batched view of v (unbatched values are broadcast)."""
+    return v if b else v.unsqueeze(0).expand((size,) + tuple(v.shape))
+
+
+def _fold_n(v):
+    s = tuple(v.shape)
+    return v.reshape((s[0] * s[1],) + s[2:])
+
+
+def _unfold_n(v, size):
+    s = tuple(v.shape)
+    return v.reshape((size, s[0] // size) + s[1:])
+
+
+def _to_channels(v, size):
+    """(B, N, C, ...) -> (N, B*C, ...)."""
+    s = tuple(v.shape)
+    return v.movedim(0, 1).reshape((s[1], s[0] * s[2]) + s[3:])
+
+
+def _from_channels(v, size):
+    """(N, B*C, ...) -> (B, N, C, ...)."""
+    s = tuple(v.shape)
+    return v.reshape((s[0], size, s[1] // size) + s[2:]).movedim(1, 0)
+
+
+def _conv_rule(op, vals, bd, params, size):
+    x, w = vals[0], vals[1]
+    bias = vals[2] if len(vals) > 2 else None
+    bb = len(vals) > 2 and bd[2]
+    if not bd[1] and not bb:
+        return _unfold_n(dispatch(op, (_fold_n(x),) + tuple(vals[1:]), params), size), True
+    xs = _to_channels(_bm(x, bd[0], size), size)
+    ws = _fold_n(_bm(w, bd[1], size))
+    p = dict(params, groups=params["groups"] * size)
+    args = (xs, ws)
+    if bias is not None:
+        args += (_fold_n(_bm(bias, bb, size)),)
+    return _from_channels(dispatch(op, args, p), size), True
+
+
+def _conv_input_rule(op, vals, bd, params, size):
+    g, w = vals
+    if not bd[1]:
+        return _unfold_n(dispatch(op, (_fold_n(g), w), params), size), True
+    gs = _to_channels(_bm(g, bd[0], size), size)
+    p = dict(params, groups=params["groups"] * size)
+    return _from_channels(dispatch(op, (gs, _fold_n(w)), p), size), True
+
+
+def _conv_weight_rule(op, vals, bd, params, size):
+    x, g = vals
+    xs = _to_channels(_bm(x, bd[0], size), size)
+    gs = _to_channels(_bm(g, bd[1], size), size)
+    p = dict(params, groups=params["groups"] * size)
+    return _unfold_n(dispatch(op, (xs, gs), p), size), True
+
+
+def _pool_rule(op, vals, bd, params, size):
+    out = dispatch(op, (_fold_n(vals[0]),), params)
+    if op.nout == 1:
+        return _unfold_n(out, size), True
+    return tuple(_unfold_n(o, size) for o in out), (True,) * op.nout
+
+
+def _pool_bwd_rule(op, vals, bd, params, size):
+    args = tuple(_fold_n(_bm(v, b, size)) for v, b in zip(vals, bd))
+    p = dict(params, in_shape=(size * params["in_shape"][0],) + tuple(params["in_shape"][1:]))
+    return _unfold_n(dispatch(op, args, p), size), True
+
+
+def _channel_vec(v, b, size):
+    return None if v is None else _fold_n(_bm(v, b, size))
+
+
+def _bn_rule(op, vals, bd, params, size):
+    x, w, b, rm, rv = vals
+    if params["training"] and params.get("momentum") and (rm is not None or rv is not None):
+        raise RuntimeError("vmap: batch_norm in training mode cannot update running statistics shared by "
+                           "the vmapped members; pass running_mean=None and running_var=None (or use eval "
+                           "mode), as with torch.func")
+    args = (_to_channels(_bm(x, bd[0], size), size),) + tuple(
+        _channel_vec(v, bv, size) for v, bv in zip((w, b, rm, rv), bd[1:]))
+    y, mean, invstd = dispatch(op, args, params)
+    return (_from_channels(y, size), mean.reshape(size, -1), invstd.reshape(size, -1)), (True, True, True)
+
+
+def _bn_bwd_rule(op, vals, bd, params, size):
+    g, x, w, mean, invstd = vals
+    args = (_to_channels(_bm(g, bd[0], size), size), _to_channels(_bm(x, bd[1], size), size),
+            _channel_vec(w, bd[2], size), _channel_vec(mean, bd[3], size), _channel_vec(invstd, bd[4], size))
+    gx, gw, gb = dispatch(op, args, params)
+    return (_from_channels(gx, size), gw.reshape(size, -1), gb.reshape(size, -1)), (True, True, True)
+
+
+def _offset_rows(idx, b, size, n):
+    """Indices into B stacked tables of n rows: idx + k*n for member k."""
+    from .._creation import arange
+    idx = _bm(idx, b, size)
+    return idx + arange(size, dtype=idx.dtype).reshape((size,) + (1,) * (idx.dim() - 1)) * n
+
+
+def _offset_params(params, size, n):
+    pi = params.get("padding_idx")
+    if pi is None:
+        return params
+    pis = pi if isinstance(pi, tuple) else (pi,)
+    return dict(params, padding_idx=tuple(p + k * n for k in range(size) for p in pis))
+
+
+def _embedding_rule(op, vals, bd, params, size):
+    w, idx = vals
+    if not bd[0]:
+        return dispatch(op, (w, idx), params), True
+    n = w.shape[1]
+    return dispatch(op, (_fold_n(w), _offset_rows(idx, bd[1], size, n)), _offset_params(params, size, n)), True
+
+
+def _embedding_bwd_rule(op, vals, bd, params, size):
+    g, idx = vals
+    n = params["num_weights"]
+    p = dict(_offset_params(params, size, n), num_weights=n * size)
+    return _unfold_n(dispatch(op, (_bm(g, bd[0], size), _offset_rows(idx, bd[1], size, n)), p), size), True
+
+
+for _op, _rule in ((conv2d_op, _conv_rule), (conv2d_input_op, _conv_input_rule),
+                   (conv2d_weight_op, _conv_weight_rule), (max_pool2d_op, _pool_rule),
+                   (max_pool2d_idx_op, _pool_rule), (avg_pool2d_op, _pool_rule),
+                   (max_pool2d_bwd_op, _pool_bwd_rule), (avg_pool2d_bwd_op, _pool_bwd_rule),
+                   (batch_norm_op, _bn_rule), (batch_norm_bwd_op, _bn_bwd_rule),
+                   (embedding_op, _embedding_rule), (embedding_bwd_op, _embedding_bwd_rule)):
+    _op.batch = _rule
