@@ -37,7 +37,12 @@ class VmapLevel(D.Level):
         # the wrapper's own array only carries the logical shape and dtype (zero strides, no
         # memory); floats read as NaN, so a batched tensor leaking out of vmap cannot pass for data
         dtype = value._data.dtype
-        fill = np.full((), np.nan, dtype) if dtype.kind == "f" else np.zeros((), dtype)
+        if dtype.kind == "f":
+            fill = np.full((), np.nan, dtype)
+        elif dtype.kind in "iu":  # an out-of-range index if it is ever used as one
+            fill = np.full((), np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max, dtype)
+        else:
+            fill = np.zeros((), dtype)
         t = D._new_tensor(np.broadcast_to(fill, value.shape[1:]))
         t._wr = self
         t._val = value

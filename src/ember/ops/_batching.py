@@ -286,7 +286,16 @@ def linear_rule(op, vals, bd, params, size):
             s = tuple(x.shape)
             r = dispatch(op, (x.reshape(_prod(s[:-1]), s[-1]),) + tuple(vals[1:]), params)
             return r.reshape(s[:-1] + (r.shape[-1],)), True
-    # batched weight (ensembles): x @ w^T (+ b) through the matmul rule
+    if bw and not bx and w.dim() == 3:
+        # the same input to every member (ensembles): one GEMM against all members' rows stacked
+        out_f = w.shape[1]
+        bf = None
+        if bias is not None:
+            bf = bias.reshape(-1) if bb else bias.repeat(size)
+        r = dispatch(op, (x, w.reshape(size * out_f, w.shape[2])) + ((bf,) if bf is not None else ()), params)
+        r = r.reshape(tuple(r.shape[:-1]) + (size, out_f))
+        return r.movedim(-2, 0).contiguous(), True  # later GEMMs want each member's rows contiguous
+    # batched weight and input: x @ w^T (+ b) through the matmul rule
     wt = w.transpose(-1, -2)
     if bx or bw:
         r, _ = matmul_rule(REGISTRY["matmul"], (x, wt), (bx, bw), {}, size)
@@ -358,7 +367,7 @@ def batched_index(x, idx, value=None, setitem=False):
             x[items] = value
             return None
         return x[items]
-    if all(isinstance(it, D.Tensor) and it.dtype.category == 0 and it.dtype.name != "bool" for it in items):
+    if all(isinstance(it, D.Tensor) and it.dtype.category == 1 for it in items):  # integer tensors
         # integer index tensors on the leading dims: one advanced index with a batch arange in front
         from .._creation import arange
         size = lvl.size

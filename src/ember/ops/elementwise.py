@@ -945,13 +945,21 @@ def logsigmoid(input):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from .._creation import as_tensor
     a, b = as_tensor(input), as_tensor(other)
+    if a._wr is not None or b._wr is not None:  # under a transform: composed from registry ops
+        close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+        return close | (a.isnan() & b.isnan()) if equal_nan else close
     r = np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return D._new_tensor(np.asarray(r))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+    r = isclose(input, other, rtol, atol, equal_nan)
+    if r._wr is not None:  # a transform wrapper: its level decides whether the value can be read
+        return bool(r.all())
+    return bool(r._data.all())
 
 
 def equal(input, other):
+    if input._wr is not None or (U.is_tensor(other) and other._wr is not None):
+        return input.shape == other.shape and bool((input == other).all())
     return input.shape == other.shape and bool((input._data == other._data).all())
