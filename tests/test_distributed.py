@@ -159,3 +159,13 @@ def test_ember_train_distributed_equals_one_process(tmp_path):
     a, b = ember.load(str(tmp_path / "ddp.ckpt"))["model"], ember.load(str(tmp_path / "one.ckpt"))["model"]
     for k in a:
         np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), atol=1e-5, rtol=1e-5, err_msg=k)
+
+
+def test_missing_mpi4py_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(dist, "_MPI", None)
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)
+    assert not dist.is_mpi_available()
+    with pytest.raises(RuntimeError, match="apt-get install -y openmpi-bin libopenmpi-dev.*ember\\[mpi\\]"):
+        dist.init_process_group("mpi")
+    assert not dist.is_initialized()

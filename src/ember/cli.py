@@ -124,7 +124,7 @@ def _progress(iterable, total, desc, enabled):
         except ImportError:
             pass
         else:
-            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None, dynamic_ncols=True)
+            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None)
     return iterable
 
 
