@@ -133,9 +133,11 @@ def test_a_failing_rank_aborts_the_job():
 
 
 @needs_mpi
-def test_ddp_matches_single_process_training():
+@pytest.mark.parametrize("progress_thread", ["1", "0"])
+def test_ddp_matches_single_process_training(progress_thread, monkeypatch):
     if not hasattr(pytest.importorskip("ember.nn"), "Linear"):
         pytest.skip("ember.nn has not landed")
+    monkeypatch.setenv("EMBER_DDP_PROGRESS_THREAD", progress_thread)
     ok_ranks(run_mpi("ddp.py", 2), 2)
 
 

@@ -7,10 +7,15 @@ the order backward produces their gradients; the first bucket holds at most 1 Mi
 reduction starts early); a hook on each parameter's gradient accumulation
 copies the gradient into its bucket, and the moment a bucket is complete a non-blocking MPI
 all-reduce starts on it, while backward goes on computing the earlier layers' gradients. Buckets
-start in the same order on every rank (MPI requires it). When the last bucket has started, the
-reduction is waited for and the averaged gradients are written to ``param.grad``.
+start in the same order on every rank (MPI requires it). A background thread keeps the
+reductions moving while backward computes (MPI progresses only inside MPI calls; see
+``ember.distributed._progress``; ``EMBER_DDP_PROGRESS_THREAD=0`` turns it off). When the last
+bucket has started, the reduction is waited for and the averaged gradients are written to
+``param.grad``.
 """
 import contextlib
+import os
+import time
 
 import numpy as np
 
@@ -95,6 +100,11 @@ class DistributedDataParallel(Module):
         self._verify_same_params(w)
         self._sync_from_rank0(params + self._buffers_list())
         self._build_buckets(int(bucket_cap_mb * 1024 * 1024))
+        engine = None
+        if w.size > 1 and os.environ.get("EMBER_DDP_PROGRESS_THREAD", "1") != "0":
+            from ...distributed import _progress
+            engine = _progress.get()
+        object.__setattr__(self, "_engine", engine)
         object.__setattr__(self, "_views", [None] * len(params))   # per parameter: its grad in its bucket
         object.__setattr__(self, "_grad_hooks", [p.register_post_accumulate_grad_hook(self._make_hook(i))
                                                  for i, p in enumerate(params)])
@@ -203,7 +213,10 @@ class DistributedDataParallel(Module):
             self._progress()
 
     def _progress(self):
-        """Let MPI move the data of the reductions in flight (its progress runs inside MPI calls)."""
+        """Let MPI move the data of the reductions in flight (its progress runs inside MPI calls);
+        with the progress thread this is its job."""
+        if self._engine is not None:
+            return
         reqs = [b.request for b in self._buckets[:self._next_launch] if b.request is not None]
         if reqs:
             from mpi4py import MPI
@@ -217,6 +230,8 @@ class DistributedDataParallel(Module):
             b = buckets[self._next_launch]
             if w.size > 1:
                 b.request = w.comm.Iallreduce(MPI.IN_PLACE, b.buf, MPI.SUM)
+                if self._engine is not None:
+                    self._engine.watch(b.request)
             self._next_launch += 1
         if self._next_launch == len(buckets):
             self._finalize()
@@ -227,8 +242,14 @@ class DistributedDataParallel(Module):
         from mpi4py import MPI
         w = self._world
         reqs = [b.request for b in self._buckets if b.request is not None]
+        t0 = time.perf_counter()
         if reqs:
-            MPI.Request.Waitall(reqs)
+            if self._engine is not None:
+                self._engine.wait_all()
+            else:
+                MPI.Request.Waitall(reqs)
+        # how long backward's end waited for the reductions (benchmarks read it)
+        object.__setattr__(self, "last_wait_s", time.perf_counter() - t0)
         used = self._used
         if used is not None and w.size > 1:
             w.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
