@@ -23,6 +23,7 @@ class _Progress:
         self.pending = []
         self.error = None
         self.stopping = False
+        self.waiters = 0                # someone blocks in wait_all: poll without sleeping
         self.thread = threading.Thread(target=self._loop, name="ember-mpi-progress", daemon=True)
         self.thread.start()
         atexit.register(self.stop)      # runs before mpi4py's MPI_Finalize (registered earlier)
@@ -42,8 +43,12 @@ class _Progress:
     def wait_all(self):
         """Block until every watched request has completed."""
         with self.cond:
-            while self.pending and self.error is None:
-                self.cond.wait()
+            self.waiters += 1
+            try:
+                while self.pending and self.error is None:
+                    self.cond.wait()
+            finally:
+                self.waiters -= 1
             if self.error is not None:
                 err, self.error = self.error, None
                 raise RuntimeError(f"MPI progress thread failed: {err}")
@@ -70,7 +75,7 @@ class _Progress:
                     del self.pending[:len(reqs)]
                     if not self.pending:
                         self.cond.notify_all()
-            else:
+            elif not self.waiters:
                 time.sleep(0.0001)
 
 

@@ -24,10 +24,11 @@ from .. import Module
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "buf", "pending", "request", "dtype")
+    __slots__ = ("index", "params", "offsets", "buf", "pending", "requests", "dtype")
 
     def __init__(self, index, params, dtype):
         self.index = index
@@ -40,7 +41,7 @@ class _Bucket:
             n += p.numel()
         self.buf = np.zeros(n, dtype)
         self.pending = len(params)
-        self.request = None
+        self.requests = []
 
 
 def _tensors_in(obj, out):
@@ -180,7 +181,7 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_used", None)
         for b in self._buckets:
             b.pending = len(b.params)
-            b.request = None
+            b.requests = []
 
     def _make_hook(self, i):
         def hook(param):
@@ -217,7 +218,7 @@ class DistributedDataParallel(Module):
         with the progress thread this is its job."""
         if self._engine is not None:
             return
-        reqs = [b.request for b in self._buckets[:self._next_launch] if b.request is not None]
+        reqs = [r for b in self._buckets[:self._next_launch] for r in b.requests]
         if reqs:
             from mpi4py import MPI
             MPI.Request.Testall(reqs)
@@ -229,9 +230,14 @@ class DistributedDataParallel(Module):
         while self._next_launch < len(buckets) and buckets[self._next_launch].pending == 0:
             b = buckets[self._next_launch]
             if w.size > 1:
-                b.request = w.comm.Iallreduce(MPI.IN_PLACE, b.buf, MPI.SUM)
-                if self._engine is not None:
-                    self._engine.watch(b.request)
+                # in pieces of at most 4 MiB: larger single messages are much slower through
+                # OpenMPI's shared-memory path (measured here: 8 MiB took 15x the time of 4 MiB)
+                step = max(1, _MAX_MESSAGE_BYTES // b.buf.itemsize)
+                for lo in range(0, b.buf.size, step):
+                    r = w.comm.Iallreduce(MPI.IN_PLACE, b.buf[lo:lo + step], MPI.SUM)
+                    b.requests.append(r)
+                    if self._engine is not None:
+                        self._engine.watch(r)
             self._next_launch += 1
         if self._next_launch == len(buckets):
             self._finalize()
@@ -241,7 +247,7 @@ class DistributedDataParallel(Module):
     def _finalize(self):
         from mpi4py import MPI
         w = self._world
-        reqs = [b.request for b in self._buckets if b.request is not None]
+        reqs = [r for b in self._buckets for r in b.requests]
         t0 = time.perf_counter()
         if reqs:
             if self._engine is not None:
