@@ -66,7 +66,7 @@ def _train_parser(sub):
 
 
 def _load_data(args):
-    import ember
+    """(train images, train labels, test images, test labels) as tensors."""
     if args.dataset == "digits":
         from ember.datasets import digits
         tr, te = digits(train=True), digits(train=False)
@@ -80,7 +80,6 @@ def _load_data(args):
         raise CLIError(f"cannot load MNIST from {args.data_dir}: {e}") from None
     xtr, ytr = tr.tensors()
     xte, yte = te.tensors()
-    del ember
     return xtr, ytr, xte, yte
 
 
