@@ -189,6 +189,13 @@ def fixed(*samples_fns):
 ENTRIES = []
 
 
+def _reg_late(name):
+    def f(m, *args, **params):
+        from ember import _dispatch as D
+        return D.REGISTRY[name](*args, **params)
+    return f
+
+
 def F(m):
     """torch.nn.functional, or ember's (the ops' own functions until ember.nn lands)."""
     if m.__name__ == "torch":
@@ -544,6 +551,19 @@ add("einsum", fn=lambda m, eq, *xs: m.einsum(eq, *xs),
                   lambda r: S(("ii->i", U(r, (3, 3)))), lambda r: S(("ij->", U(r, (2, 3)))),
                   lambda r: S(("i,j->ij", U(r, (2,)), U(r, (3,)))),
                   lambda r: S(("...ij,...jk", U(r, (2, 2, 3)), U(r, (3, 4))))))
+
+
+add("cross_entropy", fn=lambda m, x, t, **k: F(m).cross_entropy(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
+                  lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1, "reduction": "sum"}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
+add("cross_entropy", "cross_entropy_primitive", fn=_reg_late("cross_entropy"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
+add("cross_entropy_backward", fn=_reg_late("cross_entropy_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
+                  lambda r: S((U(r, ()), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "sum"}),
+                  lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
 
 
 # ----------------------------------------------------------------------------- in place (functional form)

@@ -131,6 +131,8 @@ def dispatch(op, args, params=_EMPTY):
         arrs = []
         for a in args:
             if isinstance(a, Tensor):
+                if a._meta:
+                    return _meta_eval(op, args, params)
                 arrs.append(a._data)
                 if a._rg:
                     rg = True

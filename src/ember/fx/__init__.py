@@ -9,4 +9,5 @@ from .proxy import Proxy, Attribute, TraceError  # noqa: F401
 from ._symbolic_trace import Tracer, symbolic_trace, wrap  # noqa: F401
 from .graph_module import GraphModule  # noqa: F401
 from .interpreter import Interpreter, Transformer  # noqa: F401
+from .subgraph_rewriter import replace_pattern  # noqa: F401
 from . import passes  # noqa: F401

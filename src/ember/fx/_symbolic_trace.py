@@ -9,12 +9,14 @@ import builtins
 import functools
 import importlib
 import inspect
+import math
 import sys
+import traceback
 import types
 
 from .graph import Graph
-from .node import map_aggregate
-from .proxy import Proxy, Attribute, TraceError  # noqa: F401
+from .node import map_aggregate, BINARY_OPERATORS, _ember_public_names
+from .proxy import Proxy, TraceError, _user_frame, _describe  # noqa: F401
 
 _WRAPPED = []  # (globals dict, name) registered by wrap()
 _PATCH_NAMESPACES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
@@ -79,7 +81,7 @@ class _Patcher:
 
     def set(self, obj, name, value):
         if isinstance(obj, dict):
-            self._saved.append((obj, name, obj[name]))
+            self._saved.append((obj, name, obj.get(name, _MISSING)))
             obj[name] = value
         else:
             self._saved.append((obj, name, obj.__dict__[name] if name in obj.__dict__ else _MISSING))
@@ -88,7 +90,10 @@ class _Patcher:
     def restore(self):
         for obj, name, old in reversed(self._saved):
             if isinstance(obj, dict):
-                obj[name] = old
+                if old is _MISSING:
+                    obj.pop(name, None)
+                else:
+                    obj[name] = old
             elif old is _MISSING:
                 delattr(obj, name)
             else:
@@ -123,17 +128,14 @@ def _method_recorder(name, fn, as_function=None):
 
 
 def _operator_table():
-    import operator as o
+    """Tensor magic-method name -> (operator function, whether it is the reflected form)."""
+    import operator
     t = {}
-    for nm, op in (("add", o.add), ("sub", o.sub), ("mul", o.mul), ("truediv", o.truediv),
-                   ("floordiv", o.floordiv), ("mod", o.mod), ("pow", o.pow), ("matmul", o.matmul),
-                   ("and", o.and_), ("or", o.or_), ("xor", o.xor), ("lshift", o.lshift),
-                   ("rshift", o.rshift)):
+    for nm, (op, _, reflected) in BINARY_OPERATORS.items():
         t[f"__{nm}__"] = (op, False)
-        t[f"__r{nm}__"] = (op, True)
-    for nm, op in (("eq", o.eq), ("ne", o.ne), ("lt", o.lt), ("le", o.le), ("gt", o.gt),
-                   ("ge", o.ge), ("getitem", o.getitem)):
-        t[f"__{nm}__"] = (op, False)
+        if reflected:
+            t[f"__r{nm}__"] = (op, True)
+    t["__getitem__"] = (operator.getitem, False)
     return t
 
 
@@ -155,8 +157,12 @@ class Tracer:
     """Turns a module or function into a Graph. Override ``is_leaf_module`` to choose which
     submodules stay one call_module Node (standard ember.nn layers do by default)."""
 
-    def __init__(self, autowrap_modules=(), autowrap_functions=()):
+    def __init__(self, autowrap_modules=(math,), autowrap_functions=(), record_stack_traces=False):
+        # functions of autowrap_modules (and autowrap_functions) bound to a name in the traced
+        # code's module (`from math import sqrt`) are recorded when called on Proxies
+        self.autowrap_modules = tuple(autowrap_modules)
         self.autowrap_functions = tuple(autowrap_functions)
+        self.record_stack_traces = record_stack_traces
         self.graph = None
         self.root = None
         self._param_names = {}
@@ -189,14 +195,16 @@ class Tracer:
                 self.module_stack.pop()
         return self.create_proxy("call_module", path, args, kwargs)
 
-    def getattr(self, attr, attr_val, parameter_proxy_cache=None):
-        return attr_val
-
     # ------------------------------------------------------------------ node building
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        target = getattr(target, "__fx_original__", target)  # never record a recorder
         n = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         if self.module_stack:
             n.meta["nn_module_stack"] = list(self.module_stack)
+        if self.record_stack_traces and kind not in ("placeholder", "output"):
+            frame = _user_frame()
+            if frame is not None:
+                n.meta["stack_trace"] = "".join(traceback.format_stack(frame, limit=1))
         return n
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
@@ -258,7 +266,11 @@ class Tracer:
         return a
 
     def to_bool(self, obj):
-        raise TraceError("symbolically traced variables cannot be used as inputs to control flow")
+        """``bool(proxy)``: by default an error naming the user's line (override to specialise)."""
+        raise TraceError("symbolically traced variables cannot be used as inputs to control flow "
+                         f"({_describe(_user_frame())}). Pass the value in concrete_args to "
+                         "specialise the trace on it, or keep the branching function opaque with "
+                         "ember.fx.wrap")
 
     # ------------------------------------------------------------------ the trace
     def trace(self, root, concrete_args=None):
@@ -274,6 +286,7 @@ class Tracer:
         else:
             raise TypeError(f"symbolic_trace expects an nn.Module or a function, got {type(root).__name__}")
         concrete_args = dict(concrete_args or {})
+        _ember_public_names()  # computed before any ember function is replaced by its recorder
         self.graph = Graph(tracer_cls=type(self))
         self._attr_nodes, self._tensor_constants, self.module_stack = {}, {}, []
         self._param_names = {}
@@ -293,13 +306,14 @@ class Tracer:
                             "does not take")
         args, kwargs = list(bound), {}
         for p in params:
-            if p.kind is p.VAR_POSITIONAL:
-                args.append(self.create_proxy("placeholder", "*" + p.name, (), {}))
-                continue
-            if p.kind is p.VAR_KEYWORD:
-                kwargs["**"] = self.create_proxy("placeholder", "**" + p.name, (), {})
-                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise NotImplementedError(
+                    f"symbolic tracing of a variadic parameter ({'*' if p.kind is p.VAR_POSITIONAL else '**'}"
+                    f"{p.name}) is not supported: trace a function with named parameters")
             default = () if p.default is p.empty else (p.default,)
+            ann = None if p.annotation is p.empty else p.annotation
+            if isinstance(ann, str):  # postponed annotations: resolve them or keep none
+                ann = getattr(builtins, ann, None) if isinstance(getattr(builtins, ann, None), type) else None
             if p.name in concrete_args:
                 value = concrete_args[p.name]
                 ph = self.create_node("placeholder", p.name, (value,), {})
@@ -307,18 +321,15 @@ class Tracer:
                     self.create_node("call_function", _check_specialized, (ph, value, p.name), {})
                 val = value
             else:
-                val = self.create_proxy("placeholder", p.name, default, {})
+                val = self.create_proxy("placeholder", p.name, default, {}, type_expr=ann)
             if p.kind is p.KEYWORD_ONLY:
                 kwargs[p.name] = val
             else:
                 args.append(val)
-        star_kw = kwargs.pop("**", None)
 
         patcher = _Patcher()
         try:
             self._install(patcher, fn)
-            if star_kw is not None:
-                raise NotImplementedError("symbolic tracing of **kwargs parameters is not supported")
             result = fn(*args, **kwargs)
         finally:
             patcher.restore()
@@ -358,6 +369,10 @@ class Tracer:
                 if rec is None:
                     rec = self._originals[id(b)] = (b, _function_recorder(b))
                 patcher.set(gl, name, rec[1])
+        for mod in self.autowrap_modules:
+            for k, v in vars(mod).items():
+                if not k.startswith("_") and _is_patchable(v) and id(v) not in self._originals:
+                    self._originals[id(v)] = (v, _function_recorder(v))
         ops = _operator_table()
         for k, v in list(vars(Tensor).items()):
             if not callable(v) or isinstance(v, type):

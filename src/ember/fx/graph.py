@@ -6,7 +6,7 @@ import math
 import operator
 import re
 
-from .node import Node, map_arg, _qualified_name, _format_arg  # noqa: F401
+from .node import Node, map_arg, _qualified_name, _format_arg, BINARY_OPERATORS, UNARY_OPERATORS  # noqa: F401
 
 _ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
 _SUFFIX = re.compile(r"(.*)_(\d+)$")
@@ -109,13 +109,9 @@ class PythonCode:
         self.globals = globals_
 
 
-_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-           operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
-           operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
-           operator.xor: "^", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
-           operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.is_: "is",
-           operator.is_not: "is not"}
-_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not "}
+_BINARY = {op: sym for op, sym, _ in BINARY_OPERATORS.values()}
+_UNARY = {op: sym for op, sym in UNARY_OPERATORS.values() if sym is not None}
+_UNARY[operator.not_] = "not "
 
 
 class Graph:
@@ -132,6 +128,10 @@ class Graph:
     @property
     def nodes(self):
         return _NodeList(self)
+
+    def find_nodes(self, *, op, target=None):
+        """The Nodes with this op (and target, when given), in program order."""
+        return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     # ------------------------------------------------------------------ building
     def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
@@ -296,8 +296,6 @@ class Graph:
     def python_code(self, root_module="self"):
         return _CodeGen(self, root_module).generate()
 
-    def _target_to_str(self, target):
-        return target
 
 
 class _CodeGen:
@@ -338,6 +336,12 @@ class _CodeGen:
             self.globals.setdefault("operator", operator)
             return q
         return self.add_global(getattr(fn, "__name__", "fn"), fn)
+
+    def type_ref(self, t):
+        if isinstance(t, type) and t.__module__ == "builtins":
+            return t.__qualname__
+        from .node import _type_repr
+        return self.add_global(_ILLEGAL.sub("_", _type_repr(t)), t)
 
     def arg(self, a):
         if isinstance(a, Node):
@@ -417,11 +421,17 @@ class _CodeGen:
         for v, user in last_use.items():
             free_after.setdefault(user, []).append(v)
         params, body = [], []
+        seen_default = False
         for n in nodes:
             if n.op == "placeholder":
                 p = n.target
+                if n.type is not None:
+                    p = f"{p} : {self.type_ref(n.type)}"
                 if n.args:
                     p = f"{p} = {self.arg(n.args[0])}"
+                    seen_default = True
+                elif seen_default and "*" not in params and not p.startswith("*"):
+                    params.append("*")  # only a keyword-only parameter can follow a default
                 params.append(p)
                 if n.name != n.target.lstrip("*"):
                     body.append(f"{n.name} = {n.target.lstrip('*')}")
@@ -430,7 +440,7 @@ class _CodeGen:
                 body.append(f"return {self.arg(n.args[0])}")
                 continue
             line = f"{n.name} = {self.expr(n)}"
-            dead = [v.name for v in free_after.get(n, ()) if v.op != "placeholder" or True]
+            dead = [v.name for v in free_after.get(n, ())]
             if not n.users:
                 dead.append(n.name)
             if dead:

@@ -31,14 +31,18 @@ def _copy_attr(src, dst, target):
             setattr(dst, item, t)
         src, dst = f, t
     orig = getattr(src, field)
-    _assign(dst, field, orig)
+    # a buffer stays (non-)persistent; a plain tensor attribute (a traced constant) becomes a
+    # non-persistent buffer, so the state_dict keys stay those of the original module
+    persistent = field in getattr(src, "_buffers", {}) and \
+        field not in getattr(src, "_non_persistent_buffers_set", ())
+    _assign(dst, field, orig, persistent)
 
 
-def _assign(dst, field, obj):
+def _assign(dst, field, obj, persistent=True):
     from .._tensor import Tensor
     from ..nn import Parameter
     if isinstance(obj, Tensor) and not isinstance(obj, Parameter):
-        dst.register_buffer(field, obj)
+        dst.register_buffer(field, obj, persistent=persistent)
     else:
         setattr(dst, field, obj)
 
@@ -115,6 +119,52 @@ class GraphModule(Module):
         self.__dict__["_source_key"] = key
         type(self).forward = fwd
         return pc
+
+    # ------------------------------------------------------------------ submodule surgery
+    def add_submodule(self, target, m):
+        """Install ``m`` at dotted path ``target``, creating empty parent Modules; False if a
+        non-Module is in the way."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                setattr(mod, item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target):
+        """Remove the submodule at ``target``; False if there is none."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            mod = getattr(mod, item, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self):
+        """Drop the submodules that no call_module or get_attr Node of the graph reaches."""
+        used = set()
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                atoms = node.target.split(".")
+                for i in range(1, len(atoms) + 1):
+                    used.add(".".join(atoms[:i]))
+                if node.op == "call_module":  # everything inside a called module is in use
+                    sub = self.get_submodule(node.target)
+                    for name, _ in sub.named_modules(prefix=node.target):
+                        used.add(name)
+        for name, _ in list(self.named_modules()):
+            if name and name not in used:
+                self.delete_submodule(name)
 
     def print_readable(self, print_output=True):
         s = f"class {type(self).__name__}(ember.nn.Module):\n" + \

@@ -43,6 +43,8 @@ class Interpreter:
             except Exception as e:
                 if self.extra_traceback and not getattr(e, "_fx_noted", False):
                     msg = f"While executing {node.format_node()}"
+                    if node.stack_trace:
+                        msg += f"\nOriginal traceback:\n{node.stack_trace}"
                     if hasattr(e, "add_note"):
                         e.add_note(msg)
                     try:
@@ -142,6 +144,16 @@ class Transformer(Interpreter):
         super().__init__(module)
         self.new_graph = Graph()
         self.tracer = _TransformerTracer(self.new_graph, module)
+
+    def run_node(self, n):
+        if n.op == "call_function" and self.tracer._patcher is not None:
+            # while transforming, ember.relu names the recorder that is installed in its place:
+            # hand overrides that same object so that `target is ember.relu` holds
+            rec = self.tracer._originals.get(id(n.target))
+            if rec is not None and rec[0] is n.target:
+                args, kwargs = self.fetch_args_kwargs_from_env(n)
+                return self.call_function(rec[1], args, kwargs)
+        return super().run_node(n)
 
     def placeholder(self, target, args, kwargs):
         default = args[0] if args else inspect.Signature.empty

@@ -1,8 +1,22 @@
 """Node: one operation of an FX graph, with its inputs (args/kwargs) and its users."""
 import builtins
-import inspect
 import operator
-import types
+
+# The Python operators a traced value supports, in one table used by Proxy (its magic methods),
+# the tracer (Tensor operators meeting a Proxy) and code generation (infix source):
+# magic-method name -> (function recorded as call_function target, infix symbol, has reflected form)
+BINARY_OPERATORS = {
+    "add": (operator.add, "+", True), "sub": (operator.sub, "-", True), "mul": (operator.mul, "*", True),
+    "truediv": (operator.truediv, "/", True), "floordiv": (operator.floordiv, "//", True),
+    "mod": (operator.mod, "%", True), "pow": (operator.pow, "**", True),
+    "matmul": (operator.matmul, "@", True), "lshift": (operator.lshift, "<<", True),
+    "rshift": (operator.rshift, ">>", True), "and": (operator.and_, "&", True),
+    "or": (operator.or_, "|", True), "xor": (operator.xor, "^", True),
+    "eq": (operator.eq, "==", False), "ne": (operator.ne, "!=", False), "lt": (operator.lt, "<", False),
+    "le": (operator.le, "<=", False), "gt": (operator.gt, ">", False), "ge": (operator.ge, ">=", False),
+}
+UNARY_OPERATORS = {"neg": (operator.neg, "-"), "pos": (operator.pos, "+"), "invert": (operator.invert, "~"),
+                   "abs": (operator.abs, None)}
 
 _OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output", "root")
 
@@ -246,7 +260,8 @@ class Node:
         """This Node as one line of ``print(graph)``, in PyTorch's format."""
         if self.op == "output":
             return f"return {self._args[0]}" if self._args else "return None"
-        head = f"%{self.name} : [num_users={len(self.users)}] = "
+        ty = f"{_type_repr(self.type)} " if self.type is not None else ""
+        head = f"%{self.name} : {ty}[num_users={len(self.users)}] = "
         if self.op == "placeholder":
             default = f"(default={self._args[0]!r})" if self._args else ""
             return f"{head}placeholder[target={self.target}]{default}"
@@ -277,9 +292,17 @@ def _side_effectful_functions():
     return _SIDE_EFFECTS
 
 
-def _fn_name(target):
-    name = getattr(target, "__name__", None) or type(target).__name__
-    return name
+def _type_repr(t):
+    """How a type annotation prints: int, ember.Tensor, typing.List[int] ..."""
+    if isinstance(t, type):
+        if t.__module__ == "builtins":
+            return t.__qualname__
+        if t.__module__.startswith("ember"):
+            import ember
+            if getattr(ember, t.__name__, None) is t:
+                return "ember." + t.__name__
+        return f"{t.__module__}.{t.__qualname__}"
+    return repr(t).replace("ember._tensor.", "ember.")
 
 
 

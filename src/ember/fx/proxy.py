@@ -5,7 +5,7 @@ import operator
 import os
 import sys
 
-from .node import Node
+from .node import Node, BINARY_OPERATORS, UNARY_OPERATORS
 
 _FX_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -69,10 +69,7 @@ class Proxy:
                          "Unpack it into a fixed number of names, or index it")
 
     def __bool__(self):
-        raise TraceError("symbolically traced variables cannot be used as inputs to control flow "
-                         f"({_describe(_user_frame())}). Pass the value in concrete_args to "
-                         "specialise the trace on it, or keep the branching function opaque with "
-                         "ember.fx.wrap")
+        return self.tracer.to_bool(self)
 
     def __len__(self):
         raise RuntimeError("'len' is not supported in symbolic tracing by default "
@@ -121,22 +118,16 @@ def _binary(op):
     return fwd, rev
 
 
-for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("floordiv", operator.floordiv),
-                   ("mod", operator.mod), ("pow", operator.pow), ("matmul", operator.matmul),
-                   ("lshift", operator.lshift), ("rshift", operator.rshift), ("and", operator.and_),
-                   ("or", operator.or_), ("xor", operator.xor)):
+def _unary(op):
+    return lambda self: self.tracer.create_proxy("call_function", op, (self,), {})
+
+
+for _name, (_op, _sym, _reflected) in BINARY_OPERATORS.items():
     _f, _r = _binary(_op)
     setattr(Proxy, f"__{_name}__", _f)
-    setattr(Proxy, f"__r{_name}__", _r)
-
-for _name, _op in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
-                   ("gt", operator.gt), ("ge", operator.ge), ("getitem", operator.getitem)):
-    setattr(Proxy, f"__{_name}__", _binary(_op)[0])
-
-for _name, _op in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator.invert),
-                   ("abs", operator.abs)):
-    setattr(Proxy, f"__{_name}__", (lambda op: lambda self: self.tracer.create_proxy(
-        "call_function", op, (self,), {}))(_op))
-
+    if _reflected:
+        setattr(Proxy, f"__r{_name}__", _r)
+for _name, (_op, _sym) in UNARY_OPERATORS.items():
+    setattr(Proxy, f"__{_name}__", _unary(_op))
+Proxy.__getitem__ = _binary(operator.getitem)[0]
 Proxy.__hash__ = lambda self: id(self)

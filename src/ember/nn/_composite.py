@@ -27,7 +27,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training or running_mean is None:
         mean = input.mean(dims)
         var = input.var(dims, unbiased=False)
-        if training and running_mean is not None:
+        if training and running_mean is not None and not running_mean._meta:
             with no_grad():
                 running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
                 running_var.mul_(1 - momentum).add_(var.detach() * (momentum * n / (n - 1)))
@@ -113,6 +113,13 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError("Padding length must be divisible by 2 and at most twice the number of dims")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode {mode!r} is not one of constant, reflect, replicate, circular")
+    if mode != "constant":
+        k = len(pad) // 2
+        if k not in (1, 2, 3) or input.dim() not in (k + 1, k + 2):
+            raise NotImplementedError(
+                f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor. Non-constant "
+                "padding supports: 2D or 3D input with padding size 2, 3D or 4D input with size 4, 4D or "
+                "5D input with size 6")
     out = input
     for k in range(len(pad) // 2):
         dim = input.dim() - 1 - k

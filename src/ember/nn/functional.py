@@ -290,8 +290,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if a.size and not D.state.levels and ((a < 0).any() or (a > 1).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
-    logp = _ops.clamp_min(input.log(), -100.0)
-    log1mp = _ops.clamp_min((1 - input).log(), -100.0)
+    with np.errstate(divide="ignore"):
+        logp = _ops.clamp_min(input.log(), -100.0)
+        log1mp = _ops.clamp_min((1 - input).log(), -100.0)
     loss = -(target * logp + (1 - target) * log1mp)
     if weight is not None:
         loss = loss * weight

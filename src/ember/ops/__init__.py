@@ -13,6 +13,8 @@ from . import linalg as _L
 from . import inplace as _IP
 from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
+from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
+del loss
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403

@@ -81,7 +81,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     C = input.shape[cdim]
     if target.is_floating_point():
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim, C)
-    if (input.dim() == 2 and weight is None and label_smoothing == 0.0 and not D.state.levels
+    if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
         _check_index_target("cross_entropy", input, target, ignore_index)
         return dispatch(cross_entropy_op, (input, target),
@@ -300,3 +300,87 @@ def _ce_backward_batch(op, vals, bd, params, size):
 
 cross_entropy_op.batch = _ce_batch
 cross_entropy_backward_op.batch = _ce_backward_batch
+
+
+def _valid_f(t, ign, dtype):
+    return (t != ign).to(dtype)
+
+
+def _ce_reduce(r, vf, red):
+    if red == "none":
+        return r
+    if red == "sum":
+        return r.sum()
+    return r.sum() / vf.sum()
+
+
+@cross_entropy_op.def_jvp
+def _(ctx, tx, tt=None):
+    x, t = ctx.inputs
+    p_ = ctx.params
+    vf = _valid_f(t, p_["ignore_index"], x.dtype)
+    onehot = D._new_tensor(_onehot(x.shape, _E.where(t != p_["ignore_index"], t, 0)._data, x._data.dtype))
+    r = ((_R.softmax(x, 1) - onehot) * tx).sum(1) * vf
+    return _ce_reduce(r, vf, p_["reduction"])
+
+
+@cross_entropy_backward_op.def_jvp
+def _(ctx, tg, tx, tt=None):
+    g, x, t = ctx.inputs
+    p_ = ctx.params
+    red = p_["reduction"]
+    vf = _valid_f(t, p_["ignore_index"], x.dtype)
+    denom = vf.sum() if red == "mean" else None
+    p = _R.softmax(x, 1)
+    out = None
+    if tg is not None:
+        s = tg * vf if denom is None else tg * vf / denom
+        onehot = D._new_tensor(_onehot(x.shape, _E.where(t != p_["ignore_index"], t, 0)._data, x._data.dtype))
+        out = s.unsqueeze(1) * (p - onehot)
+    if tx is not None:
+        s = g * vf if denom is None else g * vf / denom
+        d = s.unsqueeze(1) * p * (tx - (tx * p).sum(1, keepdim=True))
+        out = d if out is None else out + d
+    return out
+
+
+def _batched_rows(vals, bd, size):
+    """x (B, N, C) and t (B, N) with the batch made explicit, flattened to B*N rows."""
+    from ._batching import _materialize
+    x, t = vals[-2], vals[-1]
+    bx, bt = bd[-2], bd[-1]
+    if not bx:
+        x = _materialize(x, size)
+    if not bt:
+        t = _materialize(t, size)
+    B, N, C = x.shape
+    return x.reshape(B * N, C), t.reshape(B * N), B, N
+
+
+@cross_entropy_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: the per-row losses of all examples at once, then each example's reduction."""
+    x2, t2, B, N = _batched_rows(vals, bd, size)
+    ign, red = params["ignore_index"], params["reduction"]
+    rows = dispatch(op, (x2, t2), {"ignore_index": ign, "reduction": "none"}).reshape(B, N)
+    if red == "none":
+        return rows, True
+    if red == "sum":
+        return rows.sum(1), True
+    return rows.sum(1) / (t2.reshape(B, N) != ign).sum(1).to(rows.dtype), True
+
+
+@cross_entropy_backward_op.def_batch
+def _(op, vals, bd, params, size):
+    from ._batching import _materialize
+    x2, t2, B, N = _batched_rows(vals, bd, size)
+    g = vals[0] if bd[0] else _materialize(vals[0], size)
+    ign, red = params["ignore_index"], params["reduction"]
+    if red == "none":
+        g2 = g.reshape(B * N)
+    else:
+        if red == "mean":
+            g = g / (t2.reshape(B, N) != ign).sum(1).to(g.dtype)
+        g2 = g.unsqueeze(1).expand(B, N).reshape(B * N)
+    out = dispatch(op, (g2, x2, t2), {"ignore_index": ign, "reduction": "none"})
+    return out.reshape(B, N, x2.shape[1]), True

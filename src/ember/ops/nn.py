@@ -171,23 +171,38 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     return buf.reshape(G, M, kh * kw * Cg)
 
 
-def _cols_nchw(xp, x, kh, kw, st, pads, dil, Ho, Wo):
-    """Columns of x for NCHW: (N, C*kh*kw, Ho*Wo)."""
+def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
+    """Columns of an NCHW x as one matrix (C*kh*kw, N*Ho*Wo), rows ordered (C, kh, kw), columns
+    (N, Ho, Wo): the innermost run of the copy is a row of pixels."""
     N, C, H, W = x.shape
     if kh == 1 and kw == 1 and not any(pads):
         if st[0] != 1 or st[1] != 1:
             x = x[:, :, ::st[0], ::st[1]][:, :, :Ho, :Wo]
-        return x.reshape(N, C, Ho * Wo)
+        if N == 1:
+            return x.reshape(C, Ho * Wo)
+        buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
+        xp.copyto(buf, x.transpose(1, 0, 2, 3))
+        return buf.reshape(C, N * Ho * Wo)
     xpd = _padded(xp, x, pads, 0, False)
     win = _windows(xpd, False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
-    buf = _buf(xp, "colsn", (N, C, kh, kw, Ho, Wo), x.dtype)
-    xp.copyto(buf, win)
-    return buf.reshape(N, C * kh * kw, Ho * Wo)
+    buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
+    xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
+    return buf.reshape(C * kh * kw, N * Ho * Wo)
+
+
+def _cm(xp, g):
+    """g (N, Cout, Ho, Wo) as the matrix (Cout, N*Ho*Wo), in a reused buffer."""
+    N, Cout, Ho, Wo = g.shape
+    if N == 1 and g.flags.c_contiguous:
+        return g.reshape(Cout, Ho * Wo)
+    buf = _buf(xp, "gcm", (Cout, N, Ho, Wo), g.dtype)
+    xp.copyto(buf, g.transpose(1, 0, 2, 3))
+    return buf.reshape(Cout, N * Ho * Wo)
 
 
 def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
-    """dst (physical, zeroed) += the columns scattered back to their pixels.
-    dcols: (N, Ho, Wo, kh, kw, C) for NHWC, (N, C, kh, kw, Ho, Wo) else."""
+    """dst (zeroed) += the columns scattered back to their pixels. NHWC: dst (N, H, W, C) and dcols
+    (N, Ho, Wo, kh, kw, C); else dst (C, N, H, W) and dcols (C, kh, kw, N, Ho, Wo)."""
     H, W = (dst.shape[1], dst.shape[2]) if nhwc else (dst.shape[2], dst.shape[3])
     for i in range(kh):
         rh = _rng(i, dil[0], st[0], pads[0], H, Ho)
@@ -200,7 +215,7 @@ def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
             if nhwc:
                 src = dcols[:, rh[1], rw[1], i, j]
             else:
-                src = dcols[:, :, i, j, rh[1], rw[1]]
+                src = dcols[:, i, j, :, rh[1], rw[1]]
             dst[_sp(nhwc, rh[0], rw[0])] += src
 
 
@@ -238,14 +253,16 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    cols = _cols_nchw(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
-        out = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
+        om = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
     else:
-        out = xp.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(N, G, Cg * kh * kw, Ho * Wo))
-    out = out.reshape(N, Cout, Ho, Wo)
-    if b is not None:
-        out += b.reshape(Cout, 1, 1)
+        om = xp.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(G, Cg * kh * kw, -1))
+    om = om.reshape(Cout, N, Ho, Wo).transpose(1, 0, 2, 3)
+    if b is None:
+        return om.copy() if N > 1 else om
+    out = xp.empty((N, Cout, Ho, Wo), x.dtype)
+    xp.add(om, b.reshape(Cout, 1, 1), out=out)
     return out
 
 
@@ -279,17 +296,17 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
             _col2im(xp, dst, d6, True, kh, kw, stride, pad, dilation, Ho, Wo)
             dst = dst.reshape(N, H, W, C)
         return dst.transpose(0, 3, 1, 2)
-    g3 = g.reshape(N, Cout, Ho * Wo)
+    gm = _cm(xp, g)
     if G == 1:
-        dcols = xp.matmul(w.reshape(Cout, Cg * kh * kw).T, g3)
+        dcols = xp.matmul(w.reshape(Cout, Cg * kh * kw).T, gm)
     else:
-        wm = w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1)
-        dcols = xp.matmul(wm, g3.reshape(N, G, Coutg, Ho * Wo))
-    d6 = dcols.reshape(N, C, kh, kw, Ho, Wo)
+        dcols = xp.matmul(w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1), gm.reshape(G, Coutg, -1))
     if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
-        return d6.reshape(N, C, H, W)
+        dx = dcols.reshape(C, N, H, W).transpose(1, 0, 2, 3)
+        return dx.copy() if N > 1 else dx
+    d6 = dcols.reshape(C, kh, kw, N, Ho, Wo)
     dst = xp.zeros((N, C, H, W), g.dtype)
-    _col2im(xp, dst, d6, False, kh, kw, stride, pad, dilation, Ho, Wo)
+    _col2im(xp, dst.transpose(1, 0, 2, 3), d6, False, kh, kw, stride, pad, dilation, Ho, Wo)
     return dst
 
 
@@ -310,13 +327,13 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, w
             gw = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 2, 0), cols)  # (G, Coutg, Kg)
         gw = gw.reshape(Cout, kh, kw, Cg).transpose(0, 3, 1, 2)
         return gw if wcl else xp.ascontiguousarray(gw)
-    xpd = _padded(xp, x, pad, 0, False)
-    win = _windows(xpd, False, kh, kw, stride[0], stride[1], dilation[0], dilation[1], Ho, Wo)
-    buf = _buf(xp, "colsw", (C, kh, kw, N, Ho, Wo), x.dtype)
-    xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
-    cols = buf.reshape(G, Cg * kh * kw, N * Ho * Wo)
-    g2 = xp.ascontiguousarray(g.reshape(N, G, Coutg, Ho * Wo).transpose(1, 2, 0, 3)).reshape(G, Coutg, -1)
-    gw = xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(Cout, Cg, kh, kw)
+    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    gm = _cm(xp, g)
+    if G == 1:
+        gw = xp.matmul(gm, cols.T).reshape(Cout, Cg, kh, kw)
+    else:
+        cols = cols.reshape(G, Cg * kh * kw, -1)
+        gw = xp.matmul(gm.reshape(G, Coutg, -1), cols.transpose(0, 2, 1)).reshape(Cout, Cg, kh, kw)
     if wcl:
         return xp.ascontiguousarray(gw.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     return gw

@@ -58,7 +58,7 @@ def default_collate(batch):
                 return out
         return out
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)
         n = len(next(it))
@@ -66,10 +66,10 @@ def default_collate(batch):
             raise RuntimeError("each element in list of batch should be of equal size")
         transposed = list(zip(*batch))
         if isinstance(elem, tuple):
-            return [default_collate(list(s)) for s in transposed]
+            return [default_collate(s) for s in transposed]
         try:
-            return type(elem)([default_collate(list(s)) for s in transposed])
+            return type(elem)([default_collate(s) for s in transposed])
         except TypeError:
-            return [default_collate(list(s)) for s in transposed]
+            return [default_collate(s) for s in transposed]
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
                     f"found {type(elem)}")

@@ -1,0 +1,93 @@
+"""nn.functional pieces composed here (pad, one_hot, normalize, activations, dropout variants)
+against PyTorch and finite differences."""
+import numpy as np
+import pytest
+
+import ember
+from ember.nn import functional as F
+from _nn_testing import check_fd
+
+rs = np.random.RandomState(0)
+
+
+def both(torch, efn, tfn, x, atol=1e-5):
+    e = ember.tensor(x, requires_grad=True)
+    t = torch.tensor(x, requires_grad=True)
+    eo, to = efn(e), tfn(t)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), atol=atol, rtol=1e-5)
+    w = np.asarray(rs.randn(*eo.shape)).astype(x.dtype)
+    (eo * ember.tensor(w)).sum().backward()
+    (to * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), atol=atol, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_matches_torch(torch, mode):
+    x = rs.randn(2, 3, 5, 6).astype(np.float32)
+    for pad in [(1, 2), (1, 2, 2, 1), (0, 0, 3, 0), (-1, 2)]:
+        if mode != "constant" and min(pad) < 0:
+            continue
+        xx = x[0] if len(pad) == 2 and mode != "constant" else x
+        both(torch, lambda a: F.pad(a, pad, mode=mode), lambda a: torch.nn.functional.pad(a, pad, mode=mode), xx)
+    if mode != "constant":
+        with pytest.raises(NotImplementedError):
+            F.pad(ember.tensor(x), (1, 1), mode=mode)
+    both(torch, lambda a: F.pad(a, (1, 1), value=2.5), lambda a: torch.nn.functional.pad(a, (1, 1), value=2.5), x)
+
+
+@pytest.mark.parametrize("name", ["selu", "celu", "hardsigmoid", "hardswish", "mish", "logsigmoid", "softsign",
+                                  "tanhshrink", "relu6", "elu", "softplus", "silu", "gelu", "leaky_relu",
+                                  "hardtanh", "sigmoid", "tanh", "relu"])
+def test_activations_match_torch(torch, name):
+    x = (rs.randn(4, 5) * 3).astype(np.float32)
+    both(torch, getattr(F, name), getattr(torch.nn.functional, name), x)
+
+
+def test_softmax_family_and_glu(torch):
+    x = rs.randn(3, 4).astype(np.float32)
+    both(torch, lambda a: F.softmax(a, dim=0), lambda a: torch.nn.functional.softmax(a, dim=0), x)
+    both(torch, lambda a: F.log_softmax(a, dim=1), lambda a: torch.nn.functional.log_softmax(a, dim=1), x)
+    both(torch, lambda a: F.softmin(a, dim=1), lambda a: torch.nn.functional.softmin(a, dim=1), x)
+    both(torch, lambda a: F.glu(a, -1), lambda a: torch.nn.functional.glu(a, -1), x)
+    both(torch, lambda a: F.normalize(a, dim=1), lambda a: torch.nn.functional.normalize(a, dim=1), x)
+    both(torch, lambda a: F.cosine_similarity(a, a * 2 + 1), lambda a: torch.nn.functional.cosine_similarity(a, a * 2 + 1), x)
+
+
+def test_kl_div_and_others(torch):
+    x = rs.randn(3, 4).astype(np.float32)
+    tgt = np.abs(rs.randn(3, 4)).astype(np.float32)
+    for red in ("batchmean", "sum", "none", "mean"):
+        both(torch, lambda a: F.kl_div(a, ember.tensor(tgt), reduction=red),
+             lambda a: torch.nn.functional.kl_div(a, torch.tensor(tgt), reduction=red), x)
+
+
+def test_one_hot(torch):
+    idx = np.array([[0, 2], [1, 3]])
+    assert F.one_hot(ember.tensor(idx)).tolist() == torch.nn.functional.one_hot(torch.tensor(idx)).tolist()
+    assert F.one_hot(ember.tensor(idx), 6).shape == (2, 2, 6)
+    with pytest.raises(RuntimeError):
+        F.one_hot(ember.tensor([4]), 3)
+
+
+def test_dropout_variants():
+    x = ember.ones(4, 3, 5, 5)
+    y = F.dropout2d(x, 0.5)
+    per_channel = y.numpy().reshape(4, 3, -1)
+    assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()
+    assert F.dropout(x, 0.5, training=False) is x
+    assert F.dropout(x, 1.0).sum().item() == 0
+    with pytest.raises(ValueError):
+        F.dropout(x, -0.1)
+    z = ember.ones(10)
+    F.dropout(z, 0.5, inplace=True)
+    assert set(z.tolist()) <= {0.0, 2.0}
+
+
+def test_functional_fd():
+    ember.set_default_dtype(ember.float64)
+    x = ember.randn(2, 3, 4, requires_grad=True)
+    check_fd(lambda a: F.pad(a, (1, 2), mode="reflect"), [x])
+    check_fd(lambda a: F.normalize(a, dim=-1), [x])
+    check_fd(lambda a: F.mish(a), [x])
+    w = ember.randn(5, 4, requires_grad=True)
+    check_fd(lambda a, b: F.linear(a, b), [x, w])

@@ -1,0 +1,63 @@
+"""nn.utils: gradient clipping and parameters/vector conversion against PyTorch."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember.nn.utils import clip_grad_norm_, clip_grad_value_, parameters_to_vector, vector_to_parameters
+
+
+def _params(M, scale):
+    rs = np.random.RandomState(0)
+    ps = []
+    for shape in [(3, 4), (4,), (2, 2)]:
+        p = M.nn.Parameter(M.tensor(rs.randn(*shape).astype(np.float32)))
+        p.grad = M.tensor(rs.randn(*shape).astype(np.float32) * scale)
+        ps.append(p)
+    return ps
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf, 3.0])
+@pytest.mark.parametrize("scale", [0.01, 10.0])
+def test_clip_grad_norm_matches_torch(torch, norm_type, scale):
+    e, t = _params(ember, scale), _params(torch, scale)
+    en = clip_grad_norm_(e, max_norm=1.0, norm_type=norm_type)
+    tn = torch.nn.utils.clip_grad_norm_(t, max_norm=1.0, norm_type=norm_type)
+    assert en.item() == pytest.approx(tn.item(), rel=1e-5)
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_clip_grad_norm_nonfinite_and_single_tensor():
+    p = nn.Parameter(ember.ones(2))
+    p.grad = ember.tensor([float("inf"), 1.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    q = nn.Parameter(ember.ones(2))
+    q.grad = ember.tensor([3.0, 4.0])
+    assert clip_grad_norm_(q, 1.0).item() == pytest.approx(5.0)
+    assert q.grad.tolist() == pytest.approx([0.6, 0.8], rel=1e-5)
+    assert clip_grad_norm_([nn.Parameter(ember.ones(1))], 1.0).item() == 0.0
+
+
+def test_clip_grad_value(torch):
+    e, t = _params(ember, 3.0), _params(torch, 3.0)
+    clip_grad_value_(e, 0.5)
+    torch.nn.utils.clip_grad_value_(t, 0.5)
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy())
+
+
+def test_parameters_vector_round_trip():
+    m = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
+    v = parameters_to_vector(m.parameters())
+    assert v.shape == (11,) and v.requires_grad
+    vector_to_parameters(ember.arange(11.0), m.parameters())
+    assert m[0].weight.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and m[1].bias.tolist() == [10.0]
+    assert m[0].weight.requires_grad
+    with pytest.raises(RuntimeError, match="11 elements"):
+        vector_to_parameters(ember.ones(5), m.parameters())
+    with pytest.raises(TypeError):
+        vector_to_parameters([1.0], m.parameters())

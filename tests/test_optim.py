@@ -1,0 +1,163 @@
+"""Optimizers and schedulers against torch.optim trajectories; state dicts; param groups."""
+import numpy as np
+import pytest
+
+import ember
+from ember import nn, optim
+
+W0 = np.random.RandomState(0).randn(5, 3).astype(np.float32)
+B0 = np.random.RandomState(2).randn(3).astype(np.float32)
+X = np.random.RandomState(1).randn(8, 5).astype(np.float32)
+
+
+def trajectory(M, name, kw, steps=6, sched=None, groups=False):
+    w = M.nn.Parameter(M.tensor(W0))
+    b = M.nn.Parameter(M.tensor(B0))
+    params = [{"params": [w]}, {"params": [b], "lr": 0.05}] if groups else [w, b]
+    opt = getattr(M.optim, name)(params, **kw)
+    s = sched(M, opt) if sched else None
+    lrs = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((M.tensor(X) @ w + b).tanh() ** 2).sum()
+        loss.backward()
+        opt.step()
+        if s is not None:
+            s.step()
+            lrs.append(s.get_last_lr()[0])
+    return w.detach().numpy().copy(), b.detach().numpy().copy(), lrs, opt
+
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, maximize=True)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, betas=(0.8, 0.99), weight_decay=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.01, maximize=True)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1, alpha=0.9)),
+]
+
+
+@pytest.mark.parametrize("name,kw", CASES)
+def test_trajectory_matches_torch(torch, name, kw):
+    ew, eb, _, eo = trajectory(ember, name, kw, groups=True)
+    tw, tb, _, to = trajectory(torch, name, kw, groups=True)
+    np.testing.assert_allclose(ew, tw, atol=2e-5, rtol=1e-4)
+    np.testing.assert_allclose(eb, tb, atol=2e-5, rtol=1e-4)
+    esd, tsd = eo.state_dict(), to.state_dict()
+    assert esd["param_groups"] == tsd["param_groups"]
+    assert set(esd["state"]) == set(tsd["state"])
+    for k in tsd["state"]:
+        assert set(esd["state"][k]) == set(tsd["state"][k])
+        for key, v in tsd["state"][k].items():
+            np.testing.assert_allclose(np.asarray(esd["state"][k][key].numpy()), v.numpy(), atol=2e-5, rtol=1e-4)
+
+
+SCHEDULERS = [
+    lambda M, o: M.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5),
+    lambda M, o: M.optim.lr_scheduler.MultiStepLR(o, milestones=[1, 4], gamma=0.3),
+    lambda M, o: M.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+    lambda M, o: M.optim.lr_scheduler.LambdaLR(o, lambda e: 1.0 / (e + 1)),
+    lambda M, o: M.optim.lr_scheduler.CosineAnnealingLR(o, T_max=3, eta_min=0.01),
+    lambda M, o: M.optim.lr_scheduler.OneCycleLR(o, max_lr=0.5, total_steps=10),
+    lambda M, o: M.optim.lr_scheduler.OneCycleLR(o, max_lr=0.5, total_steps=10, three_phase=True,
+                                                 anneal_strategy="linear"),
+    lambda M, o: M.optim.lr_scheduler.LinearLR(o, start_factor=0.25, total_iters=4),
+]
+
+
+@pytest.mark.parametrize("sched", SCHEDULERS)
+def test_schedulers_match_torch(torch, sched):
+    ew, _, elr, eo = trajectory(ember, "SGD", dict(lr=0.1, momentum=0.9), steps=9, sched=sched)
+    tw, _, tlr, to = trajectory(torch, "SGD", dict(lr=0.1, momentum=0.9), steps=9, sched=sched)
+    np.testing.assert_allclose(elr, tlr, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ew, tw, atol=2e-5, rtol=1e-4)
+    assert eo.param_groups[0]["momentum"] == pytest.approx(to.param_groups[0]["momentum"])
+
+
+def test_onecycle_adam_cycles_beta1(torch):
+    _, _, elr, eo = trajectory(ember, "Adam", dict(lr=0.1), steps=5,
+                               sched=lambda M, o: M.optim.lr_scheduler.OneCycleLR(o, 0.1, total_steps=8))
+    _, _, tlr, to = trajectory(torch, "Adam", dict(lr=0.1), steps=5,
+                               sched=lambda M, o: M.optim.lr_scheduler.OneCycleLR(o, 0.1, total_steps=8))
+    assert eo.param_groups[0]["betas"] == pytest.approx(to.param_groups[0]["betas"])
+    np.testing.assert_allclose(elr, tlr)
+
+
+def test_state_dict_round_trip_continues_identically():
+    _, _, _, opt = trajectory(ember, "Adam", dict(lr=0.01), steps=3)
+    sd = opt.state_dict()
+    w = nn.Parameter(ember.tensor(W0))
+    b = nn.Parameter(ember.tensor(B0))
+    opt2 = optim.Adam([w, b], lr=0.5)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == 0.01 and opt2.param_groups[0]["params"] == [w, b]
+    assert opt2.state[w]["step"].item() == 3.0
+    assert opt2.state[w]["exp_avg"] is not sd["state"][0]["exp_avg"]
+    with pytest.raises(ValueError, match="parameter groups"):
+        optim.Adam([{"params": [w]}, {"params": [b]}]).load_state_dict(sd)
+
+
+def test_param_groups_and_errors():
+    a = nn.Parameter(ember.ones(2))
+    b = nn.Parameter(ember.ones(2))
+    opt = optim.SGD([a], lr=0.1)
+    opt.add_param_group({"params": b, "lr": 0.5, "momentum": 0.9})
+    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
+    assert opt.param_groups[1]["dampening"] == 0
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [a]})
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        optim.Adam([a], lr=-1)
+    with pytest.raises(ValueError, match="Nesterov"):
+        optim.SGD([a], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="non-leaf"):
+        optim.SGD([a * 2], lr=0.1)
+    with pytest.raises(TypeError, match="ordered collections"):
+        optim.SGD([{"params": {a}}], lr=0.1)
+
+
+def test_zero_grad_and_step_without_grads():
+    a = nn.Parameter(ember.ones(2))
+    opt = optim.SGD([a], lr=0.1, momentum=0.9)
+    opt.step()  # no gradient: nothing happens
+    assert a.tolist() == [1.0, 1.0]
+    (a * 3).sum().backward()
+    v = a._version
+    opt.step()
+    assert a._version > v and a.tolist() == pytest.approx([0.7, 0.7])
+    opt.zero_grad(set_to_none=False)
+    assert a.grad.tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    assert a.grad is None
+
+
+def test_step_after_inplace_update_is_caught_by_autograd():
+    a = nn.Parameter(ember.ones(2))
+    opt = optim.SGD([a], lr=0.1)
+    y = (a * a).sum()
+    a.grad = ember.ones(2)
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_closure_and_repr(torch):
+    a = nn.Parameter(ember.ones(2))
+    opt = optim.SGD([a], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (a * a).sum()
+        loss.backward()
+        return loss
+    assert opt.step(closure).item() == 2.0
+    t = torch.nn.Parameter(torch.ones(2))
+    assert repr(optim.Adam([a])) == repr(torch.optim.Adam([t]))

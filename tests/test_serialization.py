@@ -1,0 +1,139 @@
+"""ember.save / ember.load: round trips, no code execution on load, clear errors on bad files."""
+import io
+import json
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+
+
+def roundtrip(obj, tmp_path):
+    p = tmp_path / "ck.pt"
+    ember.save(obj, p)
+    return ember.load(p)
+
+
+def test_tensors_and_containers(tmp_path):
+    t = ember.randn(3, 4)
+    obj = {"a": t, "b": [ember.arange(5), (1, 2.5, "x", None, True)], "c": {"n": ember.tensor(3.0)},
+           7: "int key", "big": 2 ** 70, "nan": float("nan"), "inf": -float("inf"), "dt": ember.float64,
+           "size": ember.Size([2, 3]), "bytes": b"\x00\xff", "same": t}
+    out = roundtrip(obj, tmp_path)
+    assert out["a"].tolist() == t.tolist() and out["a"].dtype == ember.float32
+    assert out["b"][0].dtype == ember.int64 and out["b"][1] == (1, 2.5, "x", None, True)
+    assert out["c"]["n"].shape == () and out[7] == "int key" and out["big"] == 2 ** 70
+    assert np.isnan(out["nan"]) and out["inf"] == -float("inf")
+    assert out["dt"] is ember.float64 and out["size"] == ember.Size([2, 3]) and out["bytes"] == b"\x00\xff"
+    assert out["same"] is out["a"]  # one tensor saved twice loads as one
+
+
+def test_dtypes_views_and_file_objects():
+    for dtype in (ember.float16, ember.float32, ember.float64, ember.int8, ember.int32, ember.int64,
+                  ember.uint8, ember.bool):
+        x = (ember.arange(6) % 2).to(dtype)
+        buf = io.BytesIO()
+        ember.save(x, buf)
+        buf.seek(0)
+        y = ember.load(buf)
+        assert y.dtype == dtype and y.tolist() == x.tolist()
+    v = ember.arange(12.0).reshape(3, 4).t()[1:]
+    buf = io.BytesIO()
+    ember.save(v, buf)
+    buf.seek(0)
+    assert ember.load(buf).tolist() == v.tolist()
+
+
+def test_module_and_optimizer_state_dicts(tmp_path):
+    ember.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    opt = ember.optim.Adam(net.parameters(), lr=0.01)
+    net(ember.randn(5, 3)).sum().backward()
+    opt.step()
+    out = roundtrip({"model": net.state_dict(), "opt": opt.state_dict(), "epoch": 4}, tmp_path)
+    assert isinstance(out["model"], OrderedDict) and list(out["model"]) == list(net.state_dict())
+    assert out["model"]._metadata["1"]["version"] == 2
+    net2 = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    net2.load_state_dict(out["model"])
+    for a, b in zip(net.state_dict().values(), net2.state_dict().values()):
+        assert a.tolist() == b.tolist()
+    opt2 = ember.optim.Adam(net2.parameters())
+    opt2.load_state_dict(out["opt"])
+    assert opt2.param_groups[0]["lr"] == 0.01 and opt2.param_groups[0]["betas"] == (0.9, 0.999)
+    assert opt2.state_dict()["state"][0]["step"].item() == 1.0
+
+
+def test_parameters_and_requires_grad(tmp_path):
+    p = nn.Parameter(ember.ones(2))
+    q = ember.ones(2, requires_grad=True)
+    out = roundtrip([p, q], tmp_path)
+    assert isinstance(out[0], nn.Parameter) and out[0].requires_grad
+    assert out[1].requires_grad and not isinstance(out[1], nn.Parameter)
+
+
+def test_meta_map_location(tmp_path):
+    p = tmp_path / "m.pt"
+    ember.save({"w": ember.ones(3, 2)}, p)
+    out = ember.load(p, map_location="meta")
+    assert out["w"].is_meta and tuple(out["w"].shape) == (3, 2)
+
+
+def test_unsupported_objects_are_refused(tmp_path):
+    with pytest.raises(TypeError, match="cannot save an object of type .*Linear"):
+        ember.save({"m": nn.Linear(2, 2)}, tmp_path / "x.pt")
+    with pytest.raises(TypeError, match="object"):
+        ember.save(object(), tmp_path / "y.pt")
+
+
+def test_no_pickle_in_the_format(tmp_path):
+    p = tmp_path / "ck.pt"
+    ember.save({"w": ember.ones(2)}, p)
+    with zipfile.ZipFile(p) as zf:
+        names = zf.namelist()
+        manifest = json.loads(zf.read("manifest.json"))
+    assert names == ["data/0.npy", "manifest.json"] and manifest["format"] == "ember-checkpoint"
+    # an .npy holding pickled objects is refused instead of being unpickled
+    evil = tmp_path / "evil.pt"
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("data/0.npy", buf.getvalue())
+        manifest["object"]["items"][0][1]["dtype"] = "float32"
+        zf.writestr("manifest.json", json.dumps(manifest))
+    with pytest.raises(RuntimeError, match="evil.pt is corrupted: the data of tensor 0"):
+        ember.load(evil)
+
+
+def test_corrupted_and_truncated_files(tmp_path):
+    p = tmp_path / "ck.pt"
+    ember.save({"w": ember.randn(64, 64), "b": ember.randn(64)}, p)
+    data = p.read_bytes()
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RuntimeError, match=r"bad.pt is not an ember checkpoint or is truncated"):
+        ember.load(bad)
+    flipped = bytearray(data)
+    flipped[200] ^= 0xFF
+    bad.write_bytes(bytes(flipped))
+    with pytest.raises(RuntimeError, match=r"bad.pt is corrupted: .*CRC"):
+        ember.load(bad)
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(RuntimeError, match="bad.pt"):
+        ember.load(bad)
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("manifest.json", "{not json")
+    with pytest.raises(RuntimeError, match="not valid JSON"):
+        ember.load(bad)
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("other.txt", "x")
+    with pytest.raises(RuntimeError, match="has no manifest.json"):
+        ember.load(bad)
+    with zipfile.ZipFile(p) as zf, zipfile.ZipFile(bad, "w") as out:
+        out.writestr("manifest.json", zf.read("manifest.json"))
+    with pytest.raises(RuntimeError, match=r"the data of tensor \d .* is missing"):
+        ember.load(bad)
+    with pytest.raises(FileNotFoundError):
+        ember.load(tmp_path / "missing.pt")
