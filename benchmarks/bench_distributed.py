@@ -10,8 +10,9 @@ a multi-process job cannot be timed as a step inside one process.
 What is measured, per rank, after warm-up, each number the median over the steps:
 - step: forward + backward (with DDP's bucketed all-reduce) + SGD update; samples/s is the global
   batch (ranks x per-rank batch) divided by the step time.
-- backward with sync vs backward under ``no_sync()`` (no communication): the difference is the
-  communication that was not hidden (exposed).
+- exposed: how long the end of backward waited for the reductions, on the rank that got there
+  last (the other ranks' extra wait is for that rank, not for the network). Backward with sync and
+  backward under ``no_sync()`` (no communication) are shown too.
 - comm: the same bucket all-reduces run back to back, blocking, with nothing to overlap.
 - hidden share = 1 - exposed / comm (clamped to 0..1).
 """
@@ -28,7 +29,7 @@ WORKLOADS = []
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def worker(steps, batch, sizes, bucket_cap_mb):
+def worker(steps, batch, sizes, bucket_cap_mb, threads):
     sys.path.insert(0, os.path.join(HERE, "..", "src"))
     import numpy as np
     import ember
@@ -40,6 +41,7 @@ def worker(steps, batch, sizes, bucket_cap_mb):
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
+    ember.set_num_threads(threads)
     ember.manual_seed(0)
     layers = []
     for a, b in zip(sizes[:-1], sizes[1:]):
@@ -67,9 +69,12 @@ def worker(steps, batch, sizes, bucket_cap_mb):
         F.cross_entropy(ddp(x), y).backward()
         sgd()
 
+    waits = []
+
     def bw_sync():
         loss = F.cross_entropy(ddp(x), y)
         t = timed(loss.backward)
+        waits.append(ddp.last_wait_s)
         sgd()
         return t
 
@@ -94,17 +99,19 @@ def worker(steps, batch, sizes, bucket_cap_mb):
     t_sync = statistics.median(bw_sync() for _ in range(steps))
     t_local = statistics.median(bw_local() for _ in range(steps))
     t_comm = statistics.median(comm() for _ in range(steps)) if world > 1 else 0.0
-    mine = [t_step, t_sync, t_local, t_comm]
+    mine = [t_step, t_sync, t_local, t_comm, waits]
     allr = [None] * world
     dist.all_gather_object(allr, mine)
     if rank == 0:
         t_step, t_sync, t_local, t_comm = (max(r[i] for r in allr) for i in range(4))
-        exposed = max(0.0, t_sync - t_local)
+        # the rank that reaches the end of backward last waits only for what is left of the
+        # communication; the others also wait for it (load imbalance, not communication)
+        exposed = statistics.median(min(r[4][k] for r in allr) for k in range(len(waits)))
         hidden = None if t_comm == 0 else max(0.0, min(1.0, 1 - exposed / t_comm))
         nparams = sum(p.numel() for p in params)
         print(json.dumps({"ranks": world, "batch_per_rank": batch, "params": nparams,
                           "grad_mb": nparams * 4 / 2 ** 20, "buckets": len(ddp._buckets),
-                          "bucket_cap_mb": bucket_cap_mb,
+                          "bucket_cap_mb": bucket_cap_mb, "blas_threads": threads,
                           "step_s": t_step, "samples_per_s": world * batch / t_step,
                           "backward_sync_s": t_sync, "backward_local_s": t_local, "comm_s": t_comm,
                           "exposed_comm_s": exposed if world > 1 else 0.0, "hidden_share": hidden}), flush=True)
@@ -120,11 +127,12 @@ def main(argv=None):
                     help="MLP layer widths")
     ap.add_argument("--bucket-cap-mb", type=float, default=4.0,
                     help="DDP bucket size (default 4: shared-memory MPI here slows down past ~6 MB messages)")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads per rank (default 1)")
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        return worker(args.steps, args.batch, args.sizes, args.bucket_cap_mb)
+        return worker(args.steps, args.batch, args.sizes, args.bucket_cap_mb, args.threads)
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         sys.exit("bench_distributed: mpirun not found (apt-get install openmpi-bin libopenmpi-dev; "
@@ -133,13 +141,13 @@ def main(argv=None):
                OMPI_MCA_btl_vader_single_copy_mechanism="none")
     rows = []
     print(f"MLP {'-'.join(map(str, args.sizes))}, batch {args.batch} per rank, SGD step; "
-          f"DDP buckets of {args.bucket_cap_mb:g} MB")
+          f"DDP buckets of {args.bucket_cap_mb:g} MB, {args.threads} BLAS thread(s) per rank")
     print(f"{'ranks':>5} {'samples/s':>10} {'step':>9} {'bw sync':>9} {'bw local':>9} {'comm':>9} "
           f"{'exposed':>9} {'hidden':>7}")
     for n in args.ranks:
         cmd = [mpirun, "-n", str(n), "--oversubscribe", sys.executable, os.path.abspath(__file__), "--worker",
                "--steps", str(args.steps), "--batch", str(args.batch), "--sizes", *map(str, args.sizes),
-               "--bucket-cap-mb", str(args.bucket_cap_mb)]
+               "--bucket-cap-mb", str(args.bucket_cap_mb), "--threads", str(args.threads)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or not lines:

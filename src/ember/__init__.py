@@ -4,6 +4,14 @@
 """
 __version__ = "0.1.0"
 
+import warnings as _warnings
+
+# NumPy's floating-point warnings raised inside ember's kernels (x / 0, log(0), overflow): PyTorch
+# returns inf/nan silently, and so does ember. Only warnings attributed to ember's own modules
+# are silenced; the user's NumPy code keeps its settings.
+_warnings.filterwarnings("ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+                         category=RuntimeWarning, module=r"ember(\.|$)")
+
 from . import _dispatch  # noqa: F401  (the registry and the dispatch path)
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_ as bool, promote_types, get_default_dtype, set_default_dtype)
@@ -65,12 +73,14 @@ def is_nonzero(input):
 
 
 def set_num_threads(n):
-    """Kept for PyTorch programs; NumPy's BLAS threads are set by the environment."""
+    """Threads of the BLAS under NumPy (OpenBLAS); one thread is fastest for small matrices."""
+    from ._threads import set_num_threads as _set
+    _set(n)
 
 
 def get_num_threads():
-    import os
-    return os.cpu_count() or 1
+    from ._threads import get_num_threads as _get
+    return _get()
 
 
 def _lazy(name):

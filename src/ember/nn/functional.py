@@ -174,6 +174,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         mask = np.zeros(input.shape, input._data.dtype)
     else:
+        if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
+            from .._creation import rand
+            m = (rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype) * (1.0 / (1.0 - p))
+            return input.mul_(m) if inplace else input * m
         mask = _gen().random(input.shape, dtype=input._data.dtype) >= p
         mask = mask.astype(input._data.dtype)
         mask *= 1.0 / (1.0 - p)

@@ -10,7 +10,7 @@ conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph 
 Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
 pixels). Fused backward kernels that are not closed under differentiation (batch norm) run only
 when nothing observes them (grad mode off, no transform); otherwise the vjp is the composite
-formula in ember ops.
+formula in ember ops. Forward-mode (jvp) rules are written in ember ops too.
 """
 import threading
 
@@ -433,6 +433,39 @@ def _(ctx, v):
     return dx, dg
 
 
+def _tsum(*ts):
+    r = None
+    for t in ts:
+        if t is not None:
+            r = t if r is None else r + t
+    return r
+
+
+@conv2d_op.def_jvp
+def _(ctx, tx, tw, tb=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    p = _cparams(ctx.params)
+    return _tsum(None if tx is None else dispatch(conv2d_op, (tx, w), p),
+                 None if tw is None else dispatch(conv2d_op, (x, tw), p),
+                 None if tb is None else tb.reshape(-1, 1, 1))
+
+
+@conv2d_input_op.def_jvp
+def _(ctx, tg, tw):
+    g, w = ctx.inputs
+    p = ctx.params
+    return _tsum(None if tg is None else dispatch(conv2d_input_op, (tg, w), p),
+                 None if tw is None else dispatch(conv2d_input_op, (g, tw), p))
+
+
+@conv2d_weight_op.def_jvp
+def _(ctx, tx, tg):
+    x, g = ctx.inputs
+    p = ctx.params
+    return _tsum(None if tx is None else dispatch(conv2d_weight_op, (tx, g), p),
+                 None if tg is None else dispatch(conv2d_weight_op, (x, tg), p))
+
+
 def _conv_padding(padding, k, dilation, stride, op):
     """(top, bottom, left, right) from an int, a pair, 'same' or 'valid'."""
     if isinstance(padding, str):
@@ -658,16 +691,12 @@ def _max_pool_bwd_impl(xp, g, idx, *, in_shape, nhwc, overlap):
     return _unphys(gx.reshape((N, H, W, C) if nhwc else (N, C, H, W)), nhwc)
 
 
-max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, node_name="MaxPool2DBackward0")
+# the index-free kernel runs only when no gradient can be asked for (see max_pool2d)
+max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, differentiable=False)
 max_pool2d_idx_op = defop("max_pool2d_with_indices", _max_pool_idx_impl, save=("inputs", "out"), nout=2,
                           diff_outputs=(0,), family=NN, node_name="MaxPool2DWithIndicesBackward0")
 max_pool2d_bwd_op = defop("max_pool2d_with_indices_backward", _max_pool_bwd_impl, save=("inputs",),
                           family=NN)
-
-
-@max_pool2d_op.def_vjp
-def _(ctx, g):  # only reached if recorded (it is used when no gradient is wanted); recompute indices
-    raise RuntimeError("max_pool2d: internal error, the index-free kernel was recorded for backward")
 
 
 def _overlap(p):
@@ -684,10 +713,22 @@ def _(ctx, g, _gi=None):
 
 @max_pool2d_bwd_op.def_vjp
 def _(ctx, v):
-    g, idx = ctx.inputs
-    N, C = v.shape[:2]
-    gg = v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(g.shape)
-    return gg, None
+    return _gather_planes(v, ctx.inputs[1]), None
+
+
+def _gather_planes(v, idx):
+    N, C = idx.shape[:2]
+    return v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(idx.shape)
+
+
+@max_pool2d_idx_op.def_jvp
+def _(ctx, tx):
+    return _gather_planes(tx, ctx.outs[1]), None
+
+
+@max_pool2d_bwd_op.def_jvp
+def _(ctx, tg, _ti=None):
+    return dispatch(max_pool2d_bwd_op, (tg, ctx.inputs[1]), ctx.params)
 
 
 def _pool_args(input, kernel_size, stride, padding, dilation, op):
@@ -814,6 +855,10 @@ def _(ctx, v):
     p = dict(ctx.params)
     del p["in_shape"], p["nhwc"]
     return dispatch(avg_pool2d_op, (v,), p)
+
+
+avg_pool2d_op.jvp = lambda ctx, t: dispatch(avg_pool2d_op, (t,), ctx.params)
+avg_pool2d_bwd_op.jvp = lambda ctx, t: dispatch(avg_pool2d_bwd_op, (t,), ctx.params)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -1013,6 +1058,31 @@ def _(ctx, g, _g1=None, _g2=None):
     return gx, gw, gb, None, None
 
 
+@batch_norm_op.def_jvp
+def _(ctx, tx, tw, tb, _trm=None, _trv=None):
+    x, w, b, rm, rv = ctx.inputs
+    dims = _bn_dims(x)
+    cs = _cshape(x)
+    if ctx.params["training"]:
+        mu = x.mean(dims, keepdim=True)
+        xc = x - mu
+        istd = ((xc * xc).mean(dims, keepdim=True) + ctx.params["eps"]).rsqrt()
+    else:
+        xc = x - rm.reshape(cs)
+        istd = ctx.outs[2].reshape(cs)
+    xhat = xc * istd
+    txhat = None
+    if tx is not None:
+        if ctx.params["training"]:
+            txhat = (tx - tx.mean(dims, keepdim=True) - xhat * (tx * xhat).mean(dims, keepdim=True)) * istd
+        else:
+            txhat = tx * istd
+    ty = _tsum(None if txhat is None else (txhat if w is None else txhat * w.reshape(cs)),
+               None if tw is None else xhat * tw.reshape(cs),
+               None if tb is None else tb.reshape(cs))
+    return ty, None, None
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-05):
     if input.dim() < 2:
@@ -1127,8 +1197,8 @@ def _embedding_bwd_impl(xp, g, idx, *, num_weights, padding_idx=None, scale_grad
         counts = xp.bincount(flat, minlength=num_weights)
         g2 = g2 / counts[flat][:, None].astype(g.dtype)
     xp.add.at(gw, flat, g2)
-    if padding_idx is not None:
-        gw[padding_idx] = 0
+    if padding_idx is not None:  # an int, or a tuple of rows (vmap over stacked tables)
+        gw[list(padding_idx) if isinstance(padding_idx, tuple) else padding_idx] = 0
     return gw
 
 
@@ -1150,7 +1220,8 @@ def _(ctx, v):
     p = ctx.params
     if p.get("padding_idx") is not None:
         keep = np.ones((v.shape[0], 1), v.dtype.np)
-        keep[p["padding_idx"]] = 0
+        pi = p["padding_idx"]
+        keep[list(pi) if isinstance(pi, tuple) else pi] = 0
         from .._creation import tensor
         v = v * tensor(keep)
     r = dispatch(embedding_op, (v, idx), {})
@@ -1160,6 +1231,16 @@ def _(ctx, v):
         counts = np.bincount(flat, minlength=v.shape[0])
         r = r / tensor(counts[idx._data].astype(v.dtype.np)[..., None])
     return r, None
+
+
+@embedding_op.def_jvp
+def _(ctx, tw, _ti=None):
+    return dispatch(embedding_op, (tw, ctx.inputs[1]), ctx.params)
+
+
+@embedding_bwd_op.def_jvp
+def _(ctx, tg, _ti=None):
+    return dispatch(embedding_bwd_op, (tg, ctx.inputs[1]), ctx.params)
 
 
 def _padding_idx(padding_idx, n):
@@ -1280,3 +1361,144 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "layer_norm", "group_norm",
            "instance_norm", "linear", "embedding", "embedding_bag"]
+
+
+# ----------------------------------------------------------------------------- vmap batching rules
+# rule(op, vals, batched, params, size) -> (out, out_batched); a batched value carries the vmap
+# dimension first. Images fold the vmap dimension into N; per-member weights (ensembles) fold it
+# into the channels with groups multiplied by the batch size; embeddings offset the indices.
+
+
+def _bm(v, b, size):
+    """A batched view of v (unbatched values are broadcast)."""
+    return v if b else v.unsqueeze(0).expand((size,) + tuple(v.shape))
+
+
+def _fold_n(v):
+    s = tuple(v.shape)
+    return v.reshape((s[0] * s[1],) + s[2:])
+
+
+def _unfold_n(v, size):
+    s = tuple(v.shape)
+    return v.reshape((size, s[0] // size) + s[1:])
+
+
+def _to_channels(v, size):
+    """(B, N, C, ...) -> (N, B*C, ...)."""
+    s = tuple(v.shape)
+    return v.movedim(0, 1).reshape((s[1], s[0] * s[2]) + s[3:])
+
+
+def _from_channels(v, size):
+    """(N, B*C, ...) -> (B, N, C, ...)."""
+    s = tuple(v.shape)
+    return v.reshape((s[0], size, s[1] // size) + s[2:]).movedim(1, 0)
+
+
+def _conv_rule(op, vals, bd, params, size):
+    x, w = vals[0], vals[1]
+    bias = vals[2] if len(vals) > 2 else None
+    bb = len(vals) > 2 and bd[2]
+    if not bd[1] and not bb:
+        return _unfold_n(dispatch(op, (_fold_n(x),) + tuple(vals[1:]), params), size), True
+    xs = _to_channels(_bm(x, bd[0], size), size)
+    ws = _fold_n(_bm(w, bd[1], size))
+    p = dict(params, groups=params["groups"] * size)
+    args = (xs, ws)
+    if bias is not None:
+        args += (_fold_n(_bm(bias, bb, size)),)
+    return _from_channels(dispatch(op, args, p), size), True
+
+
+def _conv_input_rule(op, vals, bd, params, size):
+    g, w = vals
+    if not bd[1]:
+        return _unfold_n(dispatch(op, (_fold_n(g), w), params), size), True
+    gs = _to_channels(_bm(g, bd[0], size), size)
+    p = dict(params, groups=params["groups"] * size)
+    return _from_channels(dispatch(op, (gs, _fold_n(w)), p), size), True
+
+
+def _conv_weight_rule(op, vals, bd, params, size):
+    x, g = vals
+    xs = _to_channels(_bm(x, bd[0], size), size)
+    gs = _to_channels(_bm(g, bd[1], size), size)
+    p = dict(params, groups=params["groups"] * size)
+    return _unfold_n(dispatch(op, (xs, gs), p), size), True
+
+
+def _pool_rule(op, vals, bd, params, size):
+    out = dispatch(op, (_fold_n(vals[0]),), params)
+    if op.nout == 1:
+        return _unfold_n(out, size), True
+    return tuple(_unfold_n(o, size) for o in out), (True,) * op.nout
+
+
+def _pool_bwd_rule(op, vals, bd, params, size):
+    args = tuple(_fold_n(_bm(v, b, size)) for v, b in zip(vals, bd))
+    p = dict(params, in_shape=(size * params["in_shape"][0],) + tuple(params["in_shape"][1:]))
+    return _unfold_n(dispatch(op, args, p), size), True
+
+
+def _channel_vec(v, b, size):
+    return None if v is None else _fold_n(_bm(v, b, size))
+
+
+def _bn_rule(op, vals, bd, params, size):
+    x, w, b, rm, rv = vals
+    if params["training"] and params.get("momentum") and (rm is not None or rv is not None):
+        raise RuntimeError("vmap: batch_norm in training mode cannot update running statistics shared by "
+                           "the vmapped members; pass running_mean=None and running_var=None (or use eval "
+                           "mode), as with torch.func")
+    args = (_to_channels(_bm(x, bd[0], size), size),) + tuple(
+        _channel_vec(v, bv, size) for v, bv in zip((w, b, rm, rv), bd[1:]))
+    y, mean, invstd = dispatch(op, args, params)
+    return (_from_channels(y, size), mean.reshape(size, -1), invstd.reshape(size, -1)), (True, True, True)
+
+
+def _bn_bwd_rule(op, vals, bd, params, size):
+    g, x, w, mean, invstd = vals
+    args = (_to_channels(_bm(g, bd[0], size), size), _to_channels(_bm(x, bd[1], size), size),
+            _channel_vec(w, bd[2], size), _channel_vec(mean, bd[3], size), _channel_vec(invstd, bd[4], size))
+    gx, gw, gb = dispatch(op, args, params)
+    return (_from_channels(gx, size), gw.reshape(size, -1), gb.reshape(size, -1)), (True, True, True)
+
+
+def _offset_rows(idx, b, size, n):
+    """Indices into B stacked tables of n rows: idx + k*n for member k."""
+    from .._creation import arange
+    idx = _bm(idx, b, size)
+    return idx + arange(size, dtype=idx.dtype).reshape((size,) + (1,) * (idx.dim() - 1)) * n
+
+
+def _offset_params(params, size, n):
+    pi = params.get("padding_idx")
+    if pi is None:
+        return params
+    pis = pi if isinstance(pi, tuple) else (pi,)
+    return dict(params, padding_idx=tuple(p + k * n for k in range(size) for p in pis))
+
+
+def _embedding_rule(op, vals, bd, params, size):
+    w, idx = vals
+    if not bd[0]:
+        return dispatch(op, (w, idx), params), True
+    n = w.shape[1]
+    return dispatch(op, (_fold_n(w), _offset_rows(idx, bd[1], size, n)), _offset_params(params, size, n)), True
+
+
+def _embedding_bwd_rule(op, vals, bd, params, size):
+    g, idx = vals
+    n = params["num_weights"]
+    p = dict(_offset_params(params, size, n), num_weights=n * size)
+    return _unfold_n(dispatch(op, (_bm(g, bd[0], size), _offset_rows(idx, bd[1], size, n)), p), size), True
+
+
+for _op, _rule in ((conv2d_op, _conv_rule), (conv2d_input_op, _conv_input_rule),
+                   (conv2d_weight_op, _conv_weight_rule), (max_pool2d_op, _pool_rule),
+                   (max_pool2d_idx_op, _pool_rule), (avg_pool2d_op, _pool_rule),
+                   (max_pool2d_bwd_op, _pool_bwd_rule), (avg_pool2d_bwd_op, _pool_bwd_rule),
+                   (batch_norm_op, _bn_rule), (batch_norm_bwd_op, _bn_bwd_rule),
+                   (embedding_op, _embedding_rule), (embedding_bwd_op, _embedding_bwd_rule)):
+    _op.batch = _rule
