@@ -171,6 +171,44 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     return buf.reshape(G, M, kh * kw * Cg)
 
 
+_BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache between copy and GEMM
+
+
+def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
+    """channels_last forward (groups 1) in blocks of output rows: gather a block of windows into a
+    small reused buffer and multiply it straight into its rows of the (N, Ho, Wo, Cout) output, so
+    the columns are read back from cache instead of memory."""
+    xh = x.transpose(0, 2, 3, 1)
+    N, H, W, C = xh.shape
+    K, Cout = wm.shape
+    win = _windows(_padded(xp, xh, pads, 0, True), True, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
+    out = xp.empty((N, Ho, Wo, Cout), x.dtype)
+    if Ho * Wo >= _BLOCK_ROWS:  # blocks of rows within an image
+        rows = max(1, _BLOCK_ROWS // Wo)
+        buf = _buf(xp, "colsb", (rows, Wo, kh, kw, C), x.dtype)
+        for n in range(N):
+            for r0 in range(0, Ho, rows):
+                r1 = min(Ho, r0 + rows)
+                cb = buf[:r1 - r0]
+                xp.copyto(cb, win[n, r0:r1])
+                ob = out[n, r0:r1].reshape(-1, Cout)
+                xp.matmul(cb.reshape(-1, K), wm, out=ob)
+                if b is not None:
+                    ob += b
+    else:  # blocks of whole images
+        imgs = max(1, _BLOCK_ROWS // (Ho * Wo))
+        buf = _buf(xp, "colsb", (imgs, Ho, Wo, kh, kw, C), x.dtype)
+        for n0 in range(0, N, imgs):
+            n1 = min(N, n0 + imgs)
+            cb = buf[:n1 - n0]
+            xp.copyto(cb, win[n0:n1])
+            ob = out[n0:n1].reshape(-1, Cout)
+            xp.matmul(cb.reshape(-1, K), wm, out=ob)
+            if b is not None:
+                ob += b
+    return out.transpose(0, 3, 1, 2)
+
+
 def _flat_rows(kh, kw, st, Wo, Wr):
     """Stride-1 kernels wider than 1x1 gather and scatter whole shifted planes (see _cols_km), when
     the junk columns this adds to the GEMM (Wr - Wo per row) cost less than the strided copies."""
@@ -280,6 +318,9 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
     if _use_nhwc(x, w):
+        if G == 1 and (kh > 1 or kw > 1 or any(pad)):
+            wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
+            return _conv_nhwc_blocked(xp, x, wm, b, kh, kw, stride, pad, dilation, Ho, Wo)
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
         if G == 1:
             wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
