@@ -10,8 +10,9 @@ a multi-process job cannot be timed as a step inside one process.
 What is measured, per rank, after warm-up, each number the median over the steps:
 - step: forward + backward (with DDP's bucketed all-reduce) + SGD update; samples/s is the global
   batch (ranks x per-rank batch) divided by the step time.
-- backward with sync vs backward under ``no_sync()`` (no communication): the difference is the
-  communication that was not hidden (exposed).
+- exposed: how long the end of backward waited for the reductions, on the rank that got there
+  last (the other ranks' extra wait is for that rank, not for the network). Backward with sync and
+  backward under ``no_sync()`` (no communication) are shown too.
 - comm: the same bucket all-reduces run back to back, blocking, with nothing to overlap.
 - hidden share = 1 - exposed / comm (clamped to 0..1).
 """
@@ -68,9 +69,12 @@ def worker(steps, batch, sizes, bucket_cap_mb, threads):
         F.cross_entropy(ddp(x), y).backward()
         sgd()
 
+    waits = []
+
     def bw_sync():
         loss = F.cross_entropy(ddp(x), y)
         t = timed(loss.backward)
+        waits.append(ddp.last_wait_s)
         sgd()
         return t
 
@@ -95,12 +99,14 @@ def worker(steps, batch, sizes, bucket_cap_mb, threads):
     t_sync = statistics.median(bw_sync() for _ in range(steps))
     t_local = statistics.median(bw_local() for _ in range(steps))
     t_comm = statistics.median(comm() for _ in range(steps)) if world > 1 else 0.0
-    mine = [t_step, t_sync, t_local, t_comm]
+    mine = [t_step, t_sync, t_local, t_comm, waits]
     allr = [None] * world
     dist.all_gather_object(allr, mine)
     if rank == 0:
         t_step, t_sync, t_local, t_comm = (max(r[i] for r in allr) for i in range(4))
-        exposed = max(0.0, t_sync - t_local)
+        # the rank that reaches the end of backward last waits only for what is left of the
+        # communication; the others also wait for it (load imbalance, not communication)
+        exposed = statistics.median(min(r[4][k] for r in allr) for k in range(len(waits)))
         hidden = None if t_comm == 0 else max(0.0, min(1.0, 1 - exposed / t_comm))
         nparams = sum(p.numel() for p in params)
         print(json.dumps({"ranks": world, "batch_per_rank": batch, "params": nparams,

@@ -38,6 +38,8 @@ CASES = {
                   ["after fuse: ['conv1', 'conv2']", "same output: True"]),
     "fx_profiling_interpreter": (["ember.fx.Interpreter", "ember.fx.symbolic_trace"],
                                  ["interpreter output == module output: True", "call_module"]),
+    "profiler_trace_diff": (["ember.trace_analysis.TraceDiff", "ember.utils.benchmark.Timer", "pandas.DataFrame"],
+                            ["TanhBackward0", "traces in", "Times are in microseconds"]),
     "trace_diff": (["ember.trace_analysis.TraceDiff", "pandas.DataFrame"],
                    ["added    : ['ember::add', 'ember::gelu'", "deleted  : ['ember::relu']"]),
 }

@@ -53,7 +53,8 @@ def test_repr_matches_torch(torch):
                  lambda m: m.MaxPool2d(3, 2, 1), lambda m: m.AvgPool2d(2), lambda m: m.AdaptiveAvgPool2d((1, 1)),
                  lambda m: m.Flatten(), lambda m: m.Unflatten(1, (2, 2)), lambda m: m.CrossEntropyLoss(),
                  lambda m: m.Bilinear(2, 3, 4), lambda m: m.ModuleList([m.Tanh(), m.Sigmoid()]),
-                 lambda m: m.ModuleDict({"a": m.Identity()}), lambda m: m.ModuleList()):
+                 lambda m: m.ModuleDict({"a": m.Identity()}), lambda m: m.ModuleList(),
+                 lambda m: m.ModuleList([m.Linear(2, 2), m.Linear(2, 2), m.ReLU(), m.Linear(2, 2)])):
         assert repr(make(nn)) == repr(make(torch.nn))
 
 

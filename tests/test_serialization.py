@@ -171,3 +171,32 @@ def test_resumed_training_matches_uninterrupted(tmp_path):
     for a, b in zip(m1.state_dict().values(), m3.state_dict().values()):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
     assert s3.get_last_lr() == s1.get_last_lr()
+
+
+def test_loads_pytorch_checkpoints_safely(torch, tmp_path):
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    tm(torch.randn(5, 3))
+    p = tmp_path / "torch.pt"
+    torch.save({"model": tm.state_dict(), "step": 7, "names": ["a", ("b", None)], "p": torch.nn.Parameter(torch.ones(2)),
+                "view": torch.arange(10.0)[2:8:2], "half": torch.ones(3, dtype=torch.float16),
+                "mask": torch.tensor([True, False])}, p)
+    ck = ember.load(p)
+    em = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    em.load_state_dict(ck["model"])
+    em.eval()
+    tm.eval()
+    x = np.random.RandomState(0).randn(5, 3).astype(np.float32)
+    np.testing.assert_allclose(em(ember.tensor(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy(), atol=1e-6)
+    assert ck["step"] == 7 and ck["names"] == ["a", ("b", None)]
+    assert isinstance(ck["p"], nn.Parameter) and ck["view"].tolist() == [2.0, 4.0, 6.0]
+    assert ck["half"].dtype == ember.float16 and ck["mask"].dtype == ember.bool
+    assert ember.load(p, map_location="meta")["model"]["0.weight"].is_meta
+
+
+def test_pytorch_checkpoint_with_arbitrary_objects_is_refused(torch, tmp_path):
+    import collections
+    p = tmp_path / "evil.pt"
+    torch.save({"x": collections.Counter("abc")}, p)
+    with pytest.raises(RuntimeError, match="evil.pt is a PyTorch checkpoint that ember cannot read safely: "
+                                           ".*collections.Counter"):
+        ember.load(p)

@@ -66,7 +66,7 @@ def _train_parser(sub):
 
 
 def _load_data(args):
-    import ember
+    """(train images, train labels, test images, test labels) as tensors."""
     if args.dataset == "digits":
         from ember.datasets import digits
         tr, te = digits(train=True), digits(train=False)
@@ -80,7 +80,6 @@ def _load_data(args):
         raise CLIError(f"cannot load MNIST from {args.data_dir}: {e}") from None
     xtr, ytr = tr.tensors()
     xte, yte = te.tensors()
-    del ember
     return xtr, ytr, xte, yte
 
 
@@ -124,7 +123,7 @@ def _progress(iterable, total, desc, enabled):
         except ImportError:
             pass
         else:
-            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None, dynamic_ncols=True)
+            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None)
     return iterable
 
 
@@ -347,6 +346,14 @@ def trace_diff(argv):
     return td_main(argv) or 0
 
 
+def _abort_job_if_distributed(code):
+    """An error on one process of an MPI job ends the whole job: the others would wait forever."""
+    dist = sys.modules.get("ember.distributed")
+    if dist is not None and dist.is_initialized() and dist.get_world_size() > 1:
+        sys.stderr.flush()
+        dist._MPI.COMM_WORLD.Abort(code)
+
+
 # ------------------------------------------------------------------------------------------ main
 def build_parser():
     ap = _Parser(prog="ember", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -382,6 +389,7 @@ def main(argv=None):
         print(msg if msg.startswith("ember") else f"ember: error: {msg}", file=sys.stderr)
         if os.environ.get("EMBER_DEBUG"):
             raise
+        _abort_job_if_distributed(e.code)
         return e.code
     except KeyboardInterrupt:
         print("ember: interrupted", file=sys.stderr)

@@ -21,7 +21,7 @@ def _long_check(op, target):
                            f"floating dtype (class probabilities), got {target.dtype}")
 
 
-def _check_index_target(op, input, target, ignore_index):
+def _check_index_target(op, input, target, ignore_index, values=True):
     _long_check(op, target)
     if input.dim() == 0:
         raise ValueError(f"{op}: input tensor should be 1D or 2D (or N-d with class dim 1), got a 0-d tensor")
@@ -38,7 +38,7 @@ def _check_index_target(op, input, target, ignore_index):
             raise RuntimeError(f"{op}: expected target of shape {[input.shape[0]] + list(input.shape[2:])}, "
                                f"got {list(target.shape)}")
         C = input.shape[1]
-    if not D.state.levels and not target._meta:
+    if values and not D.state.levels and not target._meta:
         t = target._data
         if t.size and (t.min() < 0 or t.max() >= C):
             bad = (t != ignore_index) & ((t < 0) | (t >= C))
@@ -58,6 +58,11 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     C = _check_index_target("nll_loss", input, target, ignore_index)
     _weight_check("nll_loss", weight, C)
     cdim = 0 if input.dim() == 1 else 1
+    if (weight is None and not D.state.levels and not target._meta and target.dtype.name == "int64"
+            and not (target._data == ignore_index).any()):
+        # nothing ignored, no weights: the plain mean/sum of -input[target] (fewer ops on the hot path)
+        loss = -_I.gather(input, cdim, target.unsqueeze(cdim)).squeeze(cdim)
+        return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
     valid = target != ignore_index
     safe = _E.where(valid, target, 0).long()
     picked = _I.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
@@ -83,7 +88,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim, C)
     if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
-        _check_index_target("cross_entropy", input, target, ignore_index)
+        _check_index_target("cross_entropy", input, target, ignore_index, values=False)  # values: in impl
         return dispatch(cross_entropy_op, (input, target),
                         {"ignore_index": ignore_index, "reduction": reduction})
     logp = _R.log_softmax(input, cdim)
@@ -155,12 +160,32 @@ def _all_valid(t, ign):
     return not bool((t == ign).any())
 
 
+def _check_targets(t, C, ign):
+    """Whether every target is a class (no ignored ones); IndexError for out-of-range targets.
+    The usual case (no target below 0, ignore_index negative) costs one reduction: targets >= C
+    are caught by the indexing itself (see _picked)."""
+    if t.size == 0 or (ign < 0 and t.min() >= 0):
+        return True
+    valid = t != ign
+    bad = valid & ((t < 0) | (t >= C))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    return bool(valid.all())
+
+
+def _picked(xp, s, t):
+    try:
+        return s[xp.arange(s.shape[0]), t]
+    except IndexError:
+        raise IndexError(f"Target {int(t.max())} is out of bounds.") from None
+
+
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
     s = x - x.max(axis=1, keepdims=True)
     lse = xp.log(xp.exp(s).sum(axis=1))
-    if _all_valid(t, ignore_index):
-        picked = s[xp.arange(n), t]
+    if _check_targets(t, x.shape[1], ignore_index):
+        picked = _picked(xp, s, t)
         if reduction == "none":
             lse -= picked
             return lse

@@ -7,10 +7,15 @@ the order backward produces their gradients; the first bucket holds at most 1 Mi
 reduction starts early); a hook on each parameter's gradient accumulation
 copies the gradient into its bucket, and the moment a bucket is complete a non-blocking MPI
 all-reduce starts on it, while backward goes on computing the earlier layers' gradients. Buckets
-start in the same order on every rank (MPI requires it). When the last bucket has started, the
-reduction is waited for and the averaged gradients are written to ``param.grad``.
+start in the same order on every rank (MPI requires it). A background thread keeps the
+reductions moving while backward computes (MPI progresses only inside MPI calls; see
+``ember.distributed._progress``; ``EMBER_DDP_PROGRESS_THREAD=0`` turns it off). When the last
+bucket has started, the reduction is waited for and the averaged gradients are written to
+``param.grad``.
 """
 import contextlib
+import os
+import time
 
 import numpy as np
 
@@ -19,10 +24,11 @@ from .. import Module
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "buf", "pending", "request", "dtype")
+    __slots__ = ("index", "params", "offsets", "buf", "pending", "requests", "dtype")
 
     def __init__(self, index, params, dtype):
         self.index = index
@@ -35,7 +41,7 @@ class _Bucket:
             n += p.numel()
         self.buf = np.zeros(n, dtype)
         self.pending = len(params)
-        self.request = None
+        self.requests = []
 
 
 def _tensors_in(obj, out):
@@ -95,6 +101,11 @@ class DistributedDataParallel(Module):
         self._verify_same_params(w)
         self._sync_from_rank0(params + self._buffers_list())
         self._build_buckets(int(bucket_cap_mb * 1024 * 1024))
+        engine = None
+        if w.size > 1 and os.environ.get("EMBER_DDP_PROGRESS_THREAD", "1") != "0":
+            from ...distributed import _progress
+            engine = _progress.get()
+        object.__setattr__(self, "_engine", engine)
         object.__setattr__(self, "_views", [None] * len(params))   # per parameter: its grad in its bucket
         object.__setattr__(self, "_grad_hooks", [p.register_post_accumulate_grad_hook(self._make_hook(i))
                                                  for i, p in enumerate(params)])
@@ -170,7 +181,7 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_used", None)
         for b in self._buckets:
             b.pending = len(b.params)
-            b.request = None
+            b.requests = []
 
     def _make_hook(self, i):
         def hook(param):
@@ -203,8 +214,11 @@ class DistributedDataParallel(Module):
             self._progress()
 
     def _progress(self):
-        """Let MPI move the data of the reductions in flight (its progress runs inside MPI calls)."""
-        reqs = [b.request for b in self._buckets[:self._next_launch] if b.request is not None]
+        """Let MPI move the data of the reductions in flight (its progress runs inside MPI calls);
+        with the progress thread this is its job."""
+        if self._engine is not None:
+            return
+        reqs = [r for b in self._buckets[:self._next_launch] for r in b.requests]
         if reqs:
             from mpi4py import MPI
             MPI.Request.Testall(reqs)
@@ -216,7 +230,14 @@ class DistributedDataParallel(Module):
         while self._next_launch < len(buckets) and buckets[self._next_launch].pending == 0:
             b = buckets[self._next_launch]
             if w.size > 1:
-                b.request = w.comm.Iallreduce(MPI.IN_PLACE, b.buf, MPI.SUM)
+                # in pieces of at most 4 MiB: larger single messages are much slower through
+                # OpenMPI's shared-memory path (measured here: 8 MiB took 15x the time of 4 MiB)
+                step = max(1, _MAX_MESSAGE_BYTES // b.buf.itemsize)
+                for lo in range(0, b.buf.size, step):
+                    r = w.comm.Iallreduce(MPI.IN_PLACE, b.buf[lo:lo + step], MPI.SUM)
+                    b.requests.append(r)
+                    if self._engine is not None:
+                        self._engine.watch(r)
             self._next_launch += 1
         if self._next_launch == len(buckets):
             self._finalize()
@@ -226,9 +247,15 @@ class DistributedDataParallel(Module):
     def _finalize(self):
         from mpi4py import MPI
         w = self._world
-        reqs = [b.request for b in self._buckets if b.request is not None]
+        reqs = [r for b in self._buckets for r in b.requests]
+        t0 = time.perf_counter()
         if reqs:
-            MPI.Request.Waitall(reqs)
+            if self._engine is not None:
+                self._engine.wait_all()
+            else:
+                MPI.Request.Waitall(reqs)
+        # how long backward's end waited for the reductions (benchmarks read it)
+        object.__setattr__(self, "last_wait_s", time.perf_counter() - t0)
         used = self._used
         if used is not None and w.size > 1:
             w.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
