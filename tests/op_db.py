@@ -26,7 +26,6 @@ Consumers (reverse mode here, forward mode and vmap elsewhere) use:
 really dispatches the op it claims (a dispatch listener records the ops run), so a new op cannot
 skip testing.
 """
-import math
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -617,14 +616,75 @@ add("as_strided_scatter", fn=_reg("as_strided_scatter"), oracle=False,
 add("index_backward", fn=_reg("index_backward"), oracle=False,
     samples=fixed(lambda r: S((U(r, (3, 4)),), {"shape": (3, 4), "spec": ([0, 2, 2],)})))
 
+# ----------------------------------------------------------------------------- nn kernels (ember.ops.nn)
+
+
+def _nn_kernels():
+    from ember.ops import nn as K
+    return K
+
+
+def _pool_idx(x, kernel, stride, pad):
+    return _nn_kernels()._max_pool_core(np, x, kernel, stride, pad, (1, 1), False, True)[1]
+
+
+add("conv2d", fn=lambda m, x, w, b=None, **kw: F(m).conv2d(x, w, b, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 3)), U(r, (2, 2, 2, 2)), U(r, (2,))), {"padding": 1, "stride": 2}),
+                  lambda r: S((U(r, (2, 4, 5, 4)), U(r, (4, 2, 3, 3))), {"padding": "same", "groups": 2}),
+                  lambda r: S((U(r, (1, 3, 4, 12)), U(r, (2, 3, 3, 3)), U(r, (2,))), {"padding": 1}),
+                  lambda r: S((U(r, (2, 3, 6, 5)), U(r, (2, 3, 1, 1))), {"stride": 2})), fd_tol=1e-4)
+add("conv2d_backward_input", "conv_transpose2d", fn=lambda m, x, w, b=None, **kw: F(m).conv_transpose2d(x, w, b, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 2, 2)), U(r, (2, 2, 2, 2)), U(r, (4,))), {"stride": 2, "groups": 2}),
+                  lambda r: S((U(r, (2, 3, 3, 3)), U(r, (3, 2, 3, 3))), {"stride": 2, "padding": 1,
+                                                                         "output_padding": 1})), fd_tol=1e-4)
+add("conv2d_backward_weight", fn=_reg("conv2d_backward_weight"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 3)), U(r, (1, 2, 2, 2))),
+                              {"ksize": (2, 2), "stride": (1, 1), "pad": (0, 0, 0, 0), "dilation": (1, 1),
+                               "groups": 1, "nhwc": False, "wcl": False})), fd_tol=1e-4)
+add("max_pool2d", fn=_reg("max_pool2d"), torch_fn=lambda m, x, **kw: m.nn.functional.max_pool2d(x, 3, 2, 1),
+    grad=False, samples=fixed(lambda r: S((distinct(r, (2, 3, 5, 6)),), {
+        "kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "dilation": (1, 1), "ceil_mode": False}, desc="k3 s2 p1")))
+add("max_pool2d_with_indices", fn=lambda m, x, **kw: F(m).max_pool2d(x, return_indices=True, **kw),
+    samples=fixed(lambda r: S((distinct(r, (1, 2, 5, 5)),), {"kernel_size": 3, "stride": 2, "padding": 1}),
+                  lambda r: S((distinct(r, (2, 2, 4, 6)),), {"kernel_size": 2, "ceil_mode": True})))
+add("max_pool2d_with_indices_backward", fn=_reg("max_pool2d_with_indices_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 3)), _pool_idx(distinct(r, (1, 2, 5, 5)), (3, 3), (2, 2), (1, 1))),
+                              {"in_shape": (1, 2, 5, 5), "nhwc": False, "overlap": True})))
+add("avg_pool2d", fn=lambda m, x, **kw: F(m).avg_pool2d(x, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 5, 5)),), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                                      "ceil_mode": True, "count_include_pad": False}),
+                  lambda r: S((U(r, (2, 2, 4, 6)),), {"kernel_size": 2})))
+add("avg_pool2d_backward", fn=_reg("avg_pool2d_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 3)),), {"in_shape": (1, 2, 5, 5), "nhwc": False, "kernel": (3, 3),
+                                                      "stride": (2, 2), "pad": (1, 1), "ceil_mode": False,
+                                                      "count_include_pad": True, "divisor_override": None})))
+add("batch_norm", fn=lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, training=True),
+    samples=fixed(lambda r: S((U(r, (3, 2, 2, 2)), U(r, (2,)), U(r, (2,)))),
+                  lambda r: S((U(r, (4, 3)), U(r, (3,)), U(r, (3,))))), fd_tol=1e-4)
+add("batch_norm", "batch_norm_eval",
+    fn=lambda m, x, rm, rv, w, b: F(m).batch_norm(x, rm, rv, w, b, training=False),
+    samples=fixed(lambda r: S((U(r, (3, 2, 2, 2)), U(r, (2,)), U(r, (2,), 0.5, 2), U(r, (2,)), U(r, (2,))),
+                              nondiff=(1, 2))))
+add("batch_norm_backward", fn=_reg("batch_norm_backward"), oracle=False, grad=False,
+    samples=fixed(lambda r: S((U(r, (3, 2, 2, 2)), U(r, (3, 2, 2, 2)), U(r, (2,)), U(r, (2,)), U(r, (2,), 0.5, 2)),
+                              {"training": True})))
+add("embedding", fn=lambda m, i, w, **kw: F(m).embedding(i, w, **kw),
+    samples=fixed(lambda r: S((ints(r, (2, 3), 0, 5), U(r, (5, 3)))),
+                  lambda r: S((ints(r, (4,), 0, 5), U(r, (5, 2))), {"padding_idx": 1}, desc="padding_idx (its row's gradient is zero by definition)",
+                              grad=False)))
+add("embedding_backward", fn=_reg("embedding_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (2, 3, 2)), ints(r, (2, 3), 0, 4)), {"num_weights": 4})))
+
 # PyTorch's twins for the registry-only entries are not needed; everything else is compared.
 
 NON_DIFFERENTIABLE = sorted(n for n in (
     "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isnan", "isinf", "isfinite", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero"))
+    "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero", "max_pool2d",
+    "batch_norm_backward"))
 INTERNAL = ("select_backward", "slice_backward", "diagonal_backward", "as_strided_backward",
-            "as_strided_scatter", "index_backward")
+            "as_strided_scatter", "index_backward", "conv2d_backward_weight", "max_pool2d_with_indices_backward",
+            "avg_pool2d_backward", "embedding_backward", "batch_norm_backward")
 
 
 def sample_list(entry, seed=0):
@@ -633,4 +693,4 @@ def sample_list(entry, seed=0):
 
 
 __all__ = ["Sample", "OpEntry", "ENTRIES", "entries_for", "call", "flat_outputs", "diff_outputs",
-           "NON_DIFFERENTIABLE", "INTERNAL", "sample_list", "math"]
+           "NON_DIFFERENTIABLE", "INTERNAL", "sample_list"]

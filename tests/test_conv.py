@@ -129,3 +129,18 @@ def test_conv_errors():
         F.conv2d(x, ember.randn(5, 2, 3, 3), groups=2)
     with pytest.raises(RuntimeError, match="output padding"):
         F.conv_transpose2d(x, ember.randn(4, 2, 3, 3), output_padding=1)
+
+
+@pytest.mark.parametrize("k,kw", [((3, 3), dict(padding=1)), ((3, 3), dict(dilation=2)), ((2, 5), dict(padding=(1, 2))),
+                                  ((3, 3), dict(padding=1, groups=2))])
+@pytest.mark.parametrize("cl", [False, True])
+def test_conv2d_wide_rows(torch, k, kw, cl):
+    """Rows wide enough that NCHW stride-1 convolutions take the shifted-plane im2col/col2im."""
+    x, w, b = _conv_arrays(kw.get("groups", 1), k, H=5, W=26)
+    compare_with_torch(torch, lambda x, w, b: F.conv2d(x, w, b, **kw),
+                       lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kw), [x, w, b], [cl, False, False])
+
+
+def test_conv2d_wide_rows_finite_differences():
+    x, w, b = _conv_arrays(1, (3, 3), N=1, C=2, H=3, W=18, Cout=2)
+    finite_diff_check(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b])

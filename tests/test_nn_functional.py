@@ -91,3 +91,15 @@ def test_functional_fd():
     check_fd(lambda a: F.mish(a), [x])
     w = ember.randn(5, 4, requires_grad=True)
     check_fd(lambda a, b: F.linear(a, b), [x, w])
+
+
+def test_inplace_flags(torch):
+    for name, args in [("relu", ()), ("leaky_relu", (0.2,)), ("elu", (1.0,)), ("hardtanh", (-0.5, 0.5)),
+                       ("silu", ()), ("relu6", ())]:
+        x = rs.randn(6).astype(np.float32) * 3
+        e = ember.tensor(x)
+        t = torch.tensor(x)
+        r = getattr(F, name)(e, *args, inplace=True)
+        getattr(torch.nn.functional, name)(t, *args, inplace=True)
+        assert r is e
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-7)

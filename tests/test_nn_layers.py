@@ -219,3 +219,73 @@ def test_layer_errors():
         nn.Conv2d(3, 4, 3, stride=2, padding="same")
     with pytest.raises(RuntimeError, match="normalized_shape"):
         nn.LayerNorm(4)(ember.randn(2, 3))
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.ZeroPad2d((1, 2, 0, 1)), (2, 3, 4, 4)),
+    (lambda m: m.ConstantPad1d((1, 2), 3.5), (2, 3, 4)),
+    (lambda m: m.ReflectionPad2d(1), (2, 3, 4, 4)),
+    (lambda m: m.ReplicationPad1d((2, 1)), (2, 3, 4)),
+    (lambda m: m.CircularPad2d(1), (1, 2, 3, 3)),
+    (lambda m: m.MaxPool1d(3, 2, padding=1), (2, 3, 9)),
+    (lambda m: m.AvgPool1d(2), (2, 3, 8)),
+    (lambda m: m.AdaptiveAvgPool1d(3), (2, 3, 8)),
+    (lambda m: m.Upsample(scale_factor=2), (1, 2, 3, 4)),
+    (lambda m: m.Upsample(size=(5, 7)), (1, 2, 3, 4)),
+    (lambda m: m.Upsample(size=5), (1, 2, 3)),
+    (lambda m: m.Upsample(scale_factor=2, mode="bilinear"), (1, 2, 3, 4)),
+    (lambda m: m.Upsample(size=(5, 7), mode="bilinear", align_corners=True), (1, 2, 3, 4)),
+    (lambda m: m.Upsample(size=(2, 3), mode="bilinear"), (1, 2, 5, 7)),
+    (lambda m: m.Upsample(scale_factor=1.5, mode="linear"), (2, 2, 6)),
+    (lambda m: m.UpsamplingBilinear2d(scale_factor=2), (1, 1, 3, 3)),
+    (lambda m: m.AdaptiveMaxPool2d((2, 3)), (2, 3, 6, 9)),
+    (lambda m: m.AdaptiveMaxPool2d((3, 2)), (2, 3, 7, 5)),
+    (lambda m: m.AdaptiveMaxPool2d(1), (2, 3, 4, 4)),
+])
+def test_padding_pooling1d_upsample_match_torch(torch, make, shape):
+    compare_module(torch, make(nn), make(torch.nn), randn(*shape))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(is_causal=True), dict(mask="bool"), dict(mask="float"),
+                                dict(scale=0.3)])
+def test_scaled_dot_product_attention_matches_torch(torch, kw):
+    q, k, v = randn(2, 3, 4, 5), randn(2, 3, 6, 5), randn(2, 3, 6, 7)
+    if kw.get("is_causal"):
+        k, v = k[:, :, :4], v[:, :, :4]
+    mask = kw.pop("mask", None)
+    em = tm = None
+    if mask == "bool":
+        mk = rs.rand(4, 6) > 0.3
+        mk[:, 0] = True
+        em, tm = ember.tensor(mk), torch.tensor(mk)
+    elif mask == "float":
+        mk = randn(4, 6)
+        em, tm = ember.tensor(mk), torch.tensor(mk)
+    es = [ember.tensor(a, requires_grad=True) for a in (q, k, v)]
+    ts = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    eo = F.scaled_dot_product_attention(*es, attn_mask=em, **kw)
+    to = torch.nn.functional.scaled_dot_product_attention(*ts, attn_mask=tm, **kw)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), atol=1e-5, rtol=1e-4)
+    eo.sum().backward()
+    to.sum().backward()
+    for a, b in zip(es, ts):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.InstanceNorm2d(3), (2, 3, 4, 5)),
+    (lambda m: m.InstanceNorm2d(3, affine=True, track_running_stats=True), (2, 3, 4, 5)),
+    (lambda m: m.InstanceNorm1d(3, affine=True), (2, 3, 6)),
+    (lambda m: m.PixelShuffle(2), (2, 8, 3, 3)),
+    (lambda m: m.PixelUnshuffle(2), (2, 2, 4, 6)),
+    (lambda m: m.Hardshrink(0.3), (3, 4)),
+    (lambda m: m.Softshrink(0.3), (3, 4)),
+])
+def test_more_layers_match_torch(torch, make, shape):
+    emod, tmod = make(nn), make(torch.nn)
+    assert repr(emod) == repr(tmod)
+    compare_module(torch, emod, tmod, randn(*shape))
+    if any(True for _ in emod.buffers()):
+        emod.eval()
+        tmod.eval()
+        compare_module(torch, emod, tmod, randn(*shape))

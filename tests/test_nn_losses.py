@@ -169,3 +169,17 @@ def test_cross_entropy_ignored_everything_is_nan(torch):
     e = F.cross_entropy(ember.tensor(x), ember.tensor([-100, -100]))
     t = torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor([-100, -100]))
     assert np.isnan(e.item()) and np.isnan(t.item())
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_more_losses_match_torch(torch, reduction):
+    a, p, n = (rs.randn(4, 5).astype(np.float32) for _ in range(3))
+    _check(torch, lambda x, y, z: nn.TripletMarginLoss(margin=0.5, swap=True, reduction=reduction)(x, y, z),
+           lambda x, y, z: torch.nn.TripletMarginLoss(margin=0.5, swap=True, reduction=reduction)(x, y, z), a, p, n)
+    sign = np.sign(rs.randn(4, 5)).astype(np.float32)
+    _check(torch, lambda x, y: nn.HingeEmbeddingLoss(reduction=reduction)(x, y),
+           lambda x, y: torch.nn.HingeEmbeddingLoss(reduction=reduction)(x, y), a, sign)
+    lab = (rs.rand(4, 5) > 0.5).astype(np.float32)
+    _check(torch, lambda x, y: nn.MultiLabelSoftMarginLoss(reduction=reduction)(x, y),
+           lambda x, y: torch.nn.MultiLabelSoftMarginLoss(reduction=reduction)(x, y), a, lab)
+    _check(torch, lambda x: F.pdist(x), lambda x: torch.nn.functional.pdist(x), a)

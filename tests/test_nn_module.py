@@ -53,7 +53,8 @@ def test_repr_matches_torch(torch):
                  lambda m: m.MaxPool2d(3, 2, 1), lambda m: m.AvgPool2d(2), lambda m: m.AdaptiveAvgPool2d((1, 1)),
                  lambda m: m.Flatten(), lambda m: m.Unflatten(1, (2, 2)), lambda m: m.CrossEntropyLoss(),
                  lambda m: m.Bilinear(2, 3, 4), lambda m: m.ModuleList([m.Tanh(), m.Sigmoid()]),
-                 lambda m: m.ModuleDict({"a": m.Identity()}), lambda m: m.ModuleList()):
+                 lambda m: m.ModuleDict({"a": m.Identity()}), lambda m: m.ModuleList(),
+                 lambda m: m.ModuleList([m.Linear(2, 2), m.Linear(2, 2), m.ReLU(), m.Linear(2, 2)])):
         assert repr(make(nn)) == repr(make(torch.nn))
 
 
@@ -183,6 +184,13 @@ def test_to_meta_device():
     ref = nn.Linear(4, 3)
     m2.load_state_dict(ref.state_dict(), assign=True)
     assert not m2.weight.is_meta and m2.weight.tolist() == ref.weight.tolist()
+    m3 = nn.Linear(4, 3, device="meta")
+    with pytest.raises(NotImplementedError, match="to_empty"):
+        m3.to("cpu")
+    m3.to_empty(device="cpu")
+    assert not m3.weight.is_meta and m3.weight.requires_grad
+    nn.init.ones_(m3.weight)
+    assert m3(ember.ones(1, 4)).shape == (1, 3)
 
 
 def test_deepcopy():

@@ -61,3 +61,14 @@ def test_parameters_vector_round_trip():
         vector_to_parameters(ember.ones(5), m.parameters())
     with pytest.raises(TypeError):
         vector_to_parameters([1.0], m.parameters())
+
+
+def test_pad_sequence_matches_torch(torch):
+    from ember.nn.utils.rnn import pad_sequence, unpad_sequence
+    seqs = [np.random.RandomState(i).randn(n, 3).astype(np.float32) for i, n in enumerate((4, 2, 5))]
+    for kw in (dict(), dict(batch_first=True, padding_value=-1.0), dict(batch_first=True, padding_side="left")):
+        e = pad_sequence([ember.tensor(s) for s in seqs], **kw)
+        t = torch.nn.utils.rnn.pad_sequence([torch.tensor(s) for s in seqs], **kw)
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    back = unpad_sequence(pad_sequence([ember.tensor(s) for s in seqs]), [4, 2, 5])
+    assert [b.shape[0] for b in back] == [4, 2, 5] and back[1].tolist() == ember.tensor(seqs[1]).tolist()

@@ -40,6 +40,8 @@ CASES = [
     ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1, alpha=0.9)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.5, maximize=True)),
 ]
 
 
@@ -161,3 +163,35 @@ def test_closure_and_repr(torch):
     assert opt.step(closure).item() == 2.0
     t = torch.nn.Parameter(torch.ones(2))
     assert repr(optim.Adam([a])) == repr(torch.optim.Adam([t]))
+
+
+def test_step_hooks():
+    a = nn.Parameter(ember.ones(2))
+    opt = optim.SGD([a], lr=0.1)
+    seen = []
+    h1 = opt.register_step_pre_hook(lambda o, args, kw: seen.append(("pre", a.tolist())))
+    h2 = opt.register_step_post_hook(lambda o, args, kw: seen.append(("post", a.tolist())))
+    g = optim.optimizer.register_optimizer_step_post_hook(lambda o, args, kw: seen.append("global"))
+    a.grad = ember.ones(2)
+    opt.step()
+    assert [s[0] if isinstance(s, tuple) else s for s in seen] == ["pre", "post", "global"]
+    assert seen[0][1] == [1.0, 1.0] and seen[1][1] == pytest.approx([0.9, 0.9])
+    for h in (h1, h2, g):
+        h.remove()
+    opt.step()
+    assert len(seen) == 3
+
+
+def test_reduce_lr_on_plateau_matches_torch(torch):
+    metrics = [1.0, 0.9, 0.95, 0.96, 0.97, 0.89, 0.9, 0.91, 0.92, 0.93, 0.94]
+    lrs = []
+    for M in (ember, torch):
+        p = M.nn.Parameter(M.ones(1))
+        opt = M.optim.SGD([p], lr=1.0)
+        s = M.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1, cooldown=1, min_lr=0.1)
+        got = []
+        for m in metrics:
+            s.step(m)
+            got.append(opt.param_groups[0]["lr"])
+        lrs.append(got)
+    assert lrs[0] == pytest.approx(lrs[1])

@@ -137,3 +137,66 @@ def test_corrupted_and_truncated_files(tmp_path):
         ember.load(bad)
     with pytest.raises(FileNotFoundError):
         ember.load(tmp_path / "missing.pt")
+
+
+def test_resumed_training_matches_uninterrupted(tmp_path):
+    """model + optimizer + scheduler checkpointed mid-run: resuming gives the same trajectory."""
+    def setup():
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+        opt = ember.optim.AdamW(model.parameters(), lr=0.01)
+        sched = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=10)
+        return model, opt, sched
+    x = ember.tensor(np.random.RandomState(0).randn(16, 4).astype(np.float32))
+    y = ember.tensor(np.random.RandomState(1).randint(0, 3, 16))
+
+    def run(model, opt, sched, steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            sched.step()
+    m1, o1, s1 = setup()
+    run(m1, o1, s1, 5)
+    m2, o2, s2 = setup()
+    run(m2, o2, s2, 3)
+    p = tmp_path / "ck.pt"
+    ember.save({"model": m2.state_dict(), "opt": o2.state_dict(), "sched": s2.state_dict()}, p)
+    m3, o3, s3 = setup()
+    ck = ember.load(p)
+    m3.load_state_dict(ck["model"])
+    o3.load_state_dict(ck["opt"])
+    s3.load_state_dict(ck["sched"])
+    run(m3, o3, s3, 2)
+    for a, b in zip(m1.state_dict().values(), m3.state_dict().values()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    assert s3.get_last_lr() == s1.get_last_lr()
+
+
+def test_loads_pytorch_checkpoints_safely(torch, tmp_path):
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    tm(torch.randn(5, 3))
+    p = tmp_path / "torch.pt"
+    torch.save({"model": tm.state_dict(), "step": 7, "names": ["a", ("b", None)], "p": torch.nn.Parameter(torch.ones(2)),
+                "view": torch.arange(10.0)[2:8:2], "half": torch.ones(3, dtype=torch.float16),
+                "mask": torch.tensor([True, False])}, p)
+    ck = ember.load(p)
+    em = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    em.load_state_dict(ck["model"])
+    em.eval()
+    tm.eval()
+    x = np.random.RandomState(0).randn(5, 3).astype(np.float32)
+    np.testing.assert_allclose(em(ember.tensor(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy(), atol=1e-6)
+    assert ck["step"] == 7 and ck["names"] == ["a", ("b", None)]
+    assert isinstance(ck["p"], nn.Parameter) and ck["view"].tolist() == [2.0, 4.0, 6.0]
+    assert ck["half"].dtype == ember.float16 and ck["mask"].dtype == ember.bool
+    assert ember.load(p, map_location="meta")["model"]["0.weight"].is_meta
+
+
+def test_pytorch_checkpoint_with_arbitrary_objects_is_refused(torch, tmp_path):
+    import collections
+    p = tmp_path / "evil.pt"
+    torch.save({"x": collections.Counter("abc")}, p)
+    with pytest.raises(RuntimeError, match="evil.pt is a PyTorch checkpoint that ember cannot read safely: "
+                                           ".*collections.Counter"):
+        ember.load(p)

@@ -4,6 +4,14 @@
 """
 __version__ = "0.1.0"
 
+import warnings as _warnings
+
+# NumPy's floating-point warnings raised inside ember's kernels (x / 0, log(0), overflow): PyTorch
+# returns inf/nan silently, and so does ember. Only warnings attributed to ember's own modules
+# are silenced; the user's NumPy code keeps its settings.
+_warnings.filterwarnings("ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+                         category=RuntimeWarning, module=r"ember(\.|$)")
+
 from . import _dispatch  # noqa: F401  (the registry and the dispatch path)
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_ as bool, promote_types, get_default_dtype, set_default_dtype)

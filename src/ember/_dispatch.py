@@ -127,18 +127,41 @@ def _camel(name):
 
 def dispatch(op, args, params=_EMPTY):
     if state.simple:
-        rg = False
-        arrs = []
-        for a in args:
+        # the fast path: plain arrays, no transform, no listener
+        if len(args) == 2:
+            a, b = args
+            rg = False
             if isinstance(a, Tensor):
                 if a._meta:
                     return _meta_eval(op, args, params)
-                arrs.append(a._data)
-                if a._rg:
+                rg = a._rg
+                a = a._data
+            if isinstance(b, Tensor):
+                if b._meta:
+                    return _meta_eval(op, args, params)
+                if b._rg:
                     rg = True
-            else:
-                arrs.append(a)
-        out = op.impl(xp, *arrs, **params)
+                b = b._data
+            out = op.impl(xp, a, b, **params) if params else op.impl(xp, a, b)
+        elif len(args) == 1 and isinstance(args[0], Tensor):
+            a = args[0]
+            if a._meta:
+                return _meta_eval(op, args, params)
+            rg = a._rg
+            out = op.impl(xp, a._data, **params) if params else op.impl(xp, a._data)
+        else:
+            rg = False
+            arrs = []
+            for a in args:
+                if isinstance(a, Tensor):
+                    if a._meta:
+                        return _meta_eval(op, args, params)
+                    arrs.append(a._data)
+                    if a._rg:
+                        rg = True
+                else:
+                    arrs.append(a)
+            out = op.impl(xp, *arrs, **params)
         if rg and grad_mode.enabled and op.differentiable:
             return record(op, args, params, out)
         if op.nout == 1 and not op.view:
@@ -298,6 +321,38 @@ def pop_level(level):
     level.active = False
     level.index = DEAD_INDEX
     state.refresh()
+
+
+def random_level():
+    """Under vmap: the innermost vmap level whose random draws differ per sample (None: draw once).
+    Raises for randomness='error'. Called by every random draw (ember._creation._gen)."""
+    for lvl in reversed(state.levels):
+        mode = getattr(lvl, "randomness", None)
+        if mode is None or getattr(lvl, "_drawing", False):
+            continue
+        if mode == "error":
+            raise RuntimeError("vmap: called random operation while in randomness error mode. Please either "
+                               "use the 'same' or 'different' randomness flags on vmap or perform the "
+                               "randomness operation out of vmap")
+        if mode == "different":
+            return lvl
+    return None
+
+
+def batched_draw(make, shape):
+    """make(shape) -> a plain random tensor; under vmap(randomness='different') one draw per sample,
+    returned batched at that level (nested vmaps each add their dim). None outside."""
+    if not state.levels:
+        return None
+    lvl = random_level()
+    if lvl is None:
+        return None
+    lvl._drawing = True
+    try:
+        t = make((lvl.size,) + tuple(shape))
+    finally:
+        lvl._drawing = False
+    return lvl.wrap(t)
 
 
 def unwrap_at(x, level):

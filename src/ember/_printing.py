@@ -29,7 +29,8 @@ def _float_formatter(a):
     mx, mn = absf.max(), absf[absf > 0].min() if (absf > 0).any() else 0.0
     sci = _opts["sci_mode"]
     if sci is None:
-        sci = mx >= 1e8 or (mn and (mn < 1e-4 or mx / mn > 1e3)) if not ints else mx >= 1e8
+        ratio = mx / mn if mn else 0.0
+        sci = mx > 1e8 or ratio > 1e3 or (not ints and bool(mn) and mn < 1e-4)
     if ints and not sci:
         return lambda x: _special(x) or f"{x:.0f}."
     if sci:
@@ -48,11 +49,19 @@ def _special(x):
 def format_array(a, indent):
     if a.dtype.kind == "f":
         fmt = _float_formatter(a.astype(np.float64))
-        formatter = {"float_kind": lambda x: fmt(float(x))}
+        # every element padded to the widest, as PyTorch prints
+        sample = a.reshape(-1) if a.size <= 100000 else np.concatenate(
+            [a.reshape(-1)[:1000], a.reshape(-1)[-1000:]])
+        width = max(len(fmt(float(x))) for x in sample)
+        formatter = {"float_kind": lambda x: fmt(float(x)).rjust(width)}
     elif a.dtype.kind == "b":
-        formatter = {"bool": lambda x: "True" if x else "False"}
+        w = 5 if not a.all() else 4
+        formatter = {"bool": lambda x: ("True" if x else "False").rjust(w)}
     else:
-        formatter = {"int": lambda x: str(int(x))}
+        sample = a.reshape(-1) if a.size <= 100000 else np.concatenate(
+            [a.reshape(-1)[:1000], a.reshape(-1)[-1000:]])
+        width = max(len(str(int(x))) for x in sample)
+        formatter = {"int": lambda x: str(int(x)).rjust(width)}
     summarize = a.size > _opts["threshold"]
     return np.array2string(a, separator=", ", formatter=formatter, prefix=" " * indent,
                            threshold=0 if summarize else a.size + 1, edgeitems=_opts["edgeitems"],

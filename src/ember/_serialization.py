@@ -5,7 +5,13 @@ strings, numbers, None, dtypes, sizes and tensor references) and one ``.npy`` fi
 read back with ``allow_pickle=False``. Nothing in the file names a class to import or a function
 to call, so loading an untrusted file can at worst fail; a corrupted or truncated file raises a
 RuntimeError naming the file and what is wrong.
+
+``ember.load`` also reads PyTorch's zip checkpoints (``torch.save`` of tensors and state dicts)
+through an unpickler that resolves only a fixed list of names (OrderedDict, the tensor and
+parameter rebuild functions, the storage types) and refuses everything else, as PyTorch's
+``weights_only=True`` does.
 """
+import pickle
 from collections import OrderedDict
 import io
 import json
@@ -260,6 +266,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             raise RuntimeError(f"ember.load: {name} is not an ember checkpoint or is truncated/corrupted "
                                f"(not a readable zip archive: {e})") from None
         with zf:
+            if _MANIFEST not in zf.namelist():
+                pkl = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+                if pkl:
+                    return _load_torch_zip(zf, pkl[0][:-len("data.pkl")], name, map_location)
             try:
                 raw = zf.read(_MANIFEST)
             except KeyError:
@@ -285,3 +295,106 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     finally:
         if close:
             src.close()
+
+
+# ----------------------------------------------------------------------------- PyTorch checkpoints
+
+_TORCH_STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+                   "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
+                   "ByteStorage": "uint8", "BoolStorage": "bool"}
+
+
+class _StorageType:
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _rebuild_tensor(storage, offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
+    from ._tensor import new_tensor
+    item = storage.itemsize
+    n_needed = offset + (1 + sum((sz - 1) * st for sz, st in zip(size, stride)) if all(size) else 0)
+    if n_needed > storage.size:
+        raise RuntimeError(f"a tensor of size {list(size)} and stride {list(stride)} at offset {offset} does not "
+                           f"fit its storage of {storage.size} elements")
+    arr = np.lib.stride_tricks.as_strided(storage[offset:], tuple(size), tuple(st * item for st in stride))
+    t = new_tensor(np.array(arr, order="C"))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, *rest):
+    from .nn.parameter import Parameter
+    return Parameter(data, requires_grad=requires_grad)
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Resolves only the names a tensor/state-dict checkpoint needs; reads storages from the zip."""
+
+    def __init__(self, fh, zf, prefix, name):
+        super().__init__(fh)
+        self.zf, self.prefix, self.name = zf, prefix, name
+        self.storages = {}
+
+    def find_class(self, module, qualname):
+        if (module, qualname) == ("collections", "OrderedDict"):
+            return OrderedDict
+        if (module, qualname) == ("torch._utils", "_rebuild_tensor_v2"):
+            return _rebuild_tensor
+        if (module, qualname) == ("torch._utils", "_rebuild_parameter"):
+            return _rebuild_parameter
+        if module == "torch" and qualname in _TORCH_STORAGES:
+            return _StorageType(_DTYPES[_TORCH_STORAGES[qualname]])
+        if (module, qualname) == ("torch", "Size"):
+            return Size
+        raise pickle.UnpicklingError(f"{module}.{qualname} is not one of the names a tensor checkpoint may "
+                                     "refer to; ember does not load it")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            raise pickle.UnpicklingError(f"unsupported persistent id {pid!r:.80}")
+        _, st, key, _location, numel = pid[:5]
+        if key not in self.storages:
+            member = f"{self.prefix}data/{key}"
+            try:
+                raw = self.zf.read(member)
+            except KeyError:
+                raise pickle.UnpicklingError(f"storage {key} ({member}) is missing") from None
+            dt_np = np.dtype(st.dtype.np).newbyteorder("<")
+            if len(raw) < numel * dt_np.itemsize:
+                raise pickle.UnpicklingError(f"storage {key} holds {len(raw)} bytes, expected "
+                                             f"{numel * dt_np.itemsize}")
+            self.storages[key] = np.frombuffer(raw, dt_np, count=numel).astype(st.dtype.np)
+        return self.storages[key]
+
+
+def _load_torch_zip(zf, prefix, name, map_location):
+    try:
+        order = zf.read(prefix + "byteorder").decode().strip() if prefix + "byteorder" in zf.namelist() else "little"
+        if order != "little":
+            raise RuntimeError(f"ember.load: {name} was saved on a {order}-endian machine; ember reads "
+                               "little-endian checkpoints")
+        with zf.open(prefix + "data.pkl") as fh:
+            obj = _TorchUnpickler(fh, zf, prefix, name).load()
+    except RuntimeError:
+        raise
+    except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError, TypeError, KeyError,
+            AttributeError, IndexError) as e:
+        raise RuntimeError(f"ember.load: {name} is a PyTorch checkpoint that ember cannot read safely: "
+                           f"{type(e).__name__}: {e}") from None
+    if _is_meta(map_location):
+        obj = _to_meta(obj)
+    return obj
+
+
+def _to_meta(obj):
+    from ._creation import empty
+    if isinstance(obj, Tensor):
+        return empty(tuple(obj.shape), dtype=obj.dtype, device="meta")
+    if isinstance(obj, dict):
+        out = type(obj)((k, _to_meta(v)) for k, v in obj.items())
+        return out
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_meta(v) for v in obj)
+    return obj

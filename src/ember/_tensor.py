@@ -71,7 +71,6 @@ class Tensor:
     _meta = False
     _inference = False
     _grad_owned = False
-    _is_grad = False  # stored as some leaf's .grad by the engine (never handed to a second leaf)
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -304,8 +303,7 @@ class Tensor:
         return G._RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         t = self._shallow()
@@ -331,6 +329,8 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversions
     def numpy(self, *, force=False):
+        if self._wr is not None:
+            self._check_wrapped("numpy()")
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -354,7 +354,15 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if self._wr is not None:
+            self._check_wrapped("tolist()")
         return self._data.tolist()
+
+    def _check_wrapped(self, what):
+        """A vmap-batched tensor has no single value: reading it out is data-dependent control flow."""
+        chk = getattr(self._wr, "check_item", None)
+        if chk is not None:
+            chk(self, what)
 
     def __float__(self):
         return float(self.item())
@@ -423,6 +431,12 @@ class Tensor:
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)))
+
+
+def _autograd_backward(*args, **kwargs):
+    global _autograd_backward
+    from .autograd import backward as _autograd_backward
+    return _autograd_backward(*args, **kwargs)
 
 
 def _init(t, arr):

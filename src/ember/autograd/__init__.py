@@ -31,7 +31,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
             if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
-                grads.append(D._new_tensor(np.ones(out._data.shape, out._data.dtype)))
+                one = np.empty(out._data.shape, out._data.dtype)
+                one.fill(1)
+                grads.append(D._new_tensor(one))
                 continue
             if out._rg:
                 if out.numel() != 1:
@@ -70,6 +72,17 @@ def _roots(outputs):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate d(tensors)/d(leaves) into the leaves' .grad (or only into ``inputs``)."""
+    if (grad_tensors is None and grad_variables is None and inputs is None and not create_graph
+            and isinstance(tensors, D.Tensor)):
+        # the common call, loss.backward(): a scalar root seeded with one
+        fn = tensors._fn
+        d = tensors._data
+        if fn is not None and d.size == 1 and d.dtype.kind == "f":
+            one = np.empty(d.shape, d.dtype)
+            one.fill(1)
+            graph.execute([(fn, tensors._nr)], [D._new_tensor(one)], bool(retain_graph), False,
+                          own_roots=True)
+            return
     outputs = _as_list(tensors)
     if grad_tensors is None:
         grad_tensors = grad_variables

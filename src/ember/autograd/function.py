@@ -38,12 +38,13 @@ class FunctionCtx:
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
             if t is not None and t._version != v:
                 vc = t._vc
-                by = f" by {vc[1]}" if vc is not None and vc[1] else ""
+                by = f" It was last changed in place by {vc[1]}." if vc is not None and vc[1] else ""
                 raise RuntimeError(f"one of the variables needed for gradient computation has been "
-                                   f"modified by an inplace operation{by}: [{t.dtype.name.capitalize()}"
-                                   f"Tensor {list(t.shape)}], which is saved tensor {i} of "
+                                   f"modified by an inplace operation: [torch."
+                                   f"{G._TYPE_NAMES.get(t.dtype.name, 'Tensor')} {list(t.shape)}], which "
+                                   f"is saved tensor {i} of "
                                    f"{getattr(self, '_node_name', 'a custom Function')}, is at version "
-                                   f"{t._version}; expected version {v} instead.")
+                                   f"{t._version}; expected version {v} instead.{by}")
         return self._saved
 
     saved_variables = saved_tensors

@@ -47,7 +47,15 @@ class Node:
 
     @property
     def next_functions(self):
-        return tuple((grad_accumulator(t), 0) if nr < 0 else (t, nr) for t, nr in self._edges)
+        edges = self._edges
+        for _, nr in edges:
+            if nr < 0:
+                # a leaf's AccumulateGrad, once looked at, stays in the graph (as in PyTorch the
+                # edges hold it): the same object on every access while the graph lives
+                edges = self._edges = tuple((grad_accumulator(t), 0) if k < 0 else (t, k)
+                                            for t, k in edges)
+                break
+        return edges
 
     @next_functions.setter
     def next_functions(self, edges):
@@ -136,13 +144,14 @@ class AccumulateGrad(Node):
         accumulate_into(self.variable, g)
         return []
 
-def accumulate_into(var, g):
+def accumulate_into(var, g, stored=None):
     """var.grad += g, without ever writing into a gradient array someone else holds.
 
-    A gradient tensor stored as some leaf's .grad is marked; a marked tensor reaching another
-    leaf (add's backward hands the same tensor to both inputs) is copied first, so two leaves
-    never share one .grad object. Stored gradients are not owned: the next accumulation is out
-    of place, later ones in place."""
+    ``stored``: ids of the gradient tensors the running backward pass has already made some
+    leaf's .grad (the engine's set; add's backward hands one tensor to both inputs). A tensor
+    found there, or any tensor when no set is given, is copied before it becomes .grad, so two
+    leaves never share one .grad object. A stored gradient is not owned: the next accumulation
+    is out of place, later ones in place."""
     if var._hooks:
         for h in var._hooks:
             r = h(g)
@@ -150,19 +159,26 @@ def accumulate_into(var, g):
                 g = r
     old = var._grad
     if old is None:
-        if D.grad_mode.enabled:
+        if D.grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:
                 g = g.expand(var.shape).contiguous()
+            elif stored is None or id(g) in stored or g._base is not None:
+                g = g.clone()
         else:
             if g._rg:
                 g = g.detach()
-            if g._data.shape != var._data.shape:
-                g = D._new_tensor(D.xp.broadcast_to(g._data, var._data.shape).copy())
-            elif g._is_grad:
-                g = D._new_tensor(g._data.copy())
-        g._is_grad = True
+            gd = g._data
+            if gd.shape != var._data.shape:
+                g = D._new_tensor(D.xp.broadcast_to(gd, var._data.shape).copy())
+            elif stored is None or id(g) in stored or g._base is not None or not gd.flags.writeable:
+                # shared with another leaf, a view of another tensor, or an expanded read-only
+                # array: .grad gets its own writable copy
+                g = D._new_tensor(gd.copy())
+        if stored is not None:
+            stored.add(id(g))
         var._grad = g
-        var._grad_owned = False
+        if var._grad_owned:
+            var._grad_owned = False
     elif D.grad_mode.enabled or old._rg or g._rg:
         var._grad = old + g
         var._grad_owned = True
@@ -170,9 +186,7 @@ def accumulate_into(var, g):
         D.xp.add(old._data, g._data, out=old._data)
         old._bump()
     else:
-        g = old + g
-        g._is_grad = True
-        var._grad = g
+        var._grad = old + g
         var._grad_owned = True
     if var._post_acc_hooks:
         for h in var._post_acc_hooks:
@@ -235,6 +249,11 @@ class OpNode(Node):
 
     @property
     def out(self):
+        o = self._out
+        if o is not None and len(o) == 1:
+            a = o[0]
+            if a._vc[0] == self._outv[0]:
+                return a
         return self.outs[0]
 
     @property
@@ -274,7 +293,7 @@ class OpNode(Node):
         if len(res) != nargs:
             raise RuntimeError(f"{type(self).__name__}: the vjp rule of {op.name} returned {len(res)} "
                                f"gradients, expected {nargs}")
-        if op.bcast:
+        if op.bcast and self.shapes is not None:
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
                         and g._data.shape != shapes[i] else g for i, g in enumerate(res))
@@ -295,14 +314,19 @@ class _SavedOut:
     __slots__ = ()
 
 
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+               "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
 def _version_error(node, t, i, saved_v, vc, what="input"):
     cur = vc[0] if vc is not None else 0
-    by = f" by {vc[1]}" if vc is not None and vc[1] else ""
+    by = f" It was last changed in place by {vc[1]}." if vc is not None and vc[1] else ""
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation{by}: [{t.dtype.name.capitalize()}Tensor {list(t.shape)}], which is {what} {i} of "
-        f"{type(node).__name__}, is at version {cur}; expected version {saved_v} instead. Hint: the "
-        f"tensor was changed in place after {node._op.name} saved it for backward; clone it before "
+        f"operation: [torch.{_TYPE_NAMES.get(t.dtype.name, 'Tensor')} {list(t.shape)}], which is "
+        f"{what} {i} of {type(node).__name__}, is at version {cur}; expected version {saved_v} "
+        f"instead.{by} Hint: {node._op.name} saved this tensor for its backward; clone it before "
         f"modifying it, or do the modification out of place.")
 
 
@@ -317,6 +341,9 @@ _new = object.__new__
 def record(op, args, params, out):
     """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
     Tensor = D.Tensor
+    single = op.nout == 1
+    if single and type(out) is not _ndarray:
+        out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
     edges = []
@@ -339,29 +366,59 @@ def record(op, args, params, out):
     node.params = params
     node._freed = False
     save = op.save
-    if op.bcast or "shapes" in save:
+    if "shapes" in save:
         node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
     else:
         node.shapes = None
+        if op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
+            osh = out.shape if single else np.shape(out[0])
+            for a in args:
+                if isinstance(a, Tensor) and a._data.shape != osh:
+                    node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+                    break
     if "inputs" in save:
         node._saved = args
-        node._versions = tuple((a._vc[0] if a._vc is not None else 0) if isinstance(a, Tensor)
-                               else None for a in args)
+        vs = []
+        for a in args:
+            if isinstance(a, Tensor):
+                vc = a._vc
+                vs.append(vc[0] if vc is not None else 0)
+            else:
+                vs.append(None)
+        node._versions = vs
     else:
         node._saved = None
-    if op.nout == 1:
-        if type(out) is not _ndarray:
-            out = _asarray(out)
-        o = D._new_tensor(out)
+    if single:
+        o = _new(Tensor)
+        o._data = out
+        o._rg = False
+        o._fn = None
+        o._nr = 0
+        o._vc = None
+        o._base = None
+        o._grad = None
         if op.view:
             D._link_view(o, args[0])
         if out.dtype.kind == "f":
             o._rg = True
             o._fn = node
         if "out" in save:
-            al = _saved_alias(o, node, 0)
+            # an alias sharing data and version counter: the node must not keep o alive
+            vc = o._vc
+            if vc is None:
+                vc = o._vc = [0, None]
+            al = _new(Tensor)
+            al._data = out
+            al._rg = o._rg
+            al._fn = o._fn
+            al._nr = 0
+            al._vc = vc
+            al._base = o._base  # not o itself: no cycle node -> alias -> o -> node
+            al._grad = None
+            if o._meta:
+                al._meta = True
             node._out = (al,)
-            node._outv = (al._vc[0],)
+            node._outv = (vc[0],)
         else:
             node._out = None
         if D.state.anomaly:
@@ -390,7 +447,13 @@ def record(op, args, params, out):
 def _saved_alias(o, node, i):
     """A separate tensor object sharing o's data, version counter and grad_fn, so the node does
     not keep the output object (which keeps the node) alive."""
-    a = o._shallow()
+    if o._vc is None:
+        o._vc = [0, None]
+    a = D._new_tensor(o._data)
+    a._vc = o._vc
+    a._base = o._base
+    if o._meta:
+        a._meta = True
     a._rg = o._rg
     a._fn = node if o._fn is node else None
     a._nr = i
@@ -492,15 +555,17 @@ def _report_forward_trace(node, err):
 # ----------------------------------------------------------------------------- the engine
 
 
-def execute(roots, root_grads, keep_graph, create_graph, capture=None):
+def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots=False):
     """Run backward from ``roots`` (edges) seeded with ``root_grads``.
 
     capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
     of being accumulated into leaves; only the part of the graph that reaches them is run.
+    own_roots: root_grads are fresh tensors nobody else holds (they may become a leaf's .grad).
 
     An edge ``(t, -1)`` leads to a leaf tensor: if its AccumulateGrad node is alive (hooks on
     it, or someone holds it) the node runs; otherwise the engine accumulates into ``t`` as soon
-    as all of its gradients have arrived, as AccumulateGrad would.
+    as all of its gradients have arrived (tensor hooks see their sum, as in PyTorch), or, for a
+    leaf with no hooks at all, as each one arrives.
     """
     # dependency counts over the reachable graph
     deps = {}
@@ -509,14 +574,17 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
         if fn is not None and fn not in deps:
             deps[fn] = 0
             stack.append(fn)
-    order = []
+    order = [] if capture is not None else None  # the visit order, needed only for capture
     while stack:
         n = stack.pop()
-        order.append(n)
+        if order is not None:
+            order.append(n)
         for nxt, nr in n._edges:
             if nxt is None:
                 continue
-            if nr < 0 and nxt._acc is not None:
+            if nr < 0:
+                if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                    continue  # a plain leaf: each gradient is accumulated as it arrives
                 acc = _live_acc(nxt)
                 if acc is not None:
                     nxt = acc
@@ -574,13 +642,17 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
     leaf_bufs = {}
+    # the caller's gradients never become a .grad as they are (unless the engine made them:
+    # own_roots, the implicit ones of loss.backward())
+    stored = set() if own_roots else set(map(id, root_grads))
     try:
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._nout
-            if node._hooked:
+            hooked = node._hooked
+            if hooked:
                 if node._thooks or node._retain:
                     grads = _run_tensor_hooks(node, grads)
             if cap_at is not None:
@@ -592,7 +664,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                         continue
                 if node not in needed:
                     continue
-            if node._hooked and node._pre_hooks:
+            if hooked and node._pre_hooks:
                 for h in node._pre_hooks:
                     r = h(tuple(grads))
                     if r is not None:
@@ -604,7 +676,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                 outs = _apply_listened(node, grads, listeners, anomaly)
             else:
                 outs = node.apply(grads)
-            if node._hooked and node._hooks:
+            if hooked and node._hooks:
                 for h in node._hooks:
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
@@ -615,6 +687,14 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                 if nxt is None:
                     continue
                 if nr < 0:  # a leaf
+                    if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                        # no hook sees the sum: accumulating each part into .grad is the same
+                        if g is not None and needed is None:
+                            if listeners:
+                                _accumulate_listened(nxt, g, listeners, stored)
+                            else:
+                                accumulate_into(nxt, g, stored)
+                        continue
                     if nxt._acc is not None:
                         acc = _live_acc(nxt)
                         if acc is not None:
@@ -632,14 +712,14 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                                 if old is not None:
                                     del leaf_bufs[nxt]
                                 if listeners:
-                                    _accumulate_listened(nxt, g, listeners)
+                                    _accumulate_listened(nxt, g, listeners, stored)
                                 else:
-                                    accumulate_into(nxt, g)
+                                    accumulate_into(nxt, g, stored)
                         elif not d and nxt in leaf_bufs and needed is None:
                             if listeners:
-                                _accumulate_listened(nxt, leaf_bufs.pop(nxt), listeners)
+                                _accumulate_listened(nxt, leaf_bufs.pop(nxt), listeners, stored)
                             else:
-                                accumulate_into(nxt, leaf_bufs.pop(nxt))
+                                accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
                         continue
                 if g is not None:
                     buf = buffers.get(nxt)
@@ -667,11 +747,11 @@ def _apply_listened(node, grads, listeners, anomaly):
                     c()
 
 
-def _accumulate_listened(var, g, listeners):
+def _accumulate_listened(var, g, listeners, stored=None):
     """Leaf accumulation while a profiler listens: reported as an AccumulateGrad node."""
     closers = [l.on_node(var) for l in listeners]
     try:
-        accumulate_into(var, g)
+        accumulate_into(var, g, stored)
     finally:
         for c in reversed(closers):
             if c is not None:

@@ -13,8 +13,7 @@ from .. import _dispatch as D
 from .. import ops as _ops
 from .._tensor import Tensor
 from .._creation import _gen
-from ..ops import (relu, leaky_relu, elu, hardtanh, gelu, silu, softplus, sigmoid, tanh,  # noqa: F401
-                   softmax, log_softmax, relu6)
+from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from . import _composite
 
@@ -59,8 +58,36 @@ def _reduce(loss, reduction):
 # ----------------------------------------------------------------------------- activations
 
 
+def _maybe_inplace(input, out, inplace):
+    return input.copy_(out) if inplace else out
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else _ops.relu(input)
+
+
 def relu_(input):
     return input.relu_()
+
+
+def relu6(input, inplace=False):
+    return _maybe_inplace(input, _ops.relu6(input), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, _ops.leaky_relu(input, negative_slope), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, _ops.elu(input, alpha), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _maybe_inplace(input, _ops.hardtanh(input, min_val, max_val), inplace)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, _ops.silu(input), inplace)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -69,7 +96,15 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return input.copy_(leaky_relu(input, negative_slope))
+    return leaky_relu(input, negative_slope, True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, True)
 
 
 def selu(input, inplace=False):
@@ -149,6 +184,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         mask = np.zeros(input.shape, input._data.dtype)
     else:
+        if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
+            from .._creation import rand
+            m = (rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype) * (1.0 / (1.0 - p))
+            return input.mul_(m) if inplace else input * m
         mask = _gen().random(input.shape, dtype=input._data.dtype) >= p
         mask = mask.astype(input._data.dtype)
         mask *= 1.0 / (1.0 - p)
@@ -202,6 +241,14 @@ def bilinear(input1, input2, weight, bias=None):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
+
+
+def pdist(input, p=2.0):
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    d = _ops.index_select(input, 0, D._new_tensor(i.astype(np.int64))) - \
+        _ops.index_select(input, 0, D._new_tensor(j.astype(np.int64)))
+    return _ops.norm(d, p, -1)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -380,4 +427,218 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     loss = 0.5 * (v.log() + (input - target) ** 2 / v)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- 1-d pooling (on the 2-d kernels)
+
+
+def _one(v):
+    return v[0] if isinstance(v, (tuple, list)) else v
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"max_pool1d: expected 2D or 3D input, got {input.dim()}D")
+    stride = kernel_size if stride is None or stride == [] else stride
+    r = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
+                   (1, _one(dilation)), ceil_mode=ceil_mode, return_indices=return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"avg_pool1d: expected 2D or 3D input, got {input.dim()}D")
+    stride = kernel_size if stride is None or stride == [] else stride
+    return avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
+                      ceil_mode, count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _one(output_size))).squeeze(-2)
+
+
+# ----------------------------------------------------------------------------- resampling, attention
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """'nearest' (PyTorch's index rule) and 'linear'/'bilinear'/'trilinear' resampling of the trailing
+    spatial dims, separably, from index_select and lerp weights (differentiable in the input)."""
+    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode != "nearest" and mode not in linear_modes:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (nearest, linear, "
+                                  "bilinear, trilinear)")
+    nsp = input.dim() - 2
+    if nsp < 1:
+        raise ValueError(f"interpolate: expected an input with spatial dims (3D, 4D or 5D), got {input.dim()}D")
+    if mode in linear_modes and linear_modes[mode] != nsp:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sizes = list(input.shape[2:])
+    if size is not None:
+        out_sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nsp
+        scales = [i / o for i, o in zip(in_sizes, out_sizes)]
+    else:
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
+        out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, sf)]
+        scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
+    out = input
+    for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
+        dim = 2 + k
+        if mode == "nearest":
+            src = np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64), n_in - 1)
+            out = _ops.index_select(out, dim, D._new_tensor(src))
+            continue
+        if align_corners:
+            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((np.arange(n_out) + 0.5) * sc - 0.5, 0.0)
+        i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        w = (pos - i0).astype(input._data.dtype)
+        shape = [1] * out.dim()
+        shape[dim] = n_out
+        wt = D._new_tensor(w.reshape(shape))
+        a = _ops.index_select(out, dim, D._new_tensor(i0))
+        b = _ops.index_select(out, dim, D._new_tensor(i1))
+        out = a + (b - a) * wt
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile."""
+    H, W = input.shape[-2], input.shape[-1]
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    oh = H if oh is None else oh
+    ow = W if ow is None else ow
+    if H % oh == 0 and W % ow == 0:
+        k = (H // oh, W // ow)
+        return max_pool2d(input, k, k, return_indices=return_indices)
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices with windows that do not tile the input")
+    rows = []
+    for i in range(oh):
+        h0, h1 = (i * H) // oh, -(-((i + 1) * H) // oh)
+        cols = []
+        for j in range(ow):
+            w0, w1 = (j * W) // ow, -(-((j + 1) * W) // ow)
+            cols.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
+        rows.append(_ops.stack(cols, -1))
+    return _ops.stack(rows, -2)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """softmax(q k^T * scale + mask) v, composed from ember ops."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("scaled_dot_product_attention: attn_mask and is_causal cannot both be set")
+        keep = D._new_tensor(np.tril(np.ones((L, S), bool)))
+        scores = _ops.masked_fill(scores, ~keep, float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype.name == "bool":
+            scores = _ops.masked_fill(scores, ~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p)
+    return _ops.matmul(attn, value)
+
+
+# ----------------------------------------------------------------------------- more normalisation, shuffles, losses
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view)."""
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm: expected 3D or more input (got {input.dim()}D input)")
+    N, C = input.shape[0], input.shape[1]
+    rm = running_mean.repeat(N) if running_mean is not None else None
+    rv = running_var.repeat(N) if running_var is not None else None
+    x = input.reshape((1, N * C) + tuple(input.shape[2:]))
+    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps).reshape(tuple(input.shape))
+    if running_mean is not None and use_input_stats:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():  # the per-sample updates averaged back into the per-channel statistics
+            running_mean.copy_(rm.reshape(N, C).mean(0))
+            running_var.copy_(rv.reshape(N, C).mean(0))
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = upscale_factor
+    *lead, C, H, W = input.shape
+    if C % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={C} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (C // (r * r), r, r, H, W))
+    perm = tuple(range(n)) + tuple(n + i for i in (0, 3, 1, 4, 2))
+    return x.permute(*perm).reshape(tuple(lead) + (C // (r * r), H * r, W * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = downscale_factor
+    *lead, C, H, W = input.shape
+    if H % r or W % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, got "
+                           f"{H}x{W} and {r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (C, H // r, r, W // r, r))
+    perm = tuple(range(n)) + tuple(n + i for i in (0, 2, 4, 1, 3))
+    return x.permute(*perm).reshape(tuple(lead) + (C * r * r, H // r, W // r))
+
+
+def hardshrink(input, lambd=0.5):
+    return _ops.where(input.abs() > lambd, input, 0.0 * input)
+
+
+def softshrink(input, lambd=0.5):
+    return _ops.where(input > lambd, input - lambd, _ops.where(input < -lambd, input + lambd, 0.0 * input))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _ops.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_ops.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    pos = _ops.where(target == 1, input, 0.0 * input)
+    neg = _ops.where(target == -1, _ops.clamp_min(margin - input, 0.0), 0.0 * input)
+    return _reduce(pos + neg, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.mean(-1)
     return _reduce(loss, reduction)

@@ -21,7 +21,15 @@ def _same(a, b):
 
 def _binary_impl(uf, name, floating=False):
     def impl(xp, a, b):
-        if floating or not _same(a, b):
+        if type(a) is _nd:
+            if type(b) is _nd:
+                if floating or a.dtype is not b.dtype:
+                    a, b = U.promote(a, b, floating)
+            elif not ((type(b) is float or type(b) is int) and a.dtype.kind == "f"):
+                # (a floating array with a Python number keeps its dtype: NumPy's weak scalars
+                #  agree with PyTorch there, so no promotion is needed)
+                a, b = U.promote(a, b, floating)
+        elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
             a, b = U.promote(a, b, floating)
         try:
             return uf(a, b)
@@ -72,7 +80,7 @@ mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
-    return (g * _conj_dtype(b, g) if n[0] else None), (g * a if n[1] else None)
+    return (g * b if n[0] else None), (g * a if n[1] else None)
 
 
 @mul_op.def_jvp
@@ -82,7 +90,9 @@ def _(ctx, ta, tb):
 
 
 def _true_div(xp, a, b):
-    a, b = U.promote(a, b, floating=True)
+    if not (type(a) is _nd and a.dtype.kind == "f" and (
+            (type(b) is _nd and b.dtype is a.dtype) or type(b) is float or type(b) is int)):
+        a, b = U.promote(a, b, floating=True)
     return xp.true_divide(a, b)
 
 
@@ -295,10 +305,6 @@ def _tsum(a, b):
     return a + b
 
 
-def _conj_dtype(b, g):
-    return b
-
-
 # ----------------------------------------------------------------------------- unary maths
 
 
@@ -331,6 +337,7 @@ def _x(ctx):
 
 neg_op = _unary("neg", lambda xp, a: xp.negative(a), floating=False, linear=lambda g: -g)
 exp_op = _unary("exp", lambda xp, a: xp.exp(a), lambda c: c.out, save=("out",))
+exp_op.vjp = lambda ctx, g: g * ctx.out  # the generic g * deriv(ctx), one call shorter (hot)
 exp2_op = _unary("exp2", lambda xp, a: xp.exp2(a), lambda c: c.out * math.log(2.0), save=("out",))
 log_op = _unary("log", lambda xp, a: xp.log(a), lambda c: _x(c).reciprocal())
 log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2.0)).reciprocal())
@@ -768,7 +775,8 @@ def _out(r, out):
 
 def _mk_unary(op):
     def f(input, *, out=None):
-        return _out(dispatch(op, (input,)), out)
+        r = dispatch(op, (input,))
+        return r if out is None else _out(r, out)
     f.__name__ = op.name
     return f
 
@@ -937,13 +945,21 @@ def logsigmoid(input):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from .._creation import as_tensor
     a, b = as_tensor(input), as_tensor(other)
+    if a._wr is not None or b._wr is not None:  # under a transform: composed from registry ops
+        close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+        return close | (a.isnan() & b.isnan()) if equal_nan else close
     r = np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return D._new_tensor(np.asarray(r))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+    r = isclose(input, other, rtol, atol, equal_nan)
+    if r._wr is not None:  # a transform wrapper: its level decides whether the value can be read
+        return bool(r.all())
+    return bool(r._data.all())
 
 
 def equal(input, other):
+    if input._wr is not None or (U.is_tensor(other) and other._wr is not None):
+        return input.shape == other.shape and bool((input == other).all())
     return input.shape == other.shape and bool((input._data == other._data).all())

@@ -24,7 +24,7 @@ def _check(self, name):
             raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place "
                                f"operation ({name}).")
         base = self._base
-        if base is not None and base._rg and base._fn is None:
+        if self._rg and base is not None and base._rg and base._fn is None:  # (detached: no)
             raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an "
                                f"in-place operation ({name}).")
     if self._meta:

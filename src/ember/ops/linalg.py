@@ -192,6 +192,8 @@ def _(ctx, g):
     if n[1]:
         if x.dim() == 1:
             gw = outer(g, x)
+        elif x.dim() == 2:
+            gw = matmul(g.mT, x)
         else:
             gw = matmul(g.reshape(-1, g.shape[-1]).mT, x.reshape(-1, x.shape[-1]))
     if len(n) > 2 and n[2]:

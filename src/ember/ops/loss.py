@@ -21,7 +21,7 @@ def _long_check(op, target):
                            f"floating dtype (class probabilities), got {target.dtype}")
 
 
-def _check_index_target(op, input, target, ignore_index):
+def _check_index_target(op, input, target, ignore_index, values=True):
     _long_check(op, target)
     if input.dim() == 0:
         raise ValueError(f"{op}: input tensor should be 1D or 2D (or N-d with class dim 1), got a 0-d tensor")
@@ -38,7 +38,7 @@ def _check_index_target(op, input, target, ignore_index):
             raise RuntimeError(f"{op}: expected target of shape {[input.shape[0]] + list(input.shape[2:])}, "
                                f"got {list(target.shape)}")
         C = input.shape[1]
-    if not D.state.levels and not target._meta:
+    if values and not D.state.levels and not target._meta:
         t = target._data
         if t.size and (t.min() < 0 or t.max() >= C):
             bad = (t != ignore_index) & ((t < 0) | (t >= C))
@@ -83,7 +83,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim, C)
     if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
-        _check_index_target("cross_entropy", input, target, ignore_index)
+        _check_index_target("cross_entropy", input, target, ignore_index, values=False)  # values: in impl
         return dispatch(cross_entropy_op, (input, target),
                         {"ignore_index": ignore_index, "reduction": reduction})
     logp = _R.log_softmax(input, cdim)
@@ -146,25 +146,57 @@ def _softmax_rows(xp, x):
     return e
 
 
+def _all_valid(t, ign):
+    """No target equals ignore_index (one reduction in the usual case of a negative ignore_index)."""
+    if t.size == 0:
+        return True
+    if ign < 0:
+        return bool(t.min() > ign)
+    return not bool((t == ign).any())
+
+
+def _check_targets(t, C, ign):
+    """Whether every target is a class (no ignored ones); IndexError for out-of-range targets.
+    The usual case (no target below 0, ignore_index negative) costs one reduction: targets >= C
+    are caught by the indexing itself (see _picked)."""
+    if t.size == 0 or (ign < 0 and t.min() >= 0):
+        return True
+    valid = t != ign
+    bad = valid & ((t < 0) | (t >= C))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    return bool(valid.all())
+
+
+def _picked(xp, s, t):
+    try:
+        return s[xp.arange(s.shape[0]), t]
+    except IndexError:
+        raise IndexError(f"Target {int(t.max())} is out of bounds.") from None
+
+
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
-    m = x.max(axis=1, keepdims=True)
-    s = x - m
+    s = x - x.max(axis=1, keepdims=True)
     lse = xp.log(xp.exp(s).sum(axis=1))
+    if _check_targets(t, x.shape[1], ignore_index):
+        picked = _picked(xp, s, t)
+        if reduction == "none":
+            lse -= picked
+            return lse
+        total = lse.sum() - picked.sum()
+        return xp.asarray(total if reduction == "sum" else total / x.dtype.type(n) if n else np.nan,
+                          dtype=x.dtype)
     valid = t != ignore_index
-    all_valid = valid.all()
-    tt = t if all_valid else xp.where(valid, t, 0)
-    loss = lse - s[xp.arange(n), tt]
-    if not all_valid:
-        loss *= valid
+    loss = lse - s[xp.arange(n), xp.where(valid, t, 0)]
+    loss *= valid
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    cnt = n if all_valid else int(valid.sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
+    cnt = int(valid.sum())
+    return xp.asarray(total / x.dtype.type(cnt) if cnt else x.dtype.type(np.nan), dtype=x.dtype)
 
 
 cross_entropy_op = defop("cross_entropy", _ce_impl, save=("inputs",), node_name="NllLossBackward0")
@@ -176,23 +208,30 @@ def _(ctx, g):
     return dispatch(cross_entropy_backward_op, (g, x, t), ctx.params), None
 
 
-def _ce_scale(xp, g, valid, reduction, dtype):
-    """Per-row multiplier of (softmax - onehot) for the three reductions."""
-    s = g * valid
+def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
+    """g * d(loss)/dx = scale * (softmax(x) - onehot(t)) per row, masked where t == ignore_index."""
+    n = x.shape[0]
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    rows = xp.arange(n)
+    if _all_valid(t, ignore_index):
+        if reduction == "none":
+            scale = g.astype(x.dtype, copy=False)[:, None]
+            e *= scale / e.sum(axis=1, keepdims=True)
+            e[rows, t] -= scale[:, 0]
+            return e
+        scale = x.dtype.type(g / n if reduction == "mean" else g)
+        e *= scale / e.sum(axis=1, keepdims=True)
+        e[rows, t] -= scale
+        return e
+    valid = t != ignore_index
+    e /= e.sum(axis=1, keepdims=True)
+    e[rows, xp.where(valid, t, 0)] -= 1
+    sc = g * valid
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            s = s / valid.sum()
-    return s[:, None].astype(dtype, copy=False)
-
-
-def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
-    p = _softmax_rows(xp, x)
-    n = x.shape[0]
-    valid = t != ignore_index
-    tt = t if valid.all() else xp.where(valid, t, 0)
-    p[xp.arange(n), tt] -= 1
-    p *= _ce_scale(xp, g, valid, reduction, x.dtype)
-    return p
+            sc = sc / valid.sum()
+    e *= sc[:, None].astype(x.dtype, copy=False)
+    return e
 
 
 cross_entropy_backward_op = defop("cross_entropy_backward", _ce_backward_impl, save=("inputs",),
@@ -235,71 +274,6 @@ def _onehot(shape, t, dtype):
 
 
 
-@cross_entropy_op.def_jvp
-def _(ctx, tx, tt):
-    x, t = ctx.inputs
-    from .._creation import ones
-    red = ctx.params["reduction"]
-    g = ones(x.shape[0], dtype=x.dtype) if red == "none" else ones((), dtype=x.dtype)
-    dx = dispatch(cross_entropy_backward_op, (g, x, t), ctx.params)
-    return (dx * tx).sum(1) if red == "none" else (dx * tx).sum()
-
-
-@cross_entropy_backward_op.def_jvp
-def _(ctx, tg, tx, tt):
-    g, x, t = ctx.inputs
-    res = None
-    if tg is not None:
-        res = dispatch(cross_entropy_backward_op, (tg, x, t), ctx.params)
-    if tx is not None:
-        red = ctx.params["reduction"]
-        vf = (t != ctx.params["ignore_index"]).to(x.dtype)
-        scale = (g * vf if red != "mean" else g * vf / vf.sum()).unsqueeze(1)
-        p = _R.softmax(x, 1)
-        term = scale * p * (tx - (tx * p).sum(1, keepdim=True))
-        res = term if res is None else res + term
-    return res
-
-
-def _ce_batch(op, vals, bd, params, size):
-    """vmap of the fused loss: samples' rows are stacked into one 2-d call with reduction='none',
-    then reduced per sample."""
-    from ._batching import _materialize
-    x, t = (v if b else _materialize(v, size) for v, b in zip(vals[:2], bd[:2]))
-    n, C = x.shape[1], x.shape[2]
-    red = params["reduction"]
-    ign = params["ignore_index"]
-    rows = dispatch(op, (x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
-    rows = rows.reshape(size, n)
-    if red == "none":
-        return rows, True
-    if red == "sum":
-        return rows.sum(1), True
-    return rows.sum(1) / (t != ign).sum(1).to(x.dtype), True
-
-
-def _ce_backward_batch(op, vals, bd, params, size):
-    from ._batching import _materialize
-    g, x, t = vals
-    bg, bx, bt = bd
-    x = x if bx else _materialize(x, size)
-    t = t if bt else _materialize(t, size)
-    n, C = x.shape[1], x.shape[2]
-    red = params["reduction"]
-    ign = params["ignore_index"]
-    if red == "none":
-        gr = g if bg else _materialize(g, size)
-    else:
-        gs = g if bg else _materialize(g, size)  # (B,)
-        if red == "mean":
-            gs = gs / (t != ign).sum(1).to(x.dtype)
-        gr = gs.unsqueeze(1).expand(size, n)
-    r = dispatch(op, (gr.reshape(-1), x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
-    return r.reshape(size, n, C), True
-
-
-cross_entropy_op.batch = _ce_batch
-cross_entropy_backward_op.batch = _ce_backward_batch
 
 
 def _valid_f(t, ign, dtype):

@@ -10,7 +10,7 @@ conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph 
 Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
 pixels). Fused backward kernels that are not closed under differentiation (batch norm) run only
 when nothing observes them (grad mode off, no transform); otherwise the vjp is the composite
-formula in ember ops.
+formula in ember ops. Forward-mode (jvp) rules are written in ember ops too.
 """
 import threading
 
@@ -171,33 +171,72 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     return buf.reshape(G, M, kh * kw * Cg)
 
 
+def _flat_rows(kh, kw, st, Wo, Wr):
+    """Stride-1 kernels wider than 1x1 gather and scatter whole shifted planes (see _cols_km), when
+    the junk columns this adds to the GEMM (Wr - Wo per row) cost less than the strided copies."""
+    return st == (1, 1) and (kh > 1 or kw > 1) and 8 * (Wr - Wo) <= Wo
+
+
 def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
-    """Columns of an NCHW x as one matrix (C*kh*kw, N*Ho*Wo), rows ordered (C, kh, kw), columns
-    (N, Ho, Wo): the innermost run of the copy is a row of pixels."""
+    """Columns of an NCHW x as one matrix (C*kh*kw, N*Ho*Wr), rows ordered (C, kh, kw), columns
+    (N, Ho, Wr); returns (cols, Wr). Wr == Wo, except for stride 1 where columns keep the padded row
+    length Wr = W + pads: kernel offset (i, j) is then the padded plane shifted by i*Wr + j, so each
+    row of cols is one contiguous run of Ho*Wr pixels (the Wr - Wo extra columns per output row are
+    junk the caller drops). The padded copy has one spare zero row so the last shift stays inside."""
     N, C, H, W = x.shape
     if kh == 1 and kw == 1 and not any(pads):
         if st[0] != 1 or st[1] != 1:
             x = x[:, :, ::st[0], ::st[1]][:, :, :Ho, :Wo]
         if N == 1:
-            return x.reshape(C, Ho * Wo)
+            return x.reshape(C, Ho * Wo), Wo
         buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
         xp.copyto(buf, x.transpose(1, 0, 2, 3))
-        return buf.reshape(C, N * Ho * Wo)
+        return buf.reshape(C, N * Ho * Wo), Wo
+    pt, pb, pl, pr = pads
+    Hp, Wr = H + pt + pb, W + pl + pr
+    if _flat_rows(kh, kw, st, Wo, Wr):
+        xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
+        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        sN, sC, sH, sW = xpd.strides
+        win = _as_strided(xpd, (C, kh, kw, N, Ho * Wr), (sC, dil[0] * sH, dil[1] * sW, sN, sW), writeable=False)
+        buf = _buf(xp, "colsk", (C, kh, kw, N, Ho * Wr), x.dtype)
+        xp.copyto(buf, win)
+        return buf.reshape(C * kh * kw, N * Ho * Wr), Wr
     xpd = _padded(xp, x, pads, 0, False)
     win = _windows(xpd, False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
     xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
-    return buf.reshape(C * kh * kw, N * Ho * Wo)
+    return buf.reshape(C * kh * kw, N * Ho * Wo), Wo
 
 
-def _cm(xp, g):
-    """g (N, Cout, Ho, Wo) as the matrix (Cout, N*Ho*Wo), in a reused buffer."""
+def _cm(xp, g, Wr):
+    """g (N, Cout, Ho, Wo) as the matrix (Cout, N*Ho*Wr) in a reused buffer; columns past Wo zero."""
     N, Cout, Ho, Wo = g.shape
-    if N == 1 and g.flags.c_contiguous:
+    if Wr == Wo and N == 1 and g.flags.c_contiguous:
         return g.reshape(Cout, Ho * Wo)
-    buf = _buf(xp, "gcm", (Cout, N, Ho, Wo), g.dtype)
-    xp.copyto(buf, g.transpose(1, 0, 2, 3))
-    return buf.reshape(Cout, N * Ho * Wo)
+    buf = _buf(xp, "gcm", (Cout, N, Ho, Wr), g.dtype, (0, Wo) if Wr != Wo else None)
+    xp.copyto(buf[..., :Wo], g.transpose(1, 0, 2, 3))
+    return buf.reshape(Cout, N * Ho * Wr)
+
+
+def _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pads, dil, Ho, Wr, dtype):
+    """Input gradient from (C*kh*kw, N*Ho*Wr) columns of a stride-1 conv: kh*kw shifted-plane adds
+    into a padded (C, N, Hp, Wr) buffer, then the interior copied out as (N, C, H, W)."""
+    pt, pb, pl, pr = pads
+    Hp = H + pt + pb
+    P = Hp * Wr
+    L = Ho * Wr
+    dst = _buf(xp, "c2i", (C, N, P), dtype)
+    dst.fill(0)
+    d5 = dcols.reshape(C, kh, kw, N, L)
+    for i in range(kh):
+        for j in range(kw):
+            off = i * dil[0] * Wr + j * dil[1]
+            n = min(L, P - off)  # past the plane end only junk columns remain
+            dst[:, :, off:off + n] += d5[:, i, j, :, :n]
+    out = xp.empty((N, C, H, W), dtype)
+    xp.copyto(out, dst.reshape(C, N, Hp, Wr)[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
+    return out
 
 
 def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
@@ -253,14 +292,14 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
         om = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
     else:
         om = xp.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(G, Cg * kh * kw, -1))
-    om = om.reshape(Cout, N, Ho, Wo).transpose(1, 0, 2, 3)
+    om = om.reshape(Cout, N, Ho, Wr)[..., :Wo].transpose(1, 0, 2, 3)
     if b is None:
-        return om.copy() if N > 1 else om
+        return om.copy() if N > 1 or Wr != Wo else om
     out = xp.empty((N, Cout, Ho, Wo), x.dtype)
     xp.add(om, b.reshape(Cout, 1, 1), out=out)
     return out
@@ -296,11 +335,15 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
             _col2im(xp, dst, d6, True, kh, kw, stride, pad, dilation, Ho, Wo)
             dst = dst.reshape(N, H, W, C)
         return dst.transpose(0, 3, 1, 2)
-    gm = _cm(xp, g)
+    flat = _flat_rows(kh, kw, stride, Wo, W + pad[2] + pad[3])
+    Wr = W + pad[2] + pad[3] if flat else Wo
+    gm = _cm(xp, g, Wr)
     if G == 1:
         dcols = xp.matmul(w.reshape(Cout, Cg * kh * kw).T, gm)
     else:
         dcols = xp.matmul(w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1), gm.reshape(G, Coutg, -1))
+    if flat:
+        return _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pad, dilation, Ho, Wr, g.dtype)
     if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
         dx = dcols.reshape(C, N, H, W).transpose(1, 0, 2, 3)
         return dx.copy() if N > 1 else dx
@@ -327,8 +370,8 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, w
             gw = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 2, 0), cols)  # (G, Coutg, Kg)
         gw = gw.reshape(Cout, kh, kw, Cg).transpose(0, 3, 1, 2)
         return gw if wcl else xp.ascontiguousarray(gw)
-    cols = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
-    gm = _cm(xp, g)
+    cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
+    gm = _cm(xp, g, Wr)
     if G == 1:
         gw = xp.matmul(gm, cols.T).reshape(Cout, Cg, kh, kw)
     else:
@@ -388,6 +431,39 @@ def _(ctx, v):
         if n[0] else None
     dg = dispatch(conv2d_op, (x, v), p) if n[1] else None
     return dx, dg
+
+
+def _tsum(*ts):
+    r = None
+    for t in ts:
+        if t is not None:
+            r = t if r is None else r + t
+    return r
+
+
+@conv2d_op.def_jvp
+def _(ctx, tx, tw, tb=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    p = _cparams(ctx.params)
+    return _tsum(None if tx is None else dispatch(conv2d_op, (tx, w), p),
+                 None if tw is None else dispatch(conv2d_op, (x, tw), p),
+                 None if tb is None else tb.reshape(-1, 1, 1))
+
+
+@conv2d_input_op.def_jvp
+def _(ctx, tg, tw):
+    g, w = ctx.inputs
+    p = ctx.params
+    return _tsum(None if tg is None else dispatch(conv2d_input_op, (tg, w), p),
+                 None if tw is None else dispatch(conv2d_input_op, (g, tw), p))
+
+
+@conv2d_weight_op.def_jvp
+def _(ctx, tx, tg):
+    x, g = ctx.inputs
+    p = ctx.params
+    return _tsum(None if tx is None else dispatch(conv2d_weight_op, (tx, g), p),
+                 None if tg is None else dispatch(conv2d_weight_op, (x, tg), p))
 
 
 def _conv_padding(padding, k, dilation, stride, op):
@@ -560,8 +636,11 @@ def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
         return a[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
                      slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
     out = sl(0, 0).copy()
-    arg = xp.zeros(out.shape, np.int8 if kh * kw < 127 else np.int32) if want_idx else None
-    mask = xp.empty(out.shape, bool)
+    if want_idx:  # the first maximum in scan order wins ties, as in PyTorch (branch-free updates:
+        adt = np.int8 if kh * kw < 127 else np.int32  # masked copies are far slower in NumPy)
+        arg = xp.zeros(out.shape, adt)
+        mask = xp.empty(out.shape, bool)
+        tmp = xp.empty(out.shape, adt)
     k = 0
     for i in range(kh):
         for j in range(kw):
@@ -569,23 +648,19 @@ def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
                 v = sl(i, j)
                 if want_idx:
                     xp.greater(v, out, out=mask)
-                    xp.copyto(out, v, where=mask)
-                    xp.copyto(arg, k, where=mask)
-                else:
-                    xp.maximum(out, v, out=out)
+                    xp.subtract(adt(k), arg, out=tmp)
+                    xp.multiply(tmp, mask, out=tmp)
+                    xp.add(arg, tmp, out=arg)
+                xp.maximum(out, v, out=out)
             k += 1
     if not want_idx:
         return _unphys(out, nhwc), None
-    ki, kj = xp.divmod(arg, kw) if kw > 1 else (arg, 0)
-    oh = xp.arange(Ho) * sh - pad[0]
-    ow = xp.arange(Wo) * sw - pad[1]
-    if nhwc:
-        oh, ow = oh[:, None, None], ow[:, None]
-    else:
-        ow = ow
-        oh = oh[:, None]
-    idx = (ki * dh + oh) * W + (kj * dw + ow)
-    return _unphys(out, nhwc), _unphys(idx.astype(np.int64, copy=False), nhwc)
+    # per-plane flat index (PyTorch's): window origin + the winning offset's displacement
+    lut = ((xp.arange(kh) * dh)[:, None] * W + xp.arange(kw) * dw).reshape(-1)
+    base = (xp.arange(Ho) * sh - pad[0])[:, None] * W + (xp.arange(Wo) * sw - pad[1])
+    idx = xp.take(lut, arg)
+    idx += base[:, :, None] if nhwc else base
+    return _unphys(out, nhwc), _unphys(idx, nhwc)
 
 
 def _max_pool_impl(xp, x, *, kernel, stride, pad, dilation, ceil_mode):
@@ -616,16 +691,12 @@ def _max_pool_bwd_impl(xp, g, idx, *, in_shape, nhwc, overlap):
     return _unphys(gx.reshape((N, H, W, C) if nhwc else (N, C, H, W)), nhwc)
 
 
-max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, node_name="MaxPool2DBackward0")
+# the index-free kernel runs only when no gradient can be asked for (see max_pool2d)
+max_pool2d_op = defop("max_pool2d", _max_pool_impl, family=NN, differentiable=False)
 max_pool2d_idx_op = defop("max_pool2d_with_indices", _max_pool_idx_impl, save=("inputs", "out"), nout=2,
                           diff_outputs=(0,), family=NN, node_name="MaxPool2DWithIndicesBackward0")
 max_pool2d_bwd_op = defop("max_pool2d_with_indices_backward", _max_pool_bwd_impl, save=("inputs",),
                           family=NN)
-
-
-@max_pool2d_op.def_vjp
-def _(ctx, g):  # only reached if recorded (it is used when no gradient is wanted); recompute indices
-    raise RuntimeError("max_pool2d: internal error, the index-free kernel was recorded for backward")
 
 
 def _overlap(p):
@@ -642,10 +713,22 @@ def _(ctx, g, _gi=None):
 
 @max_pool2d_bwd_op.def_vjp
 def _(ctx, v):
-    g, idx = ctx.inputs
-    N, C = v.shape[:2]
-    gg = v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(g.shape)
-    return gg, None
+    return _gather_planes(v, ctx.inputs[1]), None
+
+
+def _gather_planes(v, idx):
+    N, C = idx.shape[:2]
+    return v.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1)).reshape(idx.shape)
+
+
+@max_pool2d_idx_op.def_jvp
+def _(ctx, tx):
+    return _gather_planes(tx, ctx.outs[1]), None
+
+
+@max_pool2d_bwd_op.def_jvp
+def _(ctx, tg, _ti=None):
+    return dispatch(max_pool2d_bwd_op, (tg, ctx.inputs[1]), ctx.params)
 
 
 def _pool_args(input, kernel_size, stride, padding, dilation, op):
@@ -772,6 +855,10 @@ def _(ctx, v):
     p = dict(ctx.params)
     del p["in_shape"], p["nhwc"]
     return dispatch(avg_pool2d_op, (v,), p)
+
+
+avg_pool2d_op.jvp = lambda ctx, t: dispatch(avg_pool2d_op, (t,), ctx.params)
+avg_pool2d_bwd_op.jvp = lambda ctx, t: dispatch(avg_pool2d_bwd_op, (t,), ctx.params)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -971,6 +1058,31 @@ def _(ctx, g, _g1=None, _g2=None):
     return gx, gw, gb, None, None
 
 
+@batch_norm_op.def_jvp
+def _(ctx, tx, tw, tb, _trm=None, _trv=None):
+    x, w, b, rm, rv = ctx.inputs
+    dims = _bn_dims(x)
+    cs = _cshape(x)
+    if ctx.params["training"]:
+        mu = x.mean(dims, keepdim=True)
+        xc = x - mu
+        istd = ((xc * xc).mean(dims, keepdim=True) + ctx.params["eps"]).rsqrt()
+    else:
+        xc = x - rm.reshape(cs)
+        istd = ctx.outs[2].reshape(cs)
+    xhat = xc * istd
+    txhat = None
+    if tx is not None:
+        if ctx.params["training"]:
+            txhat = (tx - tx.mean(dims, keepdim=True) - xhat * (tx * xhat).mean(dims, keepdim=True)) * istd
+        else:
+            txhat = tx * istd
+    ty = _tsum(None if txhat is None else (txhat if w is None else txhat * w.reshape(cs)),
+               None if tw is None else xhat * tw.reshape(cs),
+               None if tb is None else tb.reshape(cs))
+    return ty, None, None
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-05):
     if input.dim() < 2:
@@ -1085,8 +1197,8 @@ def _embedding_bwd_impl(xp, g, idx, *, num_weights, padding_idx=None, scale_grad
         counts = xp.bincount(flat, minlength=num_weights)
         g2 = g2 / counts[flat][:, None].astype(g.dtype)
     xp.add.at(gw, flat, g2)
-    if padding_idx is not None:
-        gw[padding_idx] = 0
+    if padding_idx is not None:  # an int, or a tuple of rows (vmap over stacked tables)
+        gw[list(padding_idx) if isinstance(padding_idx, tuple) else padding_idx] = 0
     return gw
 
 
@@ -1108,7 +1220,8 @@ def _(ctx, v):
     p = ctx.params
     if p.get("padding_idx") is not None:
         keep = np.ones((v.shape[0], 1), v.dtype.np)
-        keep[p["padding_idx"]] = 0
+        pi = p["padding_idx"]
+        keep[list(pi) if isinstance(pi, tuple) else pi] = 0
         from .._creation import tensor
         v = v * tensor(keep)
     r = dispatch(embedding_op, (v, idx), {})
@@ -1118,6 +1231,16 @@ def _(ctx, v):
         counts = np.bincount(flat, minlength=v.shape[0])
         r = r / tensor(counts[idx._data].astype(v.dtype.np)[..., None])
     return r, None
+
+
+@embedding_op.def_jvp
+def _(ctx, tw, _ti=None):
+    return dispatch(embedding_op, (tw, ctx.inputs[1]), ctx.params)
+
+
+@embedding_bwd_op.def_jvp
+def _(ctx, tg, _ti=None):
+    return dispatch(embedding_bwd_op, (tg, ctx.inputs[1]), ctx.params)
 
 
 def _padding_idx(padding_idx, n):
@@ -1238,3 +1361,144 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "layer_norm", "group_norm",
            "instance_norm", "linear", "embedding", "embedding_bag"]
+
+
+# ----------------------------------------------------------------------------- vmap batching rules
+# rule(op, vals, batched, params, size) -> (out, out_batched); a batched value carries the vmap
+# dimension first. Images fold the vmap dimension into N; per-member weights (ensembles) fold it
+# into the channels with groups multiplied by the batch size; embeddings offset the indices.
+
+
+def _bm(v, b, size):
+    """A batched view of v (unbatched values are broadcast)."""
+    return v if b else v.unsqueeze(0).expand((size,) + tuple(v.shape))
+
+
+def _fold_n(v):
+    s = tuple(v.shape)
+    return v.reshape((s[0] * s[1],) + s[2:])
+
+
+def _unfold_n(v, size):
+    s = tuple(v.shape)
+    return v.reshape((size, s[0] // size) + s[1:])
+
+
+def _to_channels(v, size):
+    """(B, N, C, ...) -> (N, B*C, ...)."""
+    s = tuple(v.shape)
+    return v.movedim(0, 1).reshape((s[1], s[0] * s[2]) + s[3:])
+
+
+def _from_channels(v, size):
+    """(N, B*C, ...) -> (B, N, C, ...)."""
+    s = tuple(v.shape)
+    return v.reshape((s[0], size, s[1] // size) + s[2:]).movedim(1, 0)
+
+
+def _conv_rule(op, vals, bd, params, size):
+    x, w = vals[0], vals[1]
+    bias = vals[2] if len(vals) > 2 else None
+    bb = len(vals) > 2 and bd[2]
+    if not bd[1] and not bb:
+        return _unfold_n(dispatch(op, (_fold_n(x),) + tuple(vals[1:]), params), size), True
+    xs = _to_channels(_bm(x, bd[0], size), size)
+    ws = _fold_n(_bm(w, bd[1], size))
+    p = dict(params, groups=params["groups"] * size)
+    args = (xs, ws)
+    if bias is not None:
+        args += (_fold_n(_bm(bias, bb, size)),)
+    return _from_channels(dispatch(op, args, p), size), True
+
+
+def _conv_input_rule(op, vals, bd, params, size):
+    g, w = vals
+    if not bd[1]:
+        return _unfold_n(dispatch(op, (_fold_n(g), w), params), size), True
+    gs = _to_channels(_bm(g, bd[0], size), size)
+    p = dict(params, groups=params["groups"] * size)
+    return _from_channels(dispatch(op, (gs, _fold_n(w)), p), size), True
+
+
+def _conv_weight_rule(op, vals, bd, params, size):
+    x, g = vals
+    xs = _to_channels(_bm(x, bd[0], size), size)
+    gs = _to_channels(_bm(g, bd[1], size), size)
+    p = dict(params, groups=params["groups"] * size)
+    return _unfold_n(dispatch(op, (xs, gs), p), size), True
+
+
+def _pool_rule(op, vals, bd, params, size):
+    out = dispatch(op, (_fold_n(vals[0]),), params)
+    if op.nout == 1:
+        return _unfold_n(out, size), True
+    return tuple(_unfold_n(o, size) for o in out), (True,) * op.nout
+
+
+def _pool_bwd_rule(op, vals, bd, params, size):
+    args = tuple(_fold_n(_bm(v, b, size)) for v, b in zip(vals, bd))
+    p = dict(params, in_shape=(size * params["in_shape"][0],) + tuple(params["in_shape"][1:]))
+    return _unfold_n(dispatch(op, args, p), size), True
+
+
+def _channel_vec(v, b, size):
+    return None if v is None else _fold_n(_bm(v, b, size))
+
+
+def _bn_rule(op, vals, bd, params, size):
+    x, w, b, rm, rv = vals
+    if params["training"] and params.get("momentum") and (rm is not None or rv is not None):
+        raise RuntimeError("vmap: batch_norm in training mode cannot update running statistics shared by "
+                           "the vmapped members; pass running_mean=None and running_var=None (or use eval "
+                           "mode), as with torch.func")
+    args = (_to_channels(_bm(x, bd[0], size), size),) + tuple(
+        _channel_vec(v, bv, size) for v, bv in zip((w, b, rm, rv), bd[1:]))
+    y, mean, invstd = dispatch(op, args, params)
+    return (_from_channels(y, size), mean.reshape(size, -1), invstd.reshape(size, -1)), (True, True, True)
+
+
+def _bn_bwd_rule(op, vals, bd, params, size):
+    g, x, w, mean, invstd = vals
+    args = (_to_channels(_bm(g, bd[0], size), size), _to_channels(_bm(x, bd[1], size), size),
+            _channel_vec(w, bd[2], size), _channel_vec(mean, bd[3], size), _channel_vec(invstd, bd[4], size))
+    gx, gw, gb = dispatch(op, args, params)
+    return (_from_channels(gx, size), gw.reshape(size, -1), gb.reshape(size, -1)), (True, True, True)
+
+
+def _offset_rows(idx, b, size, n):
+    """Indices into B stacked tables of n rows: idx + k*n for member k."""
+    from .._creation import arange
+    idx = _bm(idx, b, size)
+    return idx + arange(size, dtype=idx.dtype).reshape((size,) + (1,) * (idx.dim() - 1)) * n
+
+
+def _offset_params(params, size, n):
+    pi = params.get("padding_idx")
+    if pi is None:
+        return params
+    pis = pi if isinstance(pi, tuple) else (pi,)
+    return dict(params, padding_idx=tuple(p + k * n for k in range(size) for p in pis))
+
+
+def _embedding_rule(op, vals, bd, params, size):
+    w, idx = vals
+    if not bd[0]:
+        return dispatch(op, (w, idx), params), True
+    n = w.shape[1]
+    return dispatch(op, (_fold_n(w), _offset_rows(idx, bd[1], size, n)), _offset_params(params, size, n)), True
+
+
+def _embedding_bwd_rule(op, vals, bd, params, size):
+    g, idx = vals
+    n = params["num_weights"]
+    p = dict(_offset_params(params, size, n), num_weights=n * size)
+    return _unfold_n(dispatch(op, (_bm(g, bd[0], size), _offset_rows(idx, bd[1], size, n)), p), size), True
+
+
+for _op, _rule in ((conv2d_op, _conv_rule), (conv2d_input_op, _conv_input_rule),
+                   (conv2d_weight_op, _conv_weight_rule), (max_pool2d_op, _pool_rule),
+                   (max_pool2d_idx_op, _pool_rule), (avg_pool2d_op, _pool_rule),
+                   (max_pool2d_bwd_op, _pool_bwd_rule), (avg_pool2d_bwd_op, _pool_bwd_rule),
+                   (batch_norm_op, _bn_rule), (batch_norm_bwd_op, _bn_bwd_rule),
+                   (embedding_op, _embedding_rule), (embedding_bwd_op, _embedding_bwd_rule)):
+    _op.batch = _rule

@@ -3,4 +3,5 @@ from .optimizer import Optimizer  # noqa: F401
 from .sgd import SGD  # noqa: F401
 from .adam import Adam, AdamW  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
+from .adagrad import Adagrad  # noqa: F401
 from . import lr_scheduler  # noqa: F401

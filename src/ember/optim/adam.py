@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from .optimizer import Optimizer, _params_with_grad, _writeable, _new_state, _step_tensor
+from .optimizer import Optimizer, _params_with_grad, _writeable, _new_state, _step_tensor, _scratch
 
 
 class Adam(Optimizer):
@@ -62,18 +62,27 @@ class Adam(Optimizer):
                         g = g + wd * a
                 m = st["exp_avg"]._data
                 v = st["exp_avg_sq"]._data
-                m += (1 - b1) * (g - m)
-                v *= b2
-                v += (1 - b2) * (g * g)
+                t = _scratch(self, p, a)
+                np.subtract(g, m, out=t)        # m = lerp(m, g, 1 - b1)
+                t *= 1 - b1
+                m += t
+                v *= b2                         # v = b2 v + (1 - b2) g^2
+                np.multiply(g, g, out=t)
+                t *= 1 - b2
+                v += t
                 bc1 = 1 - b1 ** step
                 bc2_sqrt = math.sqrt(1 - b2 ** step)
                 if amsgrad:
                     mv = st["max_exp_avg_sq"]._data
                     np.maximum(mv, v, out=mv)
-                    denom = np.sqrt(mv) / bc2_sqrt + eps
+                    np.sqrt(mv, out=t)
                 else:
-                    denom = np.sqrt(v) / bc2_sqrt + eps
-                a -= (lr / bc1) * (m / denom)
+                    np.sqrt(v, out=t)
+                t /= bc2_sqrt                   # denom = sqrt(v) / sqrt(bc2) + eps
+                t += eps
+                np.divide(m, t, out=t)
+                t *= lr / bc1
+                a -= t
                 p._bump(type(self).__name__ + ".step")
         return loss
 

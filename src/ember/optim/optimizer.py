@@ -4,6 +4,7 @@ Steps run without recording gradients and update the parameters' arrays in place
 (bumping each parameter's version counter, so a graph that saved the old value notices)."""
 from collections import defaultdict
 import copy
+import functools
 
 import numpy as np
 
@@ -23,7 +24,66 @@ def _use_grad_for_differentiable(step):
     return step
 
 
+_global_pre_hooks = {}
+_global_post_hooks = {}
+
+
+def register_optimizer_step_pre_hook(hook):
+    from ..nn.modules.module import RemovableHandle
+    h = RemovableHandle(_global_pre_hooks)
+    _global_pre_hooks[h.id] = hook
+    return h
+
+
+def register_optimizer_step_post_hook(hook):
+    from ..nn.modules.module import RemovableHandle
+    h = RemovableHandle(_global_post_hooks)
+    _global_post_hooks[h.id] = hook
+    return h
+
+
+def _with_hooks(step):
+    """Run the step hooks around a subclass's step: global then own pre hooks, own then global post
+    hooks (PyTorch's order)."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        pre = self.__dict__.get("_step_pre_hooks")
+        post = self.__dict__.get("_step_post_hooks")
+        if not (pre or post or _global_pre_hooks or _global_post_hooks):
+            return step(self, *args, **kwargs)
+        for hook in list(_global_pre_hooks.values()) + list((pre or {}).values()):
+            r = hook(self, args, kwargs)
+            if r is not None:
+                if not (isinstance(r, tuple) and len(r) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {r}.")
+                args, kwargs = r
+        out = step(self, *args, **kwargs)
+        for hook in list((post or {}).values()) + list(_global_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+    return wrapper
+
+
 class Optimizer:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _with_hooks(cls.__dict__["step"])
+
+    def register_step_pre_hook(self, hook):
+        from ..nn.modules.module import RemovableHandle
+        hooks = self.__dict__.setdefault("_step_pre_hooks", {})
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
+    def register_step_post_hook(self, hook):
+        from ..nn.modules.module import RemovableHandle
+        hooks = self.__dict__.setdefault("_step_post_hooks", {})
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self.state = defaultdict(dict)
@@ -209,12 +269,14 @@ def _step_tensor(state):
 
 
 
-def _scratch(opt, p, like):
-    """A reusable temporary the shape of ``p`` (not part of the optimizer's state)."""
+
+def _scratch(opt, p, a):
+    """A reusable temporary the shape of parameter ``p`` (not part of the optimizer's state): a
+    fresh array per parameter per step costs more than the arithmetic of the update."""
     bufs = opt.__dict__.get("_scratch_bufs")
     if bufs is None:
         bufs = opt.__dict__["_scratch_bufs"] = {}
-    b = bufs.get(id(p))
-    if b is None or b.shape != like.shape or b.dtype != like.dtype:
-        b = bufs[id(p)] = np.empty_like(like, order="C") if like.flags.c_contiguous else np.empty_like(like)
-    return b
+    t = bufs.get(id(p))
+    if t is None or t.shape != a.shape or t.dtype != a.dtype:
+        t = bufs[id(p)] = np.empty(a.shape, a.dtype)
+    return t

@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 import numpy as np
 
-from .optimizer import Optimizer, required, _params_with_grad, _writeable, _new_state, _scratch
+from .optimizer import Optimizer, required, _writeable, _new_state
 
 
 class SGD(Optimizer):
@@ -26,6 +26,8 @@ class SGD(Optimizer):
             from ..autograd.grad_mode import enable_grad
             with enable_grad():
                 loss = closure()
+        state = self.state
+        bufs = self.__dict__.setdefault("_scratch_bufs", {})
         for group in self.param_groups:
             lr = group["lr"]
             momentum = group["momentum"]
@@ -33,14 +35,22 @@ class SGD(Optimizer):
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
-            for p, g in _params_with_grad(group):
-                a = _writeable(p)
+            for p in group["params"]:
+                gt = p._grad
+                if gt is None:
+                    continue
+                g = gt._data
+                a = p._data
+                if g.dtype != a.dtype:
+                    raise RuntimeError(f"{p.dtype} parameter has a gradient of dtype {gt.dtype}")
+                if not a.flags.writeable:
+                    a = _writeable(p)
                 if maximize:
                     g = -g
                 if wd:
                     g = g + wd * a
                 if momentum:
-                    st = self.state[p]
+                    st = state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
                         buf = st["momentum_buffer"] = _new_state(np.array(g, copy=True))
@@ -55,7 +65,9 @@ class SGD(Optimizer):
                     g = g + momentum * buf._data if nesterov else buf._data
                 # a -= lr * g through a scratch buffer kept per parameter: a fresh temporary the
                 # size of each parameter on every step costs more than the update itself
-                tmp = _scratch(self, p, a)
+                tmp = bufs.get(id(p))
+                if tmp is None or tmp.shape != a.shape or tmp.dtype != a.dtype:
+                    tmp = bufs[id(p)] = np.empty(a.shape, a.dtype)
                 np.multiply(g, lr, out=tmp)
                 a -= tmp
                 p._bump("SGD.step")

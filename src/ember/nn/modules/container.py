@@ -2,7 +2,7 @@
 from collections import OrderedDict
 import operator
 
-from .module import Module
+from .module import Module, _addindent
 from ..parameter import Parameter
 
 
@@ -164,9 +164,21 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList is a container: it has no forward()")
 
     def __repr__(self):
-        if not self._modules:
-            return "ModuleList()"
-        return Module.__repr__(self)
+        """Runs of consecutive children with the same repr print once, as "(i-j): n x child"."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        groups = []  # [first index, last index, repr]
+        for i, r in enumerate(reprs):
+            if groups and groups[-1][2] == r:
+                groups[-1][1] = i
+            else:
+                groups.append([i, i, r])
+        lines = []
+        for a, b, r in groups:
+            head = f"({a}): " if a == b else f"({a}-{b}): {b - a + 1} x "
+            lines.append(_addindent(head + r, 2))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

@@ -417,6 +417,10 @@ class Module:
                             f"dtype={dtype}")
 
         def convert(t):
+            if t._meta and dev is not None and dev.type != "meta":
+                raise NotImplementedError("Cannot copy out of meta tensor; no data! Please use "
+                                          "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when "
+                                          "moving module from meta to a different device.")
             if dev is not None and dev.type == "meta" and not t._meta:
                 from ..._creation import empty
                 r = empty(t.shape, dtype=dtype if (dtype is not None and t.is_floating_point())

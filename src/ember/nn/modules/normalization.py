@@ -6,6 +6,7 @@ from ..parameter import Parameter
 from .. import functional as F
 from .. import init
 from ..._creation import empty
+from .batchnorm import _NormBase
 
 
 class LayerNorm(Module):
@@ -75,3 +76,28 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class _InstanceNorm(_NormBase):
+    _dims = 3
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input):
+        if input.dim() not in (self._dims - 1, self._dims):
+            raise ValueError(f"expected {self._dims - 1}D or {self._dims}D input (got {input.dim()}D input)")
+        unbatched = input.dim() == self._dims - 1
+        x = input.unsqueeze(0) if unbatched else input
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _dims = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _dims = 4

@@ -1,0 +1,279 @@
+"""RNN, LSTM, GRU and their cells, composed from ember ops (so every transform applies), with
+PyTorch's parameter names (weight_ih_l{k}[_reverse], ...), gate order and initialisation.
+
+The input projection of a whole sequence is one matmul; only the recurrent part loops over time.
+"""
+import math
+
+from .module import Module
+from ..parameter import Parameter
+from .. import init
+from ... import ops as _ops
+from ..._creation import empty, zeros
+from .. import functional as F
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _lstm_step(xw, h, c, w_hh, b_hh):
+    gates = xw + F.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    return h, c
+
+
+def _gru_step(xw, h, w_hh, b_hh):
+    gh = F.linear(h, w_hh, b_hh)
+    ir, iz, in_ = xw.chunk(3, -1)
+    hr, hz, hn = gh.chunk(3, -1)
+    r = (ir + hr).sigmoid()
+    z = (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return (1 - z) * n + z * h
+
+
+def _rnn_step(xw, h, w_hh, b_hh, relu):
+    pre = xw + F.linear(h, w_hh, b_hh)
+    return pre.relu() if relu else pre.tanh()
+
+
+class RNNBase(Module):
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        if proj_size:
+            raise NotImplementedError("ember's LSTM does not support proj_size")
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError("hidden_size must be a positive integer")
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError("num_layers must be a positive integer")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        ndir = 2 if bidirectional else 1
+        gate = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for d in range(ndir):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                in_size = input_size if layer == 0 else hidden_size * ndir
+                names = ["weight_ih" + sfx, "weight_hh" + sfx]
+                setattr(self, names[0], Parameter(empty((gate, in_size), dtype=dtype, device=device)))
+                setattr(self, names[1], Parameter(empty((gate, hidden_size), dtype=dtype, device=device)))
+                if bias:
+                    names += ["bias_ih" + sfx, "bias_hh" + sfx]
+                    setattr(self, names[2], Parameter(empty(gate, dtype=dtype, device=device)))
+                    setattr(self, names[3], Parameter(empty(gate, dtype=dtype, device=device)))
+                self._flat_weights_names.extend(names)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in self._flat_weights_names[i:i + (4 if self.bias else 2)]]
+                for i in range(0, len(self._flat_weights_names), 4 if self.bias else 2)]
+
+    def flatten_parameters(self):
+        pass
+
+    def extra_repr(self):
+        s = "{input_size}, {hidden_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def _weights(self, layer, d):
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        p = self._parameters
+        return (p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx), p.get("bias_hh" + sfx))
+
+    def forward(self, input, hx=None):
+        batched = input.dim() == 3
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {input.shape[-1]}")
+        x = input if batched else input.unsqueeze(1)
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)
+        T, B = x.shape[0], x.shape[1]
+        ndir = 2 if self.bidirectional else 1
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            h0 = zeros((self.num_layers * ndir, B, self.hidden_size), dtype=x.dtype)
+            c0 = h0 if lstm else None
+        else:
+            h0, c0 = hx if lstm else (hx, None)
+            if not batched:
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+            want = (self.num_layers * ndir, B, self.hidden_size)
+            for name, t in (("h0", h0), ("c0", c0)):
+                if t is not None and tuple(t.shape) != want:
+                    raise RuntimeError(f"Expected hidden size {want}, got {list(t.shape)}")
+        hs, cs = [], []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(ndir):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                k = layer * ndir + d
+                h = h0[k]
+                c = c0[k] if lstm else None
+                xw = F.linear(layer_in, w_ih, b_ih)  # (T, B, gates): the whole sequence at once
+                steps = range(T - 1, -1, -1) if d else range(T)
+                seq = [None] * T
+                for t in steps:
+                    if lstm:
+                        h, c = _lstm_step(xw[t], h, c, w_hh, b_hh)
+                    elif self.mode == "GRU":
+                        h = _gru_step(xw[t], h, w_hh, b_hh)
+                    else:
+                        h = _rnn_step(xw[t], h, w_hh, b_hh, self.mode == "RNN_RELU")
+                    seq[t] = h
+                outs.append(_ops.stack(seq, 0) if T else zeros((0, B, self.hidden_size), dtype=x.dtype))
+                hs.append(h)
+                if lstm:
+                    cs.append(c)
+            layer_in = outs[0] if ndir == 1 else _ops.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+        out = layer_in
+        h_n = _ops.stack(hs, 0)
+        c_n = _ops.stack(cs, 0) if lstm else None
+        if batched and self.batch_first:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if lstm else None
+        return (out, (h_n, c_n)) if lstm else (out, h_n)
+
+
+class RNN(RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size,
+                         num_layers, bias, batch_first, dropout, bidirectional, 0, device, dtype)
+
+
+
+class LSTM(RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         0, device, dtype)
+
+
+class RNNCellBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        g = self._gates * hidden_size
+        self.weight_ih = Parameter(empty((g, input_size), dtype=dtype, device=device))
+        self.weight_hh = Parameter(empty((g, hidden_size), dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(empty(g, dtype=dtype, device=device))
+            self.bias_hh = Parameter(empty(g, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    def extra_repr(self):
+        s = "{input_size}, {hidden_size}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def _prep(self, input, hx):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        batched = input.dim() == 2
+        x = input if batched else input.unsqueeze(0)
+        if hx is None:
+            hx = zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        return x, hx, batched
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, h, batched = self._prep(input, hx)
+        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
+                      self.nonlinearity == "relu")
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    _gates = 4
+
+    def forward(self, input, hx=None):
+        if hx is None:
+            x, h, batched = self._prep(input, None)
+            c = h
+        else:
+            x, h, batched = self._prep(input, hx[0])
+            c = hx[1] if batched else hx[1].unsqueeze(0)
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    _gates = 3
+
+    def forward(self, input, hx=None):
+        x, h, batched = self._prep(input, hx)
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h if batched else h.squeeze(0)

@@ -1,0 +1,87 @@
+"""Graph inspection: grad_fn classes, next_functions, AccumulateGrad, callable nodes."""
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd.graph import AccumulateGrad
+
+
+def test_node_names_match_torch(torch):
+    cases = [lambda m, x: x * 2, lambda m, x: x + x, lambda m, x: x.exp(), lambda m, x: x ** 2,
+             lambda m, x: x.sum(), lambda m, x: x.mean(), lambda m, x: x - 1, lambda m, x: x / 3,
+             lambda m, x: x.tanh(), lambda m, x: x.sigmoid(), lambda m, x: x.relu(), lambda m, x: x.view(2, 2),
+             lambda m, x: x.permute(1, 0), lambda m, x: x[0], lambda m, x: x.abs(), lambda m, x: x.clone(),
+             lambda m, x: m.log_softmax(x, 1), lambda m, x: x.sqrt(), lambda m, x: x.neg(), lambda m, x: x.log()]
+    for f in cases:
+        e = f(ember, ember.ones(2, 2, requires_grad=True))
+        t = f(torch, torch.ones(2, 2, requires_grad=True))
+        assert e.grad_fn.name() == t.grad_fn.name(), (e.grad_fn.name(), t.grad_fn.name())
+        assert type(e.grad_fn).__name__ == e.grad_fn.name()
+        assert len(e.grad_fn.next_functions) == len(t.grad_fn.next_functions), e.grad_fn.name()
+
+
+def test_next_functions_and_accumulate_grad():
+    a = ember.tensor([2.0], requires_grad=True)
+    b = ember.tensor([3.0], requires_grad=True)
+    c = a * b
+    d = c.exp()
+    nf = d.grad_fn.next_functions
+    assert nf == ((c.grad_fn, 0),)
+    (na, ia), (nb, ib) = c.grad_fn.next_functions
+    assert isinstance(na, AccumulateGrad) and na.variable is a and nb.variable is b
+    assert ia == ib == 0
+    assert na.name() == "AccumulateGrad"
+    assert c.grad_fn.next_functions[0][0] is na  # one accumulator per leaf while it lives
+    e = a * 2
+    assert e.grad_fn.next_functions[1] == (None, 0)
+    assert a.grad_fn is None and a.is_leaf
+
+
+def test_nodes_are_callable():
+    a = ember.tensor([3.0], requires_grad=True)
+    b = ember.tensor([2.0], requires_grad=True)
+    c = a * b
+    ga, gb = c.grad_fn(ember.tensor([1.0]))
+    assert ga.tolist() == [2.0] and gb.tolist() == [3.0]
+    e = c.exp()
+    (g,) = (e.grad_fn(ember.tensor([1.0])),)
+    np.testing.assert_allclose(g.detach().numpy(), np.exp([6.0]), rtol=1e-6)
+
+
+def test_hand_written_engine_over_next_functions():
+    x = ember.tensor([1.5], requires_grad=True)
+    y = (x * x + x.sin()).exp()
+    grads = {}
+    queue = [(y.grad_fn, ember.tensor([1.0]))]
+    while queue:
+        fn, g = queue.pop()
+        outs = fn(g)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        for gn, (nxt, _) in zip(outs, fn.next_functions):
+            if nxt is None or gn is None:
+                continue
+            if isinstance(nxt, AccumulateGrad):
+                grads[id(nxt.variable)] = grads.get(id(nxt.variable), 0) + gn.item()
+            else:
+                queue.append((nxt, gn))
+    ref = np.exp(1.5 ** 2 + np.sin(1.5)) * (3.0 + np.cos(1.5))
+    assert abs(grads[id(x)] - ref) < 1e-3 * ref
+
+
+def test_multi_output_node():
+    x = ember.tensor([[3.0, 1.0, 2.0]], requires_grad=True)
+    v, i = x.max(1)
+    assert v.grad_fn is not None
+    assert not i.requires_grad and i.grad_fn is None
+    v.sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 0.0]]
+    s, idx = x.sort(1)
+    s[0, 0].backward()
+    assert x.grad.tolist() == [[1.0, 1.0, 0.0]]
+
+
+def test_metadata_dict():
+    x = ember.ones(1, requires_grad=True)
+    y = x * 2
+    y.grad_fn.metadata["tag"] = 1
+    assert y.grad_fn.metadata == {"tag": 1}

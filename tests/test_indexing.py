@@ -1,0 +1,85 @@
+"""__getitem__ / __setitem__ (basic and advanced), with PyTorch as the oracle."""
+import numpy as np
+import pytest
+
+import ember
+
+GET = [
+    lambda m, x: x[1], lambda m, x: x[-1, 2], lambda m, x: x[:, 1:3], lambda m, x: x[..., ::2],
+    lambda m, x: x[None, 1], lambda m, x: x[[0, 2]], lambda m, x: x[m.tensor([2, 0])],
+    lambda m, x: x[:, [1, 1, 3]], lambda m, x: x[[0, 1], [2, 3]], lambda m, x: x[x > 5],
+    lambda m, x: x[m.tensor([True, False, True])], lambda m, x: x[1:, m.tensor([0, 3])],
+    lambda m, x: x[m.tensor([[0, 1], [2, 2]])], lambda m, x: x[[0, 2], 1:],
+    lambda m, x: x[:, None, [0, 1]], lambda m, x: x[m.tensor(1)], lambda m, x: x[[[0], [2]], [1, 3]],
+    lambda m, x: x[..., m.tensor([1, 0])], lambda m, x: x[2:0], lambda m, x: x[m.tensor([], dtype=m.long)],
+]
+
+
+@pytest.mark.parametrize("k", range(len(GET)))
+def test_getitem_matches_torch(torch, k):
+    f = GET[k]
+    e = f(ember, ember.arange(12.0).view(3, 4))
+    t = f(torch, torch.arange(12.0).view(3, 4))
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+SET = [
+    (lambda m, x: x.__setitem__(1, 5.0)), (lambda m, x: x.__setitem__((slice(None), 2), m.tensor([1.0, 2.0, 3.0]))),
+    (lambda m, x: x.__setitem__(x > 5, 0.0)), (lambda m, x: x.__setitem__([0, 2], m.ones(4))),
+    (lambda m, x: x.__setitem__((m.tensor([0, 1]), m.tensor([3, 0])), m.tensor([9.0, 8.0]))),
+    (lambda m, x: x.__setitem__(Ellipsis, 1)), (lambda m, x: x.__setitem__((slice(None), slice(None, None, 2)), -1.0)),
+    (lambda m, x: x[1].__setitem__(slice(1, 3), 4.0)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SET)))
+def test_setitem_matches_torch(torch, k):
+    e = ember.arange(12.0).view(3, 4)
+    t = torch.arange(12.0).view(3, 4)
+    v = e._version
+    SET[k](ember, e)
+    SET[k](torch, t)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    assert e._version > v
+
+
+def test_getitem_errors():
+    x = ember.zeros(3, 4)
+    with pytest.raises(IndexError, match="out of range|out of bounds"):
+        x[3]
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    with pytest.raises(IndexError):
+        x[ember.tensor([5])]
+    with pytest.raises((IndexError, TypeError)):
+        x[1.5]
+
+
+def test_advanced_index_is_a_copy_basic_is_a_view():
+    x = ember.zeros(3, 4)
+    a = x[[0, 1]]
+    a[0, 0] = 5
+    assert x[0, 0].item() == 0
+    b = x[0:2]
+    b[0, 0] = 5
+    assert x[0, 0].item() == 5
+
+
+def test_setitem_autograd():
+    w = ember.ones(3, requires_grad=True)
+    y = w * 2
+    y[1] = 0.0
+    y.sum().backward()
+    assert w.grad.tolist() == [2.0, 0.0, 2.0]
+    v = ember.tensor([3.0], requires_grad=True)
+    z = ember.zeros(3)
+    z[ember.tensor([0, 2])] = v * v
+    z.sum().backward()
+    assert v.grad.tolist() == [12.0]
+
+
+def test_index_gradients_accumulate_repeats():
+    x = ember.arange(4.0).requires_grad_()
+    x[[0, 0, 3]].sum().backward()
+    assert x.grad.tolist() == [2.0, 0.0, 0.0, 1.0]

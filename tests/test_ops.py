@@ -1,0 +1,141 @@
+"""Op semantics and error messages beyond the registry-wide checks in test_ops_registry.py."""
+import numpy as np
+import pytest
+
+import ember
+
+
+def test_broadcast_error_names_op_and_sizes():
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(4\) "
+                                           r"at non-singleton dimension 1"):
+        ember.ones(2, 3) + ember.ones(2, 4)
+    with pytest.raises(RuntimeError, match="mul"):
+        ember.ones(3) * ember.ones(2)
+
+
+def test_matmul_errors():
+    with pytest.raises(RuntimeError, match=r"cannot be multiplied \(2x3 and 4x5\)"):
+        ember.ones(2, 3) @ ember.ones(4, 5)
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        ember.dot(ember.ones(2, 2), ember.ones(2))
+    with pytest.raises(RuntimeError):
+        ember.mm(ember.ones(2), ember.ones(2, 2))
+    with pytest.raises(RuntimeError):
+        ember.bmm(ember.ones(2, 2), ember.ones(2, 2))
+
+
+def test_bad_dims():
+    x = ember.ones(2, 3)
+    for f in (lambda: x.sum(2), lambda: x.softmax(-3), lambda: x.max(5), lambda: ember.cat([x, x], 2),
+              lambda: x.select(3, 0), lambda: x.cumsum(2)):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\]"):
+            f()
+
+
+def test_cat_stack_errors():
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        ember.cat([ember.ones(2, 3), ember.ones(2, 4)])
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        ember.stack([ember.ones(2), ember.ones(3)])
+    with pytest.raises((RuntimeError, ValueError)):
+        ember.cat([])
+
+
+def test_max_min_with_indices(torch):
+    x = np.array([[1.0, 5.0, 3.0], [7.0, 2.0, 7.0]])
+    for f in (lambda m, t: m.max(t, 1), lambda m, t: m.min(t, 0, keepdim=True), lambda m, t: t.max(dim=-1)):
+        ev, ei = f(ember, ember.tensor(x))
+        tv, ti = f(torch, torch.tensor(x))
+        np.testing.assert_array_equal(ev.numpy(), tv.numpy())
+        np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+    r = ember.max(ember.tensor(x), 1)
+    assert r.values.tolist() == [5.0, 7.0] and r.indices.tolist() == [1, 0]
+    assert ember.max(ember.tensor(x), ember.tensor(x[::-1].copy())).shape == (2, 3)
+    with pytest.raises(RuntimeError, match="numel\\(\\) == 0"):
+        ember.zeros(0).max()
+
+
+def test_var_std_correction(torch):
+    x = np.random.default_rng(0).standard_normal((4, 5))
+    for kw in ({}, {"dim": 1}, {"dim": 0, "correction": 0}, {"unbiased": False}, {"dim": (0, 1), "keepdim": True}):
+        np.testing.assert_allclose(ember.var(ember.tensor(x), **kw).numpy(), torch.var(torch.tensor(x), **kw).numpy())
+        np.testing.assert_allclose(ember.std(ember.tensor(x), **kw).numpy(), torch.std(torch.tensor(x), **kw).numpy())
+
+
+def test_norm_variants(torch):
+    x = np.random.default_rng(1).standard_normal((3, 4))
+    for kw in ({}, {"p": 1}, {"p": float("inf")}, {"p": 3, "dim": 1}, {"dim": 0, "keepdim": True}, {"p": "fro"}):
+        np.testing.assert_allclose(ember.norm(ember.tensor(x), **kw).numpy(),
+                                   torch.norm(torch.tensor(x), **kw).numpy(), rtol=1e-6)
+    z = ember.zeros(3, requires_grad=True)
+    z.norm().backward()
+    assert z.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_sort_topk(torch):
+    x = np.array([[3.0, 1.0, 2.0, 1.0], [0.0, -1.0, 5.0, 5.0]])
+    for f in (lambda m, t: m.sort(t, dim=1, stable=True), lambda m, t: m.sort(t, 0, descending=True),
+              lambda m, t: m.topk(t, 2), lambda m, t: m.topk(t, 1, dim=0, largest=False)):
+        ev, ei = f(ember, ember.tensor(x))
+        tv, ti = f(torch, torch.tensor(x))
+        np.testing.assert_array_equal(ev.numpy(), tv.numpy())
+        np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+    with pytest.raises(RuntimeError, match="k out of range|selected index k"):
+        ember.topk(ember.ones(3), 4)
+
+
+def test_comparisons_and_logical_no_grad():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    for r in (x > 1, x == 1, x <= 2, ember.logical_and(x > 0, x < 2), ~(x > 1), ember.isnan(x)):
+        assert r.dtype is ember.bool and not r.requires_grad
+    assert ember.argmax(x).item() == 1 and not ember.argmax(x).requires_grad
+
+
+def test_clamp_where_semantics(torch):
+    x = np.array([-2.0, 0.5, 3.0])
+    np.testing.assert_array_equal(ember.clamp(ember.tensor(x), min=0).numpy(), torch.clamp(torch.tensor(x), min=0).numpy())
+    np.testing.assert_array_equal(ember.tensor(x).clip(-1, 1).numpy(), [-1.0, 0.5, 1.0])
+    w = ember.where(ember.tensor(x) > 0, ember.tensor(x), 0.0)
+    assert w.tolist() == [0.0, 0.5, 3.0] and w.dtype is ember.float64
+    i, = ember.where(ember.tensor(x) > 0)
+    assert i.tolist() == [1, 2]
+
+
+def test_gelu_relu_softplus_values(torch):
+    x = np.linspace(-3, 3, 13)
+    for name in ("gelu", "silu", "softplus", "relu", "sigmoid", "tanh"):
+        e = getattr(ember.nn.functional, name)(ember.tensor(x)) if hasattr(ember, "nn") else None
+        t = getattr(torch.nn.functional, name)(torch.tensor(x))
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-12)
+
+
+def test_integer_ops(torch):
+    a, b = np.array([7, -7, 5]), np.array([2, 2, -3])
+    for f in (lambda m, x, y: x // y, lambda m, x, y: x % y, lambda m, x, y: m.div(x, y, rounding_mode="trunc"),
+              lambda m, x, y: x / y, lambda m, x, y: x ** 2, lambda m, x, y: m.fmod(x, y)):
+        e = f(ember, ember.tensor(a), ember.tensor(b))
+        t = f(torch, torch.tensor(a), torch.tensor(b))
+        assert e.dtype.name == str(t.dtype)[6:]
+        np.testing.assert_allclose(e.numpy(), t.numpy())
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        ember.tensor([2]) ** ember.tensor([-1])
+
+
+def test_einsum_and_outer(torch):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((3, 4))
+    for eq, ops in (("ij,jk->ik", (a, b)), ("ij->ji", (a,)), ("ij,ij->", (a, a)), ("i,j", (a[0], b[0]))):
+        np.testing.assert_allclose(ember.einsum(eq, *[ember.tensor(o) for o in ops]).numpy(),
+                                   torch.einsum(eq, *[torch.tensor(o) for o in ops]).numpy(), rtol=1e-10)
+    with pytest.raises(RuntimeError, match="einsum"):
+        ember.einsum("ij,jk->ik", ember.ones(2, 3), ember.ones(4, 5))
+
+
+def test_repeat_tile_flip_roll_tril(torch):
+    x = np.arange(6.0).reshape(2, 3)
+    for f in (lambda m, t: t.repeat(2, 2), lambda m, t: t.tile((2,)), lambda m, t: t.flip(0),
+              lambda m, t: m.roll(t, 1), lambda m, t: m.roll(t, -1, 1), lambda m, t: m.tril(t, -1),
+              lambda m, t: m.triu(t, 1), lambda m, t: t.repeat_interleave(2, dim=1),
+              lambda m, t: m.rot90(t), lambda m, t: m.cumsum(t, 1), lambda m, t: m.cumprod(t, 0),
+              lambda m, t: t.logsumexp(1), lambda m, t: m.softmax(t, 0), lambda m, t: t.prod(1)):
+        np.testing.assert_allclose(f(ember, ember.tensor(x)).numpy(), f(torch, torch.tensor(x)).numpy())

@@ -1,0 +1,112 @@
+"""Tensor metadata, conversions and printing."""
+import numpy as np
+import pytest
+
+import ember
+
+
+def test_metadata():
+    x = ember.zeros(2, 3, 4)
+    assert x.shape == (2, 3, 4) and x.size() == ember.Size([2, 3, 4]) and x.size(1) == 3 and x.size(-1) == 4
+    assert x.dim() == 3 and x.ndim == 3 and x.numel() == 24 and len(x) == 2
+    assert x.stride() == (12, 4, 1) and x.stride(0) == 12
+    assert x.is_contiguous() and x.dtype is ember.float32 and x.device.type == "cpu"
+    assert repr(x.shape) in ("ember.Size([2, 3, 4])", "torch.Size([2, 3, 4])")
+    assert x.shape[1:] == (3, 4) and isinstance(x.shape[1:], ember.Size)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.size(3)
+
+
+def test_strides_match_torch(torch):
+    for f in (lambda m: m.zeros(2, 3, 4).permute(2, 0, 1), lambda m: m.zeros(4, 5)[::2, 1:],
+              lambda m: m.zeros(3, 1).expand(3, 4), lambda m: m.zeros(2, 3).t(),
+              lambda m: m.zeros(4, 4).diagonal(), lambda m: m.zeros(2, 3, 4)[:, 1]):
+        e, t = f(ember), f(torch)
+        assert e.stride() == t.stride() and e.is_contiguous() == t.is_contiguous()
+        assert e.storage_offset() == t.storage_offset()
+
+
+def test_repr_matches_pytorch_style():
+    a = ember.tensor([1.0], requires_grad=True)
+    assert repr(a.exp()) == "tensor([2.7183], grad_fn=<ExpBackward0>)"
+    assert repr(a) == "tensor([1.], requires_grad=True)"
+    assert repr(ember.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(ember.tensor(2.5)) == "tensor(2.5000)"
+    assert repr(ember.tensor([1.0, 2.0], dtype=ember.float64)) == "tensor([1., 2.], dtype=torch.float64)" \
+        or repr(ember.tensor([1.0, 2.0], dtype=ember.float64)) == "tensor([1., 2.], dtype=ember.float64)"
+    assert repr(ember.tensor([True])) == "tensor([True])"
+    assert repr(ember.zeros(0)) == "tensor([])"
+    assert "grad_fn=<AddBackward0>" in repr(a + 1)
+
+
+def test_repr_like_torch_for_values(torch):
+    for vals in ([[1.5, -2.25], [3.0, 4.0]], [1e-5, 1.0], [123456.0, 1.0], [0.1, 0.2, 0.3]):
+        e = repr(ember.tensor(vals))
+        t = repr(torch.tensor(vals))
+        assert e == t, (e, t)
+
+
+def test_item_tolist_numpy():
+    x = ember.tensor([[1.0, 2.0]])
+    assert x[0, 1].item() == 2.0 and x.tolist() == [[1.0, 2.0]]
+    assert isinstance(ember.tensor([3]).item(), int)
+    with pytest.raises(RuntimeError, match="elements cannot be converted"):
+        x.item()
+    n = x.numpy()
+    n[0, 0] = 9
+    assert x[0, 0].item() == 9  # numpy() shares memory
+    y = ember.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        y.numpy()
+    assert y.detach().numpy().tolist() == [1.0, 1.0]
+    assert float(ember.tensor([2.5])) == 2.5 and int(ember.tensor(3)) == 3
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(ember.ones(2))
+
+
+def test_storage_sharing_and_data_ptr():
+    x = ember.zeros(4, 4)
+    v = x[1:3]
+    assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert v.data_ptr() == x.data_ptr() + 4 * 4
+    assert v._base is x
+    c = x.clone()
+    assert c.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
+def test_iteration_and_len():
+    x = ember.arange(6).view(3, 2)
+    rows = list(x)
+    assert len(rows) == 3 and rows[1].tolist() == [2, 3]
+    with pytest.raises(TypeError):
+        len(ember.tensor(1.0))
+
+
+def test_detach_shares_data_and_version():
+    x = ember.ones(3, requires_grad=True)
+    y = x.detach()
+    assert not y.requires_grad and y.is_leaf
+    y[0] = 5
+    assert x[0].item() == 5
+    assert x._version == y._version == 1
+
+
+def test_contiguous_and_clone():
+    x = ember.arange(6.0).view(2, 3).t()
+    assert not x.is_contiguous()
+    c = x.contiguous()
+    assert c.is_contiguous() and c.tolist() == x.tolist()
+    y = ember.ones(2)
+    assert y.contiguous() is y
+    z = y.clone()
+    z[0] = 3
+    assert y[0].item() == 1
+
+
+def test_equality_and_hash():
+    a = ember.tensor([1, 2])
+    assert (a == ember.tensor([1, 3])).tolist() == [True, False]
+    assert a != None  # noqa: E711
+    d = {a: 1}
+    assert d[a] == 1
+    assert ember.equal(a, ember.tensor([1, 2])) and not ember.equal(a, ember.tensor([1, 2, 3]))
