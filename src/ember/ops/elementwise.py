@@ -378,7 +378,7 @@ _erfc64 = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf_arr(xp, a):
-    return _erf64(a.astype(np.float64)).astype(a.dtype)
+    return np.asarray(_erf64(a.astype(np.float64)), np.float64).astype(a.dtype)
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -398,8 +398,8 @@ def _erfinv_arr(xp, a):
         for _ in range(4):
             xs = x.astype(object)
             dens = _TWO_OVER_SQRT_PI * np.exp(-x * x)
-            err = np.where(tail, (1.0 - ay) - _erfc64(xs).astype(np.float64),
-                           _erf64(xs).astype(np.float64) - ay)
+            err = np.where(tail, (1.0 - ay) - np.asarray(_erfc64(xs), np.float64),
+                           np.asarray(_erf64(xs), np.float64) - ay)
             x = np.where(tail, x + err / -dens, x - err / dens)
         x = np.where(ay == 1.0, np.inf, x)
         x = np.where(ay > 1.0, np.nan, x)
