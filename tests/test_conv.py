@@ -144,3 +144,12 @@ def test_conv2d_wide_rows(torch, k, kw, cl):
 def test_conv2d_wide_rows_finite_differences():
     x, w, b = _conv_arrays(1, (3, 3), N=1, C=2, H=3, W=18, Cout=2)
     finite_diff_check(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b])
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=2, dilation=2), dict(padding=(0, 1))])
+@pytest.mark.parametrize("cl", [False, True])
+def test_conv2d_blocked_rows(torch, kw, cl):
+    """Images large enough that the forward runs in several blocks of output rows."""
+    x, w, b = _conv_arrays(1, (3, 3), N=2, C=3, H=47, W=45, Cout=5)
+    compare_with_torch(torch, lambda x, w, b: F.conv2d(x, w, b, **kw),
+                       lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kw), [x, w, b], [cl, False, False])

@@ -11,24 +11,14 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import ops as _ops
-from .._tensor import Tensor
 from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from . import _composite
 
-try:  # the compute kernels (conv, pooling, norms, linear, embedding) of the registry
-    from ..ops import nn as _kernels
-except ImportError:  # pragma: no cover - only before the kernels land
-    _kernels = None
-
-_KERNELS = ("conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-            "batch_norm", "layer_norm", "group_norm", "linear", "embedding", "embedding_bag")
-for _name in _KERNELS:
-    _f = getattr(_kernels, _name, None) or getattr(_composite, _name, None)
-    if _f is not None:
-        globals()[_name] = _f
-del _name, _f
+from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
+                      adaptive_avg_pool2d, batch_norm, layer_norm, group_norm, embedding, embedding_bag)
+from ..ops.linalg import linear  # noqa: F401,E402  (the registry's linear primitive)
 
 
 def _reduction(size_average, reduce, reduction):

@@ -171,6 +171,45 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     return buf.reshape(G, M, kh * kw * Cg)
 
 
+_BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache between copy and GEMM
+_BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) wants wider blocks
+
+
+def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
+    """channels_last forward (groups 1) in blocks of output rows: gather a block of windows into a
+    small reused buffer and multiply it straight into its rows of the (N, Ho, Wo, Cout) output, so
+    the columns are read back from cache instead of memory."""
+    xh = x.transpose(0, 2, 3, 1)
+    N, H, W, C = xh.shape
+    K, Cout = wm.shape
+    win = _windows(_padded(xp, xh, pads, 0, True), True, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
+    out = xp.empty((N, Ho, Wo, Cout), x.dtype)
+    if Ho * Wo >= _BLOCK_ROWS:  # blocks of rows within an image
+        rows = max(1, _BLOCK_ROWS // Wo)
+        buf = _buf(xp, "colsb", (rows, Wo, kh, kw, C), x.dtype)
+        for n in range(N):
+            for r0 in range(0, Ho, rows):
+                r1 = min(Ho, r0 + rows)
+                cb = buf[:r1 - r0]
+                xp.copyto(cb, win[n, r0:r1])
+                ob = out[n, r0:r1].reshape(-1, Cout)
+                xp.matmul(cb.reshape(-1, K), wm, out=ob)
+                if b is not None:
+                    ob += b
+    else:  # blocks of whole images
+        imgs = max(1, _BLOCK_ROWS // (Ho * Wo))
+        buf = _buf(xp, "colsb", (imgs, Ho, Wo, kh, kw, C), x.dtype)
+        for n0 in range(0, N, imgs):
+            n1 = min(N, n0 + imgs)
+            cb = buf[:n1 - n0]
+            xp.copyto(cb, win[n0:n1])
+            ob = out[n0:n1].reshape(-1, Cout)
+            xp.matmul(cb.reshape(-1, K), wm, out=ob)
+            if b is not None:
+                ob += b
+    return out.transpose(0, 3, 1, 2)
+
+
 def _flat_rows(kh, kw, st, Wo, Wr):
     """Stride-1 kernels wider than 1x1 gather and scatter whole shifted planes (see _cols_km), when
     the junk columns this adds to the GEMM (Wr - Wo per row) cost less than the strided copies."""
@@ -207,6 +246,45 @@ def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
     buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
     xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
     return buf.reshape(C * kh * kw, N * Ho * Wo), Wo
+
+
+def _conv_nchw_blocked(xp, x, w2, b, kh, kw, st, pads, dil, Ho, Wo):
+    """NCHW forward (groups 1) in blocks of output rows of one image: the block's (C*kh*kw, rows*Wr)
+    columns (shifted-plane rows for stride 1, strided windows otherwise) are gathered into a small
+    reused buffer, multiplied, and the product copied into the output rows with the bias."""
+    N, C, H, W = x.shape
+    Cout, K = w2.shape
+    pt, pb, pl, pr = pads
+    Hp, Wr = H + pt + pb, W + pl + pr
+    if _flat_rows(kh, kw, st, Wo, Wr):
+        xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
+        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        sN, sC, sH, sW = xpd.strides
+        win = _as_strided(xpd, (N, C, kh, kw, Ho, Wr), (sN, sC, dil[0] * sH, dil[1] * sW, sH, sW),
+                          writeable=False)
+        rl = Wr
+    else:
+        win = _windows(_padded(xp, x, pads, 0, False), False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
+        rl = Wo
+    rows = max(1, min(Ho, _BLOCK_COLS // rl))
+    cbuf = _buf(xp, "colsnb", (K * rows * rl,), x.dtype)
+    obuf = _buf(xp, "outnb", (Cout * rows * rl,), x.dtype)
+    out = xp.empty((N, Cout, Ho, Wo), x.dtype)
+    bb = None if b is None else b.reshape(Cout, 1, 1)
+    for n in range(N):
+        for r0 in range(0, Ho, rows):
+            r1 = min(Ho, r0 + rows)
+            m = (r1 - r0) * rl
+            cb = cbuf[:K * m].reshape(C, kh, kw, r1 - r0, rl)
+            xp.copyto(cb, win[n, :, :, :, r0:r1])
+            ob = obuf[:Cout * m].reshape(Cout, m)
+            xp.matmul(w2, cb.reshape(K, m), out=ob)
+            src = ob.reshape(Cout, r1 - r0, rl)[:, :, :Wo]
+            if bb is None:
+                out[n, :, r0:r1] = src
+            else:
+                xp.add(src, bb, out=out[n, :, r0:r1])
+    return out
 
 
 def _cm(xp, g, Wr):
@@ -280,6 +358,9 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
     if _use_nhwc(x, w):
+        if G == 1 and (kh > 1 or kw > 1 or any(pad)):
+            wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
+            return _conv_nhwc_blocked(xp, x, wm, b, kh, kw, stride, pad, dilation, Ho, Wo)
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
         if G == 1:
             wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
@@ -292,6 +373,8 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
+    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256:  # smaller images: one GEMM
+        return _conv_nchw_blocked(xp, x, w.reshape(Cout, Cg * kh * kw), b, kh, kw, stride, pad, dilation, Ho, Wo)
     cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
         om = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
