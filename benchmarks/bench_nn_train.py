@@ -1,5 +1,9 @@
 """nn training steps side by side with PyTorch: the MLP 784-128-128-10 at batch 64
-(forward, cross-entropy, backward, SGD step, zero_grad(set_to_none=True))."""
+(forward, cross-entropy, backward, SGD step, zero_grad(set_to_none=True)).
+
+On a shared, loaded machine multi-threaded BLAS (OpenBLAS for ember, PyTorch's pool) spins and
+the timings swing by 10-100x; compare with OPENBLAS_NUM_THREADS=1 and one PyTorch thread there.
+"""
 import numpy as np
 
 from _harness import Workload

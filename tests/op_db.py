@@ -26,7 +26,6 @@ Consumers (reverse mode here, forward mode and vmap elsewhere) use:
 really dispatches the op it claims (a dispatch listener records the ops run), so a new op cannot
 skip testing.
 """
-import math
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -694,4 +693,4 @@ def sample_list(entry, seed=0):
 
 
 __all__ = ["Sample", "OpEntry", "ENTRIES", "entries_for", "call", "flat_outputs", "diff_outputs",
-           "NON_DIFFERENTIABLE", "INTERNAL", "sample_list", "math"]
+           "NON_DIFFERENTIABLE", "INTERNAL", "sample_list"]

@@ -233,6 +233,14 @@ def test_layer_errors():
     (lambda m: m.Upsample(scale_factor=2), (1, 2, 3, 4)),
     (lambda m: m.Upsample(size=(5, 7)), (1, 2, 3, 4)),
     (lambda m: m.Upsample(size=5), (1, 2, 3)),
+    (lambda m: m.Upsample(scale_factor=2, mode="bilinear"), (1, 2, 3, 4)),
+    (lambda m: m.Upsample(size=(5, 7), mode="bilinear", align_corners=True), (1, 2, 3, 4)),
+    (lambda m: m.Upsample(size=(2, 3), mode="bilinear"), (1, 2, 5, 7)),
+    (lambda m: m.Upsample(scale_factor=1.5, mode="linear"), (2, 2, 6)),
+    (lambda m: m.UpsamplingBilinear2d(scale_factor=2), (1, 1, 3, 3)),
+    (lambda m: m.AdaptiveMaxPool2d((2, 3)), (2, 3, 6, 9)),
+    (lambda m: m.AdaptiveMaxPool2d((3, 2)), (2, 3, 7, 5)),
+    (lambda m: m.AdaptiveMaxPool2d(1), (2, 3, 4, 4)),
 ])
 def test_padding_pooling1d_upsample_match_torch(torch, make, shape):
     compare_module(torch, make(nn), make(torch.nn), randn(*shape))

@@ -82,3 +82,23 @@ def test_unbatched_and_need_weights(torch):
     np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), atol=1e-5)
     np.testing.assert_allclose(ew.detach().numpy(), tw.detach().numpy(), atol=1e-5)
     assert e(ember.tensor(x), ember.tensor(x), ember.tensor(x), need_weights=False)[1] is None
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(norm_first=True, batch_first=True)])
+def test_full_transformer_matches_torch(torch, kw):
+    e, t = _both(torch, lambda m: m.Transformer(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+                                                dim_feedforward=16, **kw))
+    src, tgt = rs.randn(5, 3, 8).astype(np.float32), rs.randn(4, 3, 8).astype(np.float32)
+    if kw.get("batch_first"):
+        src, tgt = src.transpose(1, 0, 2).copy(), tgt.transpose(1, 0, 2).copy()
+    em = nn.Transformer.generate_square_subsequent_mask(4)
+    tm = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    np.testing.assert_array_equal(em.numpy(), tm.numpy())
+    es, et = ember.tensor(src, requires_grad=True), ember.tensor(tgt, requires_grad=True)
+    ts, tt = torch.tensor(src, requires_grad=True), torch.tensor(tgt, requires_grad=True)
+    eo = e(es, et, tgt_mask=em)
+    to = t(ts, tt, tgt_mask=tm)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), atol=1e-5, rtol=1e-4)
+    eo.sum().backward()
+    to.sum().backward()
+    _grads_match(e, t, [es, et], [ts, tt])

@@ -72,3 +72,25 @@ def test_pad_sequence_matches_torch(torch):
         np.testing.assert_array_equal(e.numpy(), t.numpy())
     back = unpad_sequence(pad_sequence([ember.tensor(s) for s in seqs]), [4, 2, 5])
     assert [b.shape[0] for b in back] == [4, 2, 5] and back[1].tolist() == ember.tensor(seqs[1]).tolist()
+
+
+def test_weight_norm_matches_torch(torch):
+    from ember.nn.utils import weight_norm, remove_weight_norm
+    from _nn_testing import to_torch_state
+    import warnings
+    e = weight_norm(nn.Linear(4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = torch.nn.utils.weight_norm(torch.nn.Linear(4, 3))
+    assert sorted(e.state_dict()) == sorted(t.state_dict())
+    t.load_state_dict(to_torch_state(torch, e))
+    x = np.random.RandomState(0).randn(2, 4).astype(np.float32)
+    eo, to = e(ember.tensor(x)), t(torch.tensor(x))
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)
+    eo.sum().backward()
+    to.sum().backward()
+    for n in ("weight_g", "weight_v", "bias"):
+        np.testing.assert_allclose(getattr(e, n).grad.numpy(), getattr(t, n).grad.numpy(), rtol=1e-5, atol=1e-6)
+    remove_weight_norm(e)
+    assert sorted(e.state_dict()) == ["bias", "weight"]
+    np.testing.assert_allclose(e(ember.tensor(x)).detach().numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.nn  # noqa: F401  (registers the nn primitives the samples cover)
 from ember import _dispatch as D
 
 import op_db

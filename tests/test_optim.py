@@ -70,6 +70,14 @@ SCHEDULERS = [
     lambda M, o: M.optim.lr_scheduler.OneCycleLR(o, max_lr=0.5, total_steps=10, three_phase=True,
                                                  anneal_strategy="linear"),
     lambda M, o: M.optim.lr_scheduler.LinearLR(o, start_factor=0.25, total_iters=4),
+    lambda M, o: M.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=3),
+    lambda M, o: M.optim.lr_scheduler.PolynomialLR(o, total_iters=6, power=2.0),
+    lambda M, o: M.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001),
+    lambda M, o: M.optim.lr_scheduler.SequentialLR(o, [M.optim.lr_scheduler.LinearLR(o, 0.1, total_iters=3),
+                                                       M.optim.lr_scheduler.ExponentialLR(o, gamma=0.8)],
+                                                   milestones=[3]),
+    lambda M, o: M.optim.lr_scheduler.ChainedScheduler([M.optim.lr_scheduler.ConstantLR(o, 0.5, total_iters=2),
+                                                        M.optim.lr_scheduler.ExponentialLR(o, gamma=0.9)]),
 ]
 
 
@@ -195,3 +203,25 @@ def test_reduce_lr_on_plateau_matches_torch(torch):
             got.append(opt.param_groups[0]["lr"])
         lrs.append(got)
     assert lrs[0] == pytest.approx(lrs[1])
+
+
+def test_lbfgs_matches_torch(torch):
+    """In float64, so that rounding does not get amplified along the L-BFGS iterations."""
+    Y = np.random.RandomState(3).randn(8, 3)
+    out = []
+    for M in (ember, torch):
+        w = M.nn.Parameter(M.tensor(W0.astype(np.float64)))
+        opt = M.optim.LBFGS([w], lr=1, max_iter=4, history_size=3)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((M.tensor(X.astype(np.float64)) @ w - M.tensor(Y)) ** 2).mean() + (w ** 2).sum() * 0.01
+            loss.backward()
+            return loss
+        losses = [float(opt.step(closure)) for _ in range(3)]
+        st = opt.state[w]
+        out.append((w.detach().numpy().copy(), losses, st["func_evals"], st["n_iter"]))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-10)
+    assert out[0][2:] == out[1][2:]
+    assert out[0][1][-1] < out[0][1][0]

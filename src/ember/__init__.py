@@ -73,12 +73,14 @@ def is_nonzero(input):
 
 
 def set_num_threads(n):
-    """Kept for PyTorch programs; NumPy's BLAS threads are set by the environment."""
+    """Threads of the BLAS under NumPy (OpenBLAS); one thread is fastest for small matrices."""
+    from ._threads import set_num_threads as _set
+    _set(n)
 
 
 def get_num_threads():
-    import os
-    return os.cpu_count() or 1
+    from ._threads import get_num_threads as _get
+    return _get()
 
 
 def _lazy(name):

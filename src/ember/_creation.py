@@ -57,6 +57,8 @@ default_generator = Generator()
 
 
 def _gen(generator=None):
+    if D.state.levels:
+        D.random_level()  # vmap(randomness='error') refuses random draws
     return (generator or default_generator)._rng
 
 
@@ -346,6 +348,9 @@ def _float_np(dtype):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
     shape = U.shape_tuple(size, "rand")
+    r = D.batched_draw(lambda s: rand(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
+    if r is not None:
+        return r.requires_grad_(requires_grad) if requires_grad else r
     gen_d, d = _float_np(dtype)
     a = _gen(generator).random(shape, dtype=gen_d).astype(d, copy=False)
     return _finish(a, requires_grad, device)
@@ -353,6 +358,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, me
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
     shape = U.shape_tuple(size, "randn")
+    r = D.batched_draw(lambda s: randn(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
+    if r is not None:
+        return r.requires_grad_(requires_grad) if requires_grad else r
     gen_d, d = _float_np(dtype)
     a = _gen(generator).standard_normal(shape, dtype=gen_d).astype(d, copy=False)
     return _finish(a, requires_grad, device)
@@ -372,6 +380,10 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    r = D.batched_draw(lambda s: randint(low, high, s, generator=generator, dtype=dtype),
+                       tuple(size)) if D.state.levels else None
+    if r is not None:
+        return r
     a = _gen(generator).integers(low, high, tuple(size)).astype(_dtype(dtype, dt.int64))
     return _finish(a, requires_grad, device)
 
@@ -389,11 +401,15 @@ def _in_like_layout(t, input, memory_format):
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
+    if input._wr is not None:
+        return rand(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
     return _in_like_layout(rand(*input.shape, dtype=dtype or input.dtype, generator=generator,
                                 requires_grad=requires_grad), input, memory_format)
 
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
+    if input._wr is not None:
+        return randn(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
     return _in_like_layout(randn(*input.shape, dtype=dtype or input.dtype, generator=generator,
                                  requires_grad=requires_grad), input, memory_format)
 
@@ -419,6 +435,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
 
 
 def bernoulli(input, p=None, *, generator=None):
+    if input._wr is not None and getattr(input._wr, "kind", None) == "vmap":
+        return input._wr.wrap(bernoulli(input._val, p, generator=generator))  # per-sample probabilities
+    if D.state.levels and p is not None:
+        r = D.batched_draw(lambda s: bernoulli(zeros(s, dtype=input.dtype), p, generator=generator), input.shape)
+        if r is not None:
+            return r
     probs = input._data if p is None else np.full(input.shape, p)
     a = (_gen(generator).random(input.shape) < probs).astype(input._data.dtype)
     return _new(a)

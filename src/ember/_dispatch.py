@@ -323,6 +323,38 @@ def pop_level(level):
     state.refresh()
 
 
+def random_level():
+    """Under vmap: the innermost vmap level whose random draws differ per sample (None: draw once).
+    Raises for randomness='error'. Called by every random draw (ember._creation._gen)."""
+    for lvl in reversed(state.levels):
+        mode = getattr(lvl, "randomness", None)
+        if mode is None or getattr(lvl, "_drawing", False):
+            continue
+        if mode == "error":
+            raise RuntimeError("vmap: called random operation while in randomness error mode. Please either "
+                               "use the 'same' or 'different' randomness flags on vmap or perform the "
+                               "randomness operation out of vmap")
+        if mode == "different":
+            return lvl
+    return None
+
+
+def batched_draw(make, shape):
+    """make(shape) -> a plain random tensor; under vmap(randomness='different') one draw per sample,
+    returned batched at that level (nested vmaps each add their dim). None outside."""
+    if not state.levels:
+        return None
+    lvl = random_level()
+    if lvl is None:
+        return None
+    lvl._drawing = True
+    try:
+        t = make((lvl.size,) + tuple(shape))
+    finally:
+        lvl._drawing = False
+    return lvl.wrap(t)
+
+
 def unwrap_at(x, level):
     """The value one level below ``level`` of a wrapper at ``level``; anything else as is."""
     if isinstance(x, Tensor):

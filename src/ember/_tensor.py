@@ -329,6 +329,8 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversions
     def numpy(self, *, force=False):
+        if self._wr is not None:
+            self._check_wrapped("numpy()")
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -352,7 +354,15 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if self._wr is not None:
+            self._check_wrapped("tolist()")
         return self._data.tolist()
+
+    def _check_wrapped(self, what):
+        """A vmap-batched tensor has no single value: reading it out is data-dependent control flow."""
+        chk = getattr(self._wr, "check_item", None)
+        if chk is not None:
+            chk(self, what)
 
     def __float__(self):
         return float(self.item())

@@ -35,10 +35,13 @@ def _train_parser(sub):
                        description="Train a small model on the bundled UCI digits (default) or on MNIST IDX "
                                    "files from --data-dir; prints loss and test accuracy per epoch and "
                                    "saves a checkpoint after each epoch.")
-    p.add_argument("--model", choices=MODELS, default="cnn", help="model to train (default: cnn)")
+    p.add_argument("--model", choices=MODELS, default="cnn",
+                   help="SimpleMLP, SimpleCNN or resnet18 (with a 3x3 stem, no max-pool, for images under "
+                        "32 pixels) (default: cnn)")
     p.add_argument("--dataset", choices=DATASETS, default="digits", help="dataset (default: digits, bundled)")
     p.add_argument("--data-dir", help="folder with the MNIST IDX files (for --dataset mnist)")
-    p.add_argument("--epochs", type=int, default=10, help="total number of epochs (default: 10)")
+    p.add_argument("--epochs", type=int, default=20,
+                   help="total number of epochs; the learning rate follows a cosine over them (default: 20)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size per process (default: 32)")
     p.add_argument("--lr", type=float, default=None,
                    help="learning rate of Adam (default: 3e-3 for mlp/cnn, 1e-3 for resnet18)")
@@ -52,14 +55,18 @@ def _train_parser(sub):
                    help="profile the first epoch: write DIR/trace.json (chrome trace) and print the op table")
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel training across the processes of `mpirun -n N ember train ...`")
+    p.add_argument("--threads", type=int, default=None,
+                   help="BLAS threads (default: 1 for mlp/cnn, whose small matrices run fastest on one "
+                        "thread; the BLAS default for resnet18)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--limit", type=int, default=None, help=argparse.SUPPRESS)  # tests: use N training samples
+    p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)  # tests: an interrupted run
     p.set_defaults(run=train)
     return p
 
 
 def _load_data(args):
-    import ember
+    """(train images, train labels, test images, test labels) as tensors."""
     if args.dataset == "digits":
         from ember.datasets import digits
         tr, te = digits(train=True), digits(train=False)
@@ -73,7 +80,6 @@ def _load_data(args):
         raise CLIError(f"cannot load MNIST from {args.data_dir}: {e}") from None
     xtr, ytr = tr.tensors()
     xte, yte = te.tensors()
-    del ember
     return xtr, ytr, xte, yte
 
 
@@ -82,9 +88,12 @@ def _build_model(name, in_channels, size, num_classes):
     if name == "mlp":
         return models.SimpleMLP(in_features=in_channels * size * size, num_classes=num_classes)
     if name == "cnn":
-        return models.SimpleCNN(in_channels=in_channels, num_classes=num_classes)
+        return models.SimpleCNN(num_classes=num_classes, in_channels=in_channels, image_size=size)
     model = models.resnet18(num_classes=num_classes)
-    if in_channels != 3:     # grey images: a first convolution that takes one channel
+    if size < 32:            # small images (as for CIFAR): a 3x3 stem without downsampling
+        model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        model.maxpool = nn.Identity()
+    elif in_channels != 3:   # grey images: a first convolution that takes one channel
         model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
     return model
 
@@ -102,7 +111,7 @@ def _load_checkpoint(path):
     except Exception as e:  # noqa: BLE001  (any failure to unpickle means a corrupt file)
         raise CLIError(f"--resume: cannot read checkpoint {path}: {type(e).__name__}: {e}".splitlines()[0]) \
             from None
-    if not isinstance(ck, dict) or not {"model", "optimizer", "epoch", "config"} <= set(ck):
+    if not isinstance(ck, dict) or not {"model", "optimizer", "scheduler", "epoch", "config"} <= set(ck):
         raise CLIError(f"--resume: {path} is not an `ember train` checkpoint (missing model/optimizer/epoch)")
     return ck
 
@@ -114,7 +123,7 @@ def _progress(iterable, total, desc, enabled):
         except ImportError:
             pass
         else:
-            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None, dynamic_ncols=True)
+            return tqdm(iterable, total=total, desc=desc, leave=False, disable=None)
     return iterable
 
 
@@ -126,6 +135,11 @@ def train(args):
         raise CLIError("--epochs and --batch-size must be positive", 2)
     if args.lr is not None and not args.lr > 0:
         raise CLIError(f"--lr must be positive, got {args.lr}", 2)
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be positive, got {args.threads}", 2)
+    threads = args.threads if args.threads is not None else (1 if args.model in ("mlp", "cnn") else None)
+    if threads is not None:
+        ember.set_num_threads(threads)
     ckpt_path = args.checkpoint or os.path.join("checkpoints", f"{args.dataset}-{args.model}.ckpt")
     resume = None
     if args.resume is not None:
@@ -165,11 +179,14 @@ def train(args):
         model = model.to(memory_format=ember.channels_last)
     lr = args.lr if args.lr is not None else _default_lr(args.model)
     optimizer = ember.optim.Adam(model.parameters(), lr=lr)
+    scheduler = ember.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
     start_epoch = 0
     if resume is not None:
         try:
             model.load_state_dict(resume["model"])
             optimizer.load_state_dict(resume["optimizer"])
+            scheduler.load_state_dict(resume["scheduler"])
+            scheduler.T_max = args.epochs          # a longer --epochs stretches the cosine
         except (KeyError, RuntimeError, ValueError, TypeError) as e:
             raise CLIError(f"--resume: the checkpoint does not fit the model: {str(e).splitlines()[0]}") from None
         start_epoch = int(resume["epoch"])
@@ -181,19 +198,18 @@ def train(args):
         from ember.nn.parallel import DistributedDataParallel
         net = DistributedDataParallel(model)
 
-    from ember.utils.data.distributed import DistributedSampler
+    from ember.utils.data import DistributedSampler
+    # the epoch's order: a permutation drawn from seed + epoch (the same on every process, each
+    # taking its share), so a resumed run sees the batches an uninterrupted one would
     sampler = DistributedSampler(range(len(ytr)), num_replicas=world, rank=rank, shuffle=True, seed=args.seed)
-    flat = args.model == "mlp"
 
     def prep(x):
-        if flat:
-            return x.reshape(x.shape[0], -1)
-        return x.contiguous(memory_format=memory_format) if args.channels_last else x
+        return x.contiguous(memory_format=memory_format) if memory_format is ember.channels_last else x
 
     nparams = sum(p.numel() for p in model.parameters())
     say(f"ember {ember.__version__}: training {args.model} ({nparams:,} parameters) on {args.dataset} "
         f"({len(ytr)} train / {len(yte)} test{f', {world} processes' if world > 1 else ''}), "
-        f"batch {args.batch_size}, Adam lr {lr:g}, seed {args.seed}")
+        f"batch {args.batch_size}, Adam lr {lr:g} (cosine), seed {args.seed}")
     if start_epoch >= args.epochs:
         say(f"nothing to do: the checkpoint has already done {start_epoch} epoch(s) of --epochs {args.epochs}")
 
@@ -229,14 +245,17 @@ def train(args):
             stats = ember.tensor([total, float(count)], dtype=ember.float64)
             dist.all_reduce(stats)
             total, count = stats.tolist()
+        scheduler.step()
         acc = evaluate(model, xte, yte, prep)
         dt = time.perf_counter() - t0
         say(f"epoch {epoch + 1:>3}/{args.epochs}  loss {total / count:.4f}  test accuracy {acc * 100:6.2f}%  "
             f"({dt:.1f} s)", flush=True)
         if rank == 0:
-            save_checkpoint(ckpt_path, model, optimizer, epoch + 1, args)
+            save_checkpoint(ckpt_path, model, optimizer, scheduler, epoch + 1, args)
         if prof is not None and rank == 0:
             _report_profile(prof, args.profile)
+        if args.stop_after is not None and epoch + 1 >= args.stop_after:
+            break
     if acc is not None:
         say(f"done: test accuracy {acc * 100:.2f}%, checkpoint {ckpt_path}")
     if dist is not None:
@@ -257,12 +276,14 @@ def evaluate(model, x, y, prep, batch_size=512):
     return correct / len(y)
 
 
-def save_checkpoint(path, model, optimizer, epoch, args):
+def save_checkpoint(path, model, optimizer, scheduler, epoch, args):
     import ember
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    config = {k: getattr(args, k) for k in ("model", "dataset", "seed", "batch_size", "lr", "channels_last")}
+    config = {k: getattr(args, k) for k in ("model", "dataset", "seed", "epochs", "batch_size", "lr",
+                                            "channels_last")}
     tmp = path + ".tmp"
-    ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+    ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "epoch": epoch,
                 "config": config, "rng_state": ember.get_rng_state()}, tmp)
     os.replace(tmp, path)
 
@@ -325,6 +346,14 @@ def trace_diff(argv):
     return td_main(argv) or 0
 
 
+def _abort_job_if_distributed(code):
+    """An error on one process of an MPI job ends the whole job: the others would wait forever."""
+    dist = sys.modules.get("ember.distributed")
+    if dist is not None and dist.is_initialized() and dist.get_world_size() > 1:
+        sys.stderr.flush()
+        dist._MPI.COMM_WORLD.Abort(code)
+
+
 # ------------------------------------------------------------------------------------------ main
 def build_parser():
     ap = _Parser(prog="ember", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -360,6 +389,7 @@ def main(argv=None):
         print(msg if msg.startswith("ember") else f"ember: error: {msg}", file=sys.stderr)
         if os.environ.get("EMBER_DEBUG"):
             raise
+        _abort_job_if_distributed(e.code)
         return e.code
     except KeyboardInterrupt:
         print("ember: interrupted", file=sys.stderr)

@@ -64,6 +64,20 @@ for step in range(5):
     sgd(ref.parameters())
     assert_params_equal(local, ref, f"step {step}")
 
+# 2b. an optimizer that zeroes gradients in place (the averaged grads are views of DDP's buckets)
+opt_l = ember.optim.SGD(local.parameters(), lr=LR, momentum=0.9)
+opt_r = ember.optim.SGD(ref.parameters(), lr=LR, momentum=0.9)
+for step in range(5, 8):
+    x, y = batch(step)
+    mine = slice(rank * B, (rank + 1) * B)
+    for model, opt, xs, ys in ((ddp, opt_l, x[mine], y[mine]), (ref, opt_r, x, y)):
+        opt.zero_grad(set_to_none=False)
+        F.cross_entropy(model(xs), ys).backward()
+        opt.step()
+    assert_params_equal(local, ref, f"SGD momentum step {step}")
+local.zero_grad(set_to_none=True)
+ref.zero_grad(set_to_none=True)
+
 # 3. no_sync: two local micro-batches accumulate, the third backward reduces everything
 x, y = batch(10)
 micro = [slice(k * world * 2 + rank * 2, k * world * 2 + rank * 2 + 2) for k in range(2)]  # 2 samples each
@@ -126,6 +140,11 @@ for r in range(world):
     c(ember.ones(2, 3) * (r + 1), r == 0).sum().backward()
     ga.append(c.a.weight.grad.numpy())
 np.testing.assert_allclose(m.a.weight.grad.numpy(), np.mean(ga, 0), rtol=1e-5, atol=1e-5)
+
+# a parameter used in one iteration and unused in the next keeps the gradient it had
+gb = m.b.weight.grad.numpy().copy()
+dm(xs, use_b=False).sum().backward()
+np.testing.assert_array_equal(m.b.weight.grad.numpy(), gb)
 
 # 6. without find_unused_parameters an unused parameter leaves the reduction unfinished: the next
 # forward says so (every rank takes the same path, so the collectives still pair up)

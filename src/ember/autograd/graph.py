@@ -555,11 +555,12 @@ def _report_forward_trace(node, err):
 # ----------------------------------------------------------------------------- the engine
 
 
-def execute(roots, root_grads, keep_graph, create_graph, capture=None):
+def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots=False):
     """Run backward from ``roots`` (edges) seeded with ``root_grads``.
 
     capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
     of being accumulated into leaves; only the part of the graph that reaches them is run.
+    own_roots: root_grads are fresh tensors nobody else holds (they may become a leaf's .grad).
 
     An edge ``(t, -1)`` leads to a leaf tensor: if its AccumulateGrad node is alive (hooks on
     it, or someone holds it) the node runs; otherwise the engine accumulates into ``t`` as soon
@@ -641,14 +642,17 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
     leaf_bufs = {}
-    stored = set(map(id, root_grads))  # the caller's gradients never become a .grad as they are
+    # the caller's gradients never become a .grad as they are (unless the engine made them:
+    # own_roots, the implicit ones of loss.backward())
+    stored = set() if own_roots else set(map(id, root_grads))
     try:
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._nout
-            if node._hooked:
+            hooked = node._hooked
+            if hooked:
                 if node._thooks or node._retain:
                     grads = _run_tensor_hooks(node, grads)
             if cap_at is not None:
@@ -660,7 +664,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                         continue
                 if node not in needed:
                     continue
-            if node._hooked and node._pre_hooks:
+            if hooked and node._pre_hooks:
                 for h in node._pre_hooks:
                     r = h(tuple(grads))
                     if r is not None:
@@ -672,7 +676,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None):
                 outs = _apply_listened(node, grads, listeners, anomaly)
             else:
                 outs = node.apply(grads)
-            if node._hooked and node._hooks:
+            if hooked and node._hooks:
                 for h in node._hooks:
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:

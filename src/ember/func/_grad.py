@@ -43,6 +43,19 @@ class GradLevel(D.Level):
         return _record(self, op, args, vals, params, out)
 
 
+    def run_custom_function(self, cls, ctx, args, forward):
+        """A custom Function whose inputs are tracked here: its forward runs on the values one level
+        down (forward() runs without grad, so the ops unwrap), and its outputs are wrapped at this
+        level, where autograd.Function records its backward node on the wrappers."""
+        outs = forward()
+        if not (self.alive and any(isinstance(a, Tensor) and a._wr is self and a._rg for a in args)):
+            return outs
+        single = not isinstance(outs, tuple)
+        res = tuple(wrap(self, o, False) if isinstance(o, Tensor) and o._wr is not self else o
+                    for o in ((outs,) if single else outs))
+        return res[0] if single else res
+
+
 def wrap(level, value, requires_grad):
     t = D._new_tensor(value._data)
     t._wr = level
@@ -363,7 +376,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
             basis.append(eye[:, k:k + n].reshape((total,) + tuple(o.shape)))
             k += n
         cts = tree_unflatten(basis, ospec)
-        rows = vmap(lambda c: vjp_fn(c), chunk_size=chunk_size)(cts)
+        cs = chunk_size
+        if cs == "auto":
+            cs = _auto_rows(total, [o for o in oflat] + list(tree_flatten(diff)[0]))
+        rows = vmap(lambda c: vjp_fn(c), chunk_size=cs)(cts)
         # rows: a tuple (one per diff arg) of pytrees with leaves (total, *arg.shape)
         per_out = []
         k = 0
@@ -380,7 +396,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     return wrapper
 
 
-def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error", chunk_size=None):
     """The Jacobian of func w.r.t. args[argnums] by forward mode: vmap of the jvp over the columns."""
     from ._vmap import vmap
     from .. import _creation as C
@@ -407,7 +423,10 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         def push(*tans):
             r = jvp(f_diff, diff, tree_unflatten(list(tans), dspec), has_aux=has_aux)
             return (r[1], r[2]) if has_aux else r[1]
-        r = vmap(push, randomness=randomness)(*basis)
+        cs = chunk_size
+        if cs == "auto":
+            cs = _auto_rows(total, list(dflat))
+        r = vmap(push, randomness=randomness, chunk_size=cs)(*basis)
         if has_aux:
             cols, aux = r
             aux = tree_map(lambda a: a[0] if isinstance(a, Tensor) else a, aux)
@@ -430,6 +449,18 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     return wrapper
 
 
-def hessian(func, argnums=0):
-    """The Hessian of func w.r.t. args[argnums]: jacfwd(jacrev(func))."""
-    return jacfwd(jacrev(func, argnums), argnums)
+def hessian(func, argnums=0, *, chunk_size=None):
+    """The Hessian of func w.r.t. args[argnums]: jacfwd(jacrev(func)). chunk_size (an int or
+    'auto') bounds how many Hessian columns are computed at once."""
+    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+
+
+AUTO_BUDGET_BYTES = 256 << 20   # working memory one chunk of Jacobian rows may use
+AUTO_FACTOR = 8                 # intermediates per row, relative to the inputs' and outputs' size
+
+
+def _auto_rows(total, tensors):
+    """Rows per chunk for chunk_size='auto': each row of a Jacobian computation touches about
+    AUTO_FACTOR times the size of the function's inputs and outputs."""
+    per = sum(t.numel() * t.element_size() for t in tensors if isinstance(t, Tensor)) * AUTO_FACTOR
+    return max(1, min(total, AUTO_BUDGET_BYTES // max(per, 1)))

@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from .. import _dispatch as D
+from ..autograd import graph as G
 from ..ops import _batching as B
 from ._pytree import tree_flatten, tree_unflatten, broadcast_prefix
 
@@ -33,7 +34,16 @@ class VmapLevel(D.Level):
         self.randomness = randomness
 
     def wrap(self, value):
-        t = D._new_tensor(np.broadcast_to(np.zeros((), value._data.dtype), value.shape[1:]))
+        # the wrapper's own array only carries the logical shape and dtype (zero strides, no
+        # memory); floats read as NaN, so a batched tensor leaking out of vmap cannot pass for data
+        dtype = value._data.dtype
+        if dtype.kind == "f":
+            fill = np.full((), np.nan, dtype)
+        elif dtype.kind in "iu":  # an out-of-range index if it is ever used as one
+            fill = np.full((), np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max, dtype)
+        else:
+            fill = np.zeros((), dtype)
+        t = D._new_tensor(np.broadcast_to(fill, value.shape[1:]))
         t._wr = self
         t._val = value
         return t
@@ -63,10 +73,42 @@ class VmapLevel(D.Level):
             return self.wrap(out) if ob else out
         return tuple(self.wrap(o) if b else o for o, b in zip(out, ob))
 
-    def check_item(self, t):
+    def run_custom_function(self, cls, ctx, args, forward):
+        """A custom autograd.Function under vmap runs its forward (and later its backward) on the
+        batched wrappers, like torch.func's generate_vmap_rule. When the values one level down
+        require grad, its backward node is recorded there: it revives this level to run
+        cls.backward on batched gradients."""
+        outs = forward()
+        if not D.grad_mode.enabled:
+            return outs
+        tpos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        lows = [(args[i]._val if args[i]._wr is self else args[i]) for i in tpos]
+        if not any(v._rg for v in lows):
+            return outs
+        single = not isinstance(outs, tuple)
+        olist = (outs,) if single else outs
+        node = _VmappedFunctionBackward()
+        node.level, node.cls, node.ctx = self, cls, ctx
+        node.nargs = len(args)
+        node.tpos = tpos
+        node.batched = [args[i]._wr is self for i in tpos]
+        node.shapes = [tuple(v.shape) for v in lows]
+        node._edges = tuple(G.edge(v) if v._rg else (None, 0) for v in lows)
+        meta = []
+        for i, o in enumerate(olist):
+            if isinstance(o, Tensor):
+                low = o._val if o._wr is self else o
+                meta.append((tuple(low.shape), low.dtype, o._wr is self))
+                if low.dtype.is_floating_point:
+                    low._rg, low._fn, low._nr = True, node, i
+            else:
+                meta.append(None)
+        node.out_meta = meta
+        return outs
+
+    def check_item(self, t, what=".item() (or bool(), float(), int(), or an `if` on a Tensor)"):
         if t._wr is self:
-            raise RuntimeError(f"vmap: It looks like you're calling .item() (or bool(), float(), int(), "
-                               f"or an `if` on a Tensor) on a Tensor batched by vmap: its value differs "
+            raise RuntimeError(f"vmap: It looks like you're calling {what} on a Tensor batched by vmap: its value differs "
                                f"across the batch, so data-dependent Python control flow is not "
                                f"supported. At {_user_line()}. Use ember.where or a masked computation "
                                f"instead.")
@@ -188,3 +230,39 @@ def _run(func, flat, dims, spec, size, out_dims, randomness, kwargs, flat_out=Fa
     if flat_out:
         return res, ospec, odims
     return tree_unflatten(res, ospec)
+
+
+class _VmappedFunctionBackward(G.Node):
+    """Backward of a custom Function called under vmap, recorded on the batched values."""
+
+    @property
+    def _nout(self):
+        return len(self.out_meta)
+
+    def apply(self, grads):
+        from .._creation import zeros
+        lvl = self.level
+        size = lvl.size
+        D.push_level(lvl)  # the level lives again while the user's backward runs on wrappers
+        try:
+            gs = []
+            for g, m in zip(grads, self.out_meta):
+                if m is None:
+                    gs.append(None)
+                    continue
+                shape, dtype, batched = m
+                if g is None:
+                    g = zeros(shape, dtype=dtype)
+                gs.append(lvl.wrap(g) if batched else g)
+            res = self.cls.backward(self.ctx, *gs)
+            res = res if isinstance(res, tuple) else (res,)
+            out = []
+            for k, pos in enumerate(self.tpos):
+                r = res[pos] if pos < len(res) else None
+                if r is not None:
+                    phys = r._val if r._wr is lvl else r.unsqueeze(0).expand((size,) + tuple(r.shape))
+                    r = phys if self.batched[k] else phys.sum(0)
+                out.append(r)
+        finally:
+            D.pop_level(lvl)
+        return out

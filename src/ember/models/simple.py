@@ -20,15 +20,19 @@ class SimpleMLP(nn.Module):
 
 class SimpleCNN(nn.Module):
     """conv 1->32 3x3, conv 32->64 3x3, max-pool 2, fc 9216->128, fc 128->10 (1x28x28 inputs), with
-    the dropouts of PyTorch's MNIST example; returns logits (use CrossEntropyLoss)."""
+    the dropouts of PyTorch's MNIST example; returns logits (use CrossEntropyLoss).
+    ``in_channels`` and ``image_size`` adapt it to other square images: fc1 then takes
+    64 * ((image_size - 4) // 2) ** 2 features (256 for the 8x8 digits)."""
 
-    def __init__(self, num_classes=10):
+    def __init__(self, num_classes=10, in_channels=1, image_size=28):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        if image_size < 6:
+            raise ValueError(f"SimpleCNN: image_size must be at least 6, got {image_size}")
+        self.conv1 = nn.Conv2d(in_channels, 32, 3, 1)
         self.conv2 = nn.Conv2d(32, 64, 3, 1)
         self.dropout1 = nn.Dropout(0.25)
         self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(9216, 128)
+        self.fc1 = nn.Linear(64 * ((image_size - 4) // 2) ** 2, 128)
         self.fc2 = nn.Linear(128, num_classes)
         self.relu = nn.ReLU()
         self.pool = nn.MaxPool2d(2)

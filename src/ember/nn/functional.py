@@ -11,24 +11,14 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import ops as _ops
-from .._tensor import Tensor
 from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from . import _composite
 
-try:  # the compute kernels (conv, pooling, norms, linear, embedding) of the registry
-    from ..ops import nn as _kernels
-except ImportError:  # pragma: no cover - only before the kernels land
-    _kernels = None
-
-_KERNELS = ("conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-            "batch_norm", "layer_norm", "group_norm", "linear", "embedding", "embedding_bag")
-for _name in _KERNELS:
-    _f = getattr(_kernels, _name, None) or getattr(_composite, _name, None)
-    if _f is not None:
-        globals()[_name] = _f
-del _name, _f
+from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
+                      adaptive_avg_pool2d, batch_norm, layer_norm, group_norm, embedding, embedding_bag)
+from ..ops.linalg import linear  # noqa: F401,E402  (the registry's linear primitive)
 
 
 def _reduction(size_average, reduce, reduction):
@@ -184,6 +174,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         mask = np.zeros(input.shape, input._data.dtype)
     else:
+        if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
+            from .._creation import rand
+            m = (rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype) * (1.0 / (1.0 - p))
+            return input.mul_(m) if inplace else input * m
         mask = _gen().random(input.shape, dtype=input._data.dtype) >= p
         mask = mask.astype(input._data.dtype)
         mask *= 1.0 / (1.0 - p)
@@ -461,12 +455,20 @@ def adaptive_avg_pool1d(input, output_size):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Nearest-neighbour resampling (PyTorch's 'nearest' index rule) of the trailing spatial dims."""
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (only 'nearest')")
+    """'nearest' (PyTorch's index rule) and 'linear'/'bilinear'/'trilinear' resampling of the trailing
+    spatial dims, separably, from index_select and lerp weights (differentiable in the input)."""
+    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode != "nearest" and mode not in linear_modes:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (nearest, linear, "
+                                  "bilinear, trilinear)")
     nsp = input.dim() - 2
     if nsp < 1:
         raise ValueError(f"interpolate: expected an input with spatial dims (3D, 4D or 5D), got {input.dim()}D")
+    if mode in linear_modes and linear_modes[mode] != nsp:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
     in_sizes = list(input.shape[2:])
@@ -479,9 +481,51 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
     out = input
     for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-        src = np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64), n_in - 1)
-        out = _ops.index_select(out, 2 + k, D._new_tensor(src))
+        dim = 2 + k
+        if mode == "nearest":
+            src = np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64), n_in - 1)
+            out = _ops.index_select(out, dim, D._new_tensor(src))
+            continue
+        if align_corners:
+            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((np.arange(n_out) + 0.5) * sc - 0.5, 0.0)
+        i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        w = (pos - i0).astype(input._data.dtype)
+        shape = [1] * out.dim()
+        shape[dim] = n_out
+        wt = D._new_tensor(w.reshape(shape))
+        a = _ops.index_select(out, dim, D._new_tensor(i0))
+        b = _ops.index_select(out, dim, D._new_tensor(i1))
+        out = a + (b - a) * wt
     return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile."""
+    H, W = input.shape[-2], input.shape[-1]
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    oh = H if oh is None else oh
+    ow = W if ow is None else ow
+    if H % oh == 0 and W % ow == 0:
+        k = (H // oh, W // ow)
+        return max_pool2d(input, k, k, return_indices=return_indices)
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices with windows that do not tile the input")
+    rows = []
+    for i in range(oh):
+        h0, h1 = (i * H) // oh, -(-((i + 1) * H) // oh)
+        cols = []
+        for j in range(ow):
+            w0, w1 = (j * W) // ow, -(-((j + 1) * W) // ow)
+            cols.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
+        rows.append(_ops.stack(cols, -1))
+    return _ops.stack(rows, -2)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,

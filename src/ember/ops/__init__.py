@@ -158,7 +158,6 @@ _ops = {
 }
 for _k, _v in _ops.items():
     setattr(Tensor, _k, _v)
-Tensor.__hash__ = object.__hash__  # identity, at C speed (dict keys in the engine)
 
 # ----------------------------------------------------------------------------- methods
 

@@ -46,6 +46,13 @@ def _shift(d):
     return d + 1 if d >= 0 else d
 
 
+def _prod(s):
+    n = 1
+    for v in s:
+        n *= v
+    return n
+
+
 def _flags(op, b):
     return b if op.nout == 1 else (b,) * op.nout
 
@@ -248,11 +255,20 @@ def matmul_rule(op, vals, bd, params, size):
     if lb == 1:
         b = b.unsqueeze(-1)
     n = max(max(la, 2), max(lb, 2))
-    if ba:
-        a = _pad_to(a, n)
-    if bb:
-        b = _pad_to(b, n)
-    r = dispatch(op, (a, b), params)
+    if ba and not bb and lb <= 2:
+        # one GEMM: the batch (and a's other leading dims) fold into a's rows
+        s = tuple(a.shape)
+        r = dispatch(op, (a.reshape(_prod(s[:-1]), s[-1]), b), params)
+        r = r.reshape(s[:-1] + (r.shape[-1],))
+    else:
+        if ba:
+            a = _pad_to(a, n)
+        if bb:
+            b = _pad_to(b, n)
+        if a.shape[-1] == 1:  # outer products (per-sample weight gradients): a broadcast multiply
+            r = dispatch(REGISTRY["mul"], (a, b))
+        else:
+            r = dispatch(op, (a, b), params)
     if la == 1:
         r = r.squeeze(-2)
     if lb == 1:
@@ -266,9 +282,20 @@ def linear_rule(op, vals, bd, params, size):
     bx, bw = bd[0], bd[1]
     bb = bd[2] if len(bd) > 2 else False
     if not bw and not bb:
-        if bx:
-            return dispatch(op, tuple(vals), params), True
-    # batched weight (ensembles): x @ w^T (+ b) through the matmul rule
+        if bx:  # one GEMM over the batch and the leading dims
+            s = tuple(x.shape)
+            r = dispatch(op, (x.reshape(_prod(s[:-1]), s[-1]),) + tuple(vals[1:]), params)
+            return r.reshape(s[:-1] + (r.shape[-1],)), True
+    if bw and not bx and w.dim() == 3:
+        # the same input to every member (ensembles): one GEMM against all members' rows stacked
+        out_f = w.shape[1]
+        bf = None
+        if bias is not None:
+            bf = bias.reshape(-1) if bb else bias.repeat(size)
+        r = dispatch(op, (x, w.reshape(size * out_f, w.shape[2])) + ((bf,) if bf is not None else ()), params)
+        r = r.reshape(tuple(r.shape[:-1]) + (size, out_f))
+        return r.movedim(-2, 0).contiguous(), True  # later GEMMs want each member's rows contiguous
+    # batched weight and input: x @ w^T (+ b) through the matmul rule
     wt = w.transpose(-1, -2)
     if bx or bw:
         r, _ = matmul_rule(REGISTRY["matmul"], (x, wt), (bx, bw), {}, size)
@@ -303,8 +330,10 @@ def fallback_rule(op, vals, bd, params, size):
     fallback_counts[op.name] = fallback_counts.get(op.name, 0) + 1
     if op.name not in _reported:
         _reported.add(op.name)
+        from ..func._vmap import _user_line
         warnings.warn(f"vmap: there is no batching rule for {op.name} with these inputs; it runs as a "
-                      f"Python loop over the batch (reported once per op)", RuntimeWarning, stacklevel=4)
+                      f"Python loop over the batch (reported once per op). At {_user_line()}",
+                      RuntimeWarning, stacklevel=2)
     from .shape import stack
     outs = []
     for i in range(size):
@@ -338,7 +367,7 @@ def batched_index(x, idx, value=None, setitem=False):
             x[items] = value
             return None
         return x[items]
-    if all(isinstance(it, D.Tensor) and it.dtype.category == 0 and it.dtype.name != "bool" for it in items):
+    if all(isinstance(it, D.Tensor) and it.dtype.category == 1 for it in items):  # integer tensors
         # integer index tensors on the leading dims: one advanced index with a batch arange in front
         from .._creation import arange
         size = lvl.size

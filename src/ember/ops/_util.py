@@ -124,3 +124,14 @@ def is_tensor(x):
 
 def fmt_shape(s):
     return "[" + ", ".join(str(int(v)) for v in s) + "]"
+
+
+def check_plain(op, *tensors):
+    """Functions that read tensor values directly (not through the registry) refuse vmap-batched
+    tensors: their value differs per sample, and such results have data-dependent shapes."""
+    for t in tensors:
+        w = getattr(t, "_wr", None)
+        if w is not None and getattr(w, "kind", None) == "vmap":
+            raise RuntimeError(f"vmap: {op} reads the values of a batched tensor (its result depends on "
+                               f"the data, so it cannot be batched); compute it outside vmap or use a "
+                               f"masked formulation")

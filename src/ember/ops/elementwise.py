@@ -305,10 +305,6 @@ def _tsum(a, b):
     return a + b
 
 
-def _conj_dtype(b, g):
-    return b
-
-
 # ----------------------------------------------------------------------------- unary maths
 
 
@@ -341,6 +337,7 @@ def _x(ctx):
 
 neg_op = _unary("neg", lambda xp, a: xp.negative(a), floating=False, linear=lambda g: -g)
 exp_op = _unary("exp", lambda xp, a: xp.exp(a), lambda c: c.out, save=("out",))
+exp_op.vjp = lambda ctx, g: g * ctx.out  # the generic g * deriv(ctx), one call shorter (hot)
 exp2_op = _unary("exp2", lambda xp, a: xp.exp2(a), lambda c: c.out * math.log(2.0), save=("out",))
 log_op = _unary("log", lambda xp, a: xp.log(a), lambda c: _x(c).reciprocal())
 log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2.0)).reciprocal())
@@ -376,19 +373,12 @@ def _sigmoid(xp, a):
 sigmoid_op = _unary("sigmoid", _sigmoid, lambda c: c.out * (1 - c.out), save=("out",))
 
 
+_erf64 = np.frompyfunc(math.erf, 1, 1)    # exact to double precision, NumPy only
+_erfc64 = np.frompyfunc(math.erfc, 1, 1)
+
+
 def _erf_arr(xp, a):
-    try:
-        from scipy.special import erf as _e  # noqa: F401  (optional fast path)
-        return _e(a).astype(a.dtype, copy=False)
-    except ImportError:
-        return _erf_fallback(xp, a)
-
-
-def _erf_fallback(xp, a):
-    # W. J. Cody's rational approximations are long; use the complementary-error series via
-    # math.erf vectorised in float64 (exact to double precision)
-    v = np.vectorize(math.erf, otypes=[np.float64])
-    return v(a.astype(np.float64)).astype(a.dtype, copy=False)
+    return np.asarray(_erf64(a.astype(np.float64)), np.float64).astype(a.dtype)
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -396,11 +386,24 @@ erf_op = _unary("erf", _erf_arr, lambda c: _TWO_OVER_SQRT_PI * (-(_x(c) ** 2)).e
 
 
 def _erfinv_arr(xp, a):
-    try:
-        from scipy.special import erfinv as _e
-        return _e(a).astype(a.dtype, copy=False)
-    except ImportError:
-        raise RuntimeError("erfinv needs scipy") from None
+    """Winitzki's closed-form estimate, then Newton steps on erf (|y| <= 0.5) or on erfc (the tails,
+    where 1 - |y| is exact), to double precision; +-inf at +-1 and nan outside [-1, 1]."""
+    y = a.astype(np.float64)
+    ay = np.abs(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        l = np.log1p(-ay * ay)
+        c = 2.0 / (math.pi * 0.147) + 0.5 * l
+        x = np.sqrt(np.sqrt(c * c - l / 0.147) - c)
+        tail = ay > 0.5
+        for _ in range(4):
+            xs = x.astype(object)
+            dens = _TWO_OVER_SQRT_PI * np.exp(-x * x)
+            err = np.where(tail, (1.0 - ay) - np.asarray(_erfc64(xs), np.float64),
+                           np.asarray(_erf64(xs), np.float64) - ay)
+            x = np.where(tail, x + err / -dens, x - err / dens)
+        x = np.where(ay == 1.0, np.inf, x)
+        x = np.where(ay > 1.0, np.nan, x)
+    return (np.sign(y) * x).astype(a.dtype)
 
 
 erfinv_op = _unary("erfinv", _erfinv_arr,
@@ -948,13 +951,21 @@ def logsigmoid(input):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from .._creation import as_tensor
     a, b = as_tensor(input), as_tensor(other)
+    if a._wr is not None or b._wr is not None:  # under a transform: composed from registry ops
+        close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+        return close | (a.isnan() & b.isnan()) if equal_nan else close
     r = np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return D._new_tensor(np.asarray(r))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+    r = isclose(input, other, rtol, atol, equal_nan)
+    if r._wr is not None:  # a transform wrapper: its level decides whether the value can be read
+        return bool(r.all())
+    return bool(r._data.all())
 
 
 def equal(input, other):
+    if input._wr is not None or (U.is_tensor(other) and other._wr is not None):
+        return input.shape == other.shape and bool((input == other).all())
     return input.shape == other.shape and bool((input._data == other._data).all())

@@ -396,6 +396,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def index_fill(input, dim, index, value):
+    U.check_plain("index_fill", index)
     d = U.wrap_dim(dim, input.dim(), "index_fill")
     mask = np.zeros(input.shape[d], bool)
     mask[index._data] = True
@@ -445,12 +446,14 @@ def masked_fill(input, mask, value):
 
 
 def masked_select(input, mask):
+    U.check_plain("masked_select", input, mask)
     from .shape import broadcast_tensors
     x, m = broadcast_tensors(input, mask)
     return dispatch(index_op, (x,), {"spec": (m._data,)})
 
 
 def masked_scatter(input, mask, source):
+    U.check_plain("masked_scatter", input, mask, source)
     from .shape import broadcast_tensors
     x, m = broadcast_tensors(input, mask)
     n = int(m._data.sum())
@@ -458,6 +461,8 @@ def masked_scatter(input, mask, source):
 
 
 def take(input, index):
+    if index._wr is not None:  # a batched index: advanced indexing has the batching rules
+        return getitem(input.reshape(-1), index)
     return dispatch(index_op, (input.reshape(-1),), {"spec": (index._data,)})
 
 
@@ -565,6 +570,7 @@ def median(input, dim=None, keepdim=False):
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    U.check_plain("unique", input)
     a = input._data
     res = np.unique(a, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
     if not isinstance(res, tuple):
@@ -580,11 +586,13 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def bincount(input, weights=None, minlength=0):
+    U.check_plain("bincount", input, weights)
     w = None if weights is None else weights._data
     return D._new_tensor(np.bincount(input._data, w, minlength))
 
 
 def searchsorted(sorted_sequence, values, *, right=False, side=None):
+    U.check_plain("searchsorted", sorted_sequence, values)
     side = side or ("right" if right else "left")
     s = sorted_sequence._data
     v = values._data if U.is_tensor(values) else np.asarray(values)
@@ -595,6 +603,7 @@ def searchsorted(sorted_sequence, values, *, right=False, side=None):
 
 
 def bucketize(input, boundaries, *, right=False):
+    U.check_plain("bucketize", input, boundaries)
     side = "left" if not right else "right"
     return D._new_tensor(np.searchsorted(boundaries._data, input._data, side=side).astype(np.int64))
 

@@ -21,7 +21,7 @@ def _long_check(op, target):
                            f"floating dtype (class probabilities), got {target.dtype}")
 
 
-def _check_index_target(op, input, target, ignore_index):
+def _check_index_target(op, input, target, ignore_index, values=True):
     _long_check(op, target)
     if input.dim() == 0:
         raise ValueError(f"{op}: input tensor should be 1D or 2D (or N-d with class dim 1), got a 0-d tensor")
@@ -38,7 +38,7 @@ def _check_index_target(op, input, target, ignore_index):
             raise RuntimeError(f"{op}: expected target of shape {[input.shape[0]] + list(input.shape[2:])}, "
                                f"got {list(target.shape)}")
         C = input.shape[1]
-    if not D.state.levels and not target._meta:
+    if values and not D.state.levels and not target._meta:
         t = target._data
         if t.size and (t.min() < 0 or t.max() >= C):
             bad = (t != ignore_index) & ((t < 0) | (t >= C))
@@ -58,6 +58,11 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     C = _check_index_target("nll_loss", input, target, ignore_index)
     _weight_check("nll_loss", weight, C)
     cdim = 0 if input.dim() == 1 else 1
+    if (weight is None and not D.state.levels and not target._meta and target.dtype.name == "int64"
+            and not (target._data == ignore_index).any()):
+        # nothing ignored, no weights: the plain mean/sum of -input[target] (fewer ops on the hot path)
+        loss = -_I.gather(input, cdim, target.unsqueeze(cdim)).squeeze(cdim)
+        return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
     valid = target != ignore_index
     safe = _E.where(valid, target, 0).long()
     picked = _I.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
@@ -83,7 +88,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim, C)
     if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
-        _check_index_target("cross_entropy", input, target, ignore_index)
+        _check_index_target("cross_entropy", input, target, ignore_index, values=False)  # values: in impl
         return dispatch(cross_entropy_op, (input, target),
                         {"ignore_index": ignore_index, "reduction": reduction})
     logp = _R.log_softmax(input, cdim)
@@ -155,12 +160,32 @@ def _all_valid(t, ign):
     return not bool((t == ign).any())
 
 
+def _check_targets(t, C, ign):
+    """Whether every target is a class (no ignored ones); IndexError for out-of-range targets.
+    The usual case (no target below 0, ignore_index negative) costs one reduction: targets >= C
+    are caught by the indexing itself (see _picked)."""
+    if t.size == 0 or (ign < 0 and t.min() >= 0):
+        return True
+    valid = t != ign
+    bad = valid & ((t < 0) | (t >= C))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    return bool(valid.all())
+
+
+def _picked(xp, s, t):
+    try:
+        return s[xp.arange(s.shape[0]), t]
+    except IndexError:
+        raise IndexError(f"Target {int(t.max())} is out of bounds.") from None
+
+
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
     s = x - x.max(axis=1, keepdims=True)
     lse = xp.log(xp.exp(s).sum(axis=1))
-    if _all_valid(t, ignore_index):
-        picked = s[xp.arange(n), t]
+    if _check_targets(t, x.shape[1], ignore_index):
+        picked = _picked(xp, s, t)
         if reduction == "none":
             lse -= picked
             return lse
@@ -254,71 +279,6 @@ def _onehot(shape, t, dtype):
 
 
 
-@cross_entropy_op.def_jvp
-def _(ctx, tx, tt):
-    x, t = ctx.inputs
-    from .._creation import ones
-    red = ctx.params["reduction"]
-    g = ones(x.shape[0], dtype=x.dtype) if red == "none" else ones((), dtype=x.dtype)
-    dx = dispatch(cross_entropy_backward_op, (g, x, t), ctx.params)
-    return (dx * tx).sum(1) if red == "none" else (dx * tx).sum()
-
-
-@cross_entropy_backward_op.def_jvp
-def _(ctx, tg, tx, tt):
-    g, x, t = ctx.inputs
-    res = None
-    if tg is not None:
-        res = dispatch(cross_entropy_backward_op, (tg, x, t), ctx.params)
-    if tx is not None:
-        red = ctx.params["reduction"]
-        vf = (t != ctx.params["ignore_index"]).to(x.dtype)
-        scale = (g * vf if red != "mean" else g * vf / vf.sum()).unsqueeze(1)
-        p = _R.softmax(x, 1)
-        term = scale * p * (tx - (tx * p).sum(1, keepdim=True))
-        res = term if res is None else res + term
-    return res
-
-
-def _ce_batch(op, vals, bd, params, size):
-    """vmap of the fused loss: samples' rows are stacked into one 2-d call with reduction='none',
-    then reduced per sample."""
-    from ._batching import _materialize
-    x, t = (v if b else _materialize(v, size) for v, b in zip(vals[:2], bd[:2]))
-    n, C = x.shape[1], x.shape[2]
-    red = params["reduction"]
-    ign = params["ignore_index"]
-    rows = dispatch(op, (x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
-    rows = rows.reshape(size, n)
-    if red == "none":
-        return rows, True
-    if red == "sum":
-        return rows.sum(1), True
-    return rows.sum(1) / (t != ign).sum(1).to(x.dtype), True
-
-
-def _ce_backward_batch(op, vals, bd, params, size):
-    from ._batching import _materialize
-    g, x, t = vals
-    bg, bx, bt = bd
-    x = x if bx else _materialize(x, size)
-    t = t if bt else _materialize(t, size)
-    n, C = x.shape[1], x.shape[2]
-    red = params["reduction"]
-    ign = params["ignore_index"]
-    if red == "none":
-        gr = g if bg else _materialize(g, size)
-    else:
-        gs = g if bg else _materialize(g, size)  # (B,)
-        if red == "mean":
-            gs = gs / (t != ign).sum(1).to(x.dtype)
-        gr = gs.unsqueeze(1).expand(size, n)
-    r = dispatch(op, (gr.reshape(-1), x.reshape(size * n, C), t.reshape(-1)), dict(params, reduction="none"))
-    return r.reshape(size, n, C), True
-
-
-cross_entropy_op.batch = _ce_batch
-cross_entropy_backward_op.batch = _ce_backward_batch
 
 
 def _valid_f(t, ign, dtype):

@@ -63,6 +63,7 @@ def view(input, *shape):
 
 
 def view_dtype(input, dtype):
+    U.check_plain("view(dtype)", input)
     a = input._data.view(dtype.np)
     return D._new_tensor(a)
 

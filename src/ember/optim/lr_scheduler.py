@@ -364,3 +364,139 @@ class ReduceLROnPlateau:
 
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
+
+
+class PolynomialLR(LRScheduler):
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
+            return [g["lr"] for g in groups]
+        f = ((1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [g["lr"] * f for g in groups]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._step_count += 1
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class SequentialLR(LRScheduler):
+    """Runs ``schedulers`` one after another, switching at the ``milestones``."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"Sequential Schedulers expects number of schedulers provided to be one more than the "
+                             f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
+                             f"number of milestones to be equal to {len(milestones)}")
+        for s in schedulers:
+            if s.optimizer is not optimizer:
+                raise ValueError("Sequential Schedulers expects all schedulers to belong to the same optimizer")
+        self.optimizer = optimizer
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        # undo the initial steps the later schedulers took at construction, then restart the first
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for s in self._schedulers:
+            s.last_epoch -= 1
+        self._schedulers[0]._initial_step()
+        self._last_lr = schedulers[0].get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        s = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            s.step(0)
+        else:
+            s.step()
+        self._last_lr = s.get_last_lr()
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class ChainedScheduler(LRScheduler):
+    """Steps every scheduler at each step (their factors compose)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer or schedulers[0].optimizer
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def step(self):
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)

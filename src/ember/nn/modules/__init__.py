@@ -12,7 +12,8 @@ from .normalization import LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d 
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
 from .pooling import (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d,  # noqa: F401
-                      AdaptiveAvgPool1d, Upsample, UpsamplingNearest2d)
+                      AdaptiveAvgPool1d, Upsample, UpsamplingNearest2d, AdaptiveMaxPool2d,
+                      UpsamplingBilinear2d)
 from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d,  # noqa: F401
                       ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, CircularPad1d,
                       CircularPad2d)
@@ -22,4 +23,5 @@ from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLog
                    CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss, HingeEmbeddingLoss,
                    MultiLabelSoftMarginLoss)
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
-from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
+from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerDecoderLayer, TransformerDecoder, Transformer)

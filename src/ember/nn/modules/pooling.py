@@ -129,3 +129,21 @@ class Upsample(Module):
 class UpsamplingNearest2d(Upsample):
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
+
+
+class AdaptiveMaxPool2d(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -7,10 +7,15 @@ the order backward produces their gradients; the first bucket holds at most 1 Mi
 reduction starts early); a hook on each parameter's gradient accumulation
 copies the gradient into its bucket, and the moment a bucket is complete a non-blocking MPI
 all-reduce starts on it, while backward goes on computing the earlier layers' gradients. Buckets
-start in the same order on every rank (MPI requires it). When the last bucket has started, the
-reduction is waited for and the averaged gradients are written to ``param.grad``.
+start in the same order on every rank (MPI requires it). A background thread keeps the
+reductions moving while backward computes (MPI progresses only inside MPI calls; see
+``ember.distributed._progress``; ``EMBER_DDP_PROGRESS_THREAD=0`` turns it off). When the last
+bucket has started, the reduction is waited for and the averaged gradients are written to
+``param.grad``.
 """
 import contextlib
+import os
+import time
 
 import numpy as np
 
@@ -19,10 +24,11 @@ from .. import Module
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "buf", "pending", "request", "dtype")
+    __slots__ = ("index", "params", "offsets", "buf", "pending", "requests", "dtype")
 
     def __init__(self, index, params, dtype):
         self.index = index
@@ -35,7 +41,7 @@ class _Bucket:
             n += p.numel()
         self.buf = np.zeros(n, dtype)
         self.pending = len(params)
-        self.request = None
+        self.requests = []
 
 
 def _tensors_in(obj, out):
@@ -64,6 +70,11 @@ class DistributedDataParallel(Module):
       parameters that will get no gradient, and counts them ready at once (their contribution is
       zero; a parameter unused on every rank keeps its ``grad`` as it was). Without it, a parameter
       that gets no gradient leaves the reduction unfinished, which the next forward reports.
+
+    ``device_ids``, ``output_device``, ``dim``, ``check_reduction`` and ``static_graph`` are
+    accepted for PyTorch programs and change nothing (CPU only, one graph walk per forward at
+    most); the averaged gradients are always views of the buckets, as with PyTorch's
+    ``gradient_as_bucket_view=True``. ``process_group`` can only be the default group.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
@@ -76,6 +87,9 @@ class DistributedDataParallel(Module):
                                "call ember.distributed.init_process_group('mpi') first (under mpirun)")
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an nn.Module, got {type(module).__name__}")
+        if process_group is not None and process_group is not dist.group.WORLD:
+            raise ValueError("DistributedDataParallel: ember has only the default process group "
+                             "(process_group=None)")
         if bucket_cap_mb is None or bucket_cap_mb <= 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb}")
         self.module = module
@@ -95,6 +109,12 @@ class DistributedDataParallel(Module):
         self._verify_same_params(w)
         self._sync_from_rank0(params + self._buffers_list())
         self._build_buckets(int(bucket_cap_mb * 1024 * 1024))
+        engine = None
+        if w.size > 1 and os.environ.get("EMBER_DDP_PROGRESS_THREAD", "1") != "0":
+            from ...distributed import _progress
+            engine = _progress.get()
+        object.__setattr__(self, "_engine", engine)
+        object.__setattr__(self, "_views", [None] * len(params))   # per parameter: its grad in its bucket
         object.__setattr__(self, "_grad_hooks", [p.register_post_accumulate_grad_hook(self._make_hook(i))
                                                  for i, p in enumerate(params)])
         self._reset()
@@ -169,7 +189,7 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_used", None)
         for b in self._buckets:
             b.pending = len(b.params)
-            b.request = None
+            b.requests = []
 
     def _make_hook(self, i):
         def hook(param):
@@ -202,8 +222,11 @@ class DistributedDataParallel(Module):
             self._progress()
 
     def _progress(self):
-        """Let MPI move the data of the reductions in flight (its progress runs inside MPI calls)."""
-        reqs = [b.request for b in self._buckets[:self._next_launch] if b.request is not None]
+        """Let MPI move the data of the reductions in flight (its progress runs inside MPI calls);
+        with the progress thread this is its job."""
+        if self._engine is not None:
+            return
+        reqs = [r for b in self._buckets[:self._next_launch] for r in b.requests]
         if reqs:
             from mpi4py import MPI
             MPI.Request.Testall(reqs)
@@ -215,7 +238,14 @@ class DistributedDataParallel(Module):
         while self._next_launch < len(buckets) and buckets[self._next_launch].pending == 0:
             b = buckets[self._next_launch]
             if w.size > 1:
-                b.request = w.comm.Iallreduce(MPI.IN_PLACE, b.buf, MPI.SUM)
+                # in pieces of at most 4 MiB: larger single messages are much slower through
+                # OpenMPI's shared-memory path (measured here: 8 MiB took 15x the time of 4 MiB)
+                step = max(1, _MAX_MESSAGE_BYTES // b.buf.itemsize)
+                for lo in range(0, b.buf.size, step):
+                    r = w.comm.Iallreduce(MPI.IN_PLACE, b.buf[lo:lo + step], MPI.SUM)
+                    b.requests.append(r)
+                    if self._engine is not None:
+                        self._engine.watch(r)
             self._next_launch += 1
         if self._next_launch == len(buckets):
             self._finalize()
@@ -225,23 +255,37 @@ class DistributedDataParallel(Module):
     def _finalize(self):
         from mpi4py import MPI
         w = self._world
-        reqs = [b.request for b in self._buckets if b.request is not None]
+        reqs = [r for b in self._buckets for r in b.requests]
+        t0 = time.perf_counter()
         if reqs:
-            MPI.Request.Waitall(reqs)
+            if self._engine is not None:
+                self._engine.wait_all()
+            else:
+                MPI.Request.Waitall(reqs)
+        # how long backward's end waited for the reductions (benchmarks read it)
+        object.__setattr__(self, "last_wait_s", time.perf_counter() - t0)
         used = self._used
         if used is not None and w.size > 1:
             w.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
         from ..._tensor import new_tensor
         size = w.size
+        views = self._views
         for b in self._buckets:
+            if size > 1:
+                np.divide(b.buf, size, out=b.buf)
             for j, p in enumerate(b.params):
                 i = self._param_index[id(p)]
                 if used is not None and not used[i]:
                     continue          # unused on every rank: grad stays as it was
-                n = p.numel()
-                g = np.empty(p._data.shape, b.dtype)
-                np.divide(b.buf[b.offsets[j]:b.offsets[j] + n].reshape(p._data.shape), size, out=g)
-                p.grad = new_tensor(g)
+                # as in PyTorch, the averaged gradient lands in a tensor this wrapper reuses every
+                # iteration (here a view of the bucket): no new memory per step
+                v = views[i]
+                if v is None:
+                    v = views[i] = new_tensor(b.buf[b.offsets[j]:b.offsets[j] + p.numel()].reshape(p._data.shape))
+                else:
+                    v._bump()
+                if p._grad is not v:
+                    p.grad = v
         object.__setattr__(self, "_expecting", False)
         self._reset()
 
@@ -284,12 +328,13 @@ class DistributedDataParallel(Module):
         reached = set()
         stack = [t.grad_fn for t in _tensors_in(out, []) if t.grad_fn is not None]
         direct = {id(t) for t in _tensors_in(out, []) if t.grad_fn is None and t.requires_grad}
-        seen = set()
-        while stack:
+        seen, alive = set(), []      # keep visited nodes alive: leaf nodes may be made on demand, and a
+        while stack:                 # freed node's id could be reused by the next one
             fn = stack.pop()
             if fn is None or id(fn) in seen:
                 continue
             seen.add(id(fn))
+            alive.append(fn)
             var = getattr(fn, "variable", None)
             if var is not None:
                 reached.add(id(var))
@@ -301,6 +346,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_used", used)
         for i, p in enumerate(self._params):
             if not used[i]:
+                if p._grad is not None and p._grad is self._views[i]:
+                    p.grad = p._grad.clone()         # its slot is about to be zeroed
                 self._ready[i] = True
                 b, j = self._slot[i]
                 b.buf[b.offsets[j]:b.offsets[j] + p.numel()] = 0

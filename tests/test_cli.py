@@ -1,0 +1,170 @@
+"""The ember command: train (digits, MNIST from IDX files, resume, seeds, profile, channels_last),
+bench and trace-diff dispatch, and one-line errors for bad input."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ember_cmd(*args, cwd=None, timeout=120):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "ember", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture
+def run(tmp_path, capsys):
+    """ember.cli.main in this process: returns (exit status, stdout); BLAS threads restored after."""
+    threads = ember.get_num_threads()
+
+    def go(*args):
+        code = cli.main(list(args))
+        return code, capsys.readouterr().out
+
+    yield go
+    ember.set_num_threads(threads)
+
+
+def params_of(path):
+    return {k: v.numpy() for k, v in ember.load(path)["model"].items()}
+
+
+def test_train_mlp_learns_and_saves(run, tmp_path):
+    ck = str(tmp_path / "a.ckpt")
+    code, out = run("train", "--model", "mlp", "--epochs", "6", "--checkpoint", ck, "--no-progress")
+    assert code == 0
+    acc = [float(a) for a in re.findall(r"test accuracy\s+([\d.]+)%", out)]
+    assert len(acc) == 7 and acc[-1] >= 94.0, out          # 6 epochs + the final line
+    assert "epoch   6/6" in out and os.path.exists(ck)
+    saved = ember.load(ck)
+    assert saved["epoch"] == 6 and saved["config"]["model"] == "mlp"
+
+
+def test_same_seed_same_run_and_resume_equals_uninterrupted(run, tmp_path):
+    a, b, c = (str(tmp_path / f"{n}.ckpt") for n in "abc")
+    common = ("train", "--model", "cnn", "--epochs", "2", "--limit", "192", "--no-progress", "--seed", "3")
+    _, out_a = run(*common, "--checkpoint", a)
+    _, out_b = run(*common, "--checkpoint", b)
+    strip = lambda s: re.sub(r"\(\d+\.\d s\)|checkpoint \S+", "", s)  # noqa: E731
+    assert strip(out_a) == strip(out_b)
+    pa, pb = params_of(a), params_of(b)
+    assert all(np.array_equal(pa[k], pb[k]) for k in pa)
+    # interrupted after epoch 1, resumed: the same parameters as the uninterrupted run (dropout's RNG,
+    # Adam's moments, the scheduler and the data order all come back)
+    run(*common, "--checkpoint", c, "--stop-after", "1")
+    assert ember.load(c)["epoch"] == 1
+    code, out = run(*common, "--checkpoint", c, "--resume")
+    assert code == 0 and "resumed from" in out and "epoch   2/2" in out and "epoch   1/2" not in out
+    pc = params_of(c)
+    assert all(np.array_equal(pa[k], pc[k]) for k in pa)
+    # a different seed gives a different run
+    run("train", "--model", "cnn", "--epochs", "1", "--limit", "64", "--no-progress", "--seed", "4",
+        "--checkpoint", c)
+    assert not np.array_equal(params_of(c)["fc2.weight"], pa["fc2.weight"])
+
+
+def test_train_mnist_from_idx_files(run, tmp_path):
+    from ember.datasets import write_idx
+    rng = np.random.default_rng(0)
+    for prefix, n in (("train", 40), ("t10k", 20)):
+        write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+        write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, n).astype(np.uint8))
+    code, out = run("train", "--dataset", "mnist", "--data-dir", str(tmp_path), "--model", "mlp", "--epochs", "1",
+                    "--checkpoint", str(tmp_path / "m.ckpt"), "--no-progress")
+    assert code == 0 and "on mnist (40 train / 20 test)" in out
+
+
+def test_train_profile_and_channels_last(run, tmp_path):
+    prof = tmp_path / "prof"
+    code, out = run("train", "--model", "cnn", "--channels-last", "--epochs", "1", "--limit", "64", "--no-progress",
+                    "--profile", str(prof), "--checkpoint", str(tmp_path / "p.ckpt"))
+    assert code == 0
+    assert (prof / "trace.json").stat().st_size > 0
+    assert "Self CPU" in out and "ember::conv2d" in out and "chrome trace" in out
+
+
+def test_progress_bar_optional(run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)           # tqdm not installed: plain output
+    code, out = run("train", "--model", "mlp", "--epochs", "1", "--limit", "64",
+                    "--checkpoint", str(tmp_path / "q.ckpt"))
+    assert code == 0 and "epoch   1/1" in out
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["train", "--model", "vgg"], 2, "invalid choice: 'vgg'"),
+    (["train", "--dataset", "mnist"], 2, "needs --data-dir"),
+    (["train", "--dataset", "mnist", "--data-dir", "/no/such/folder"], 1, "no such folder"),
+    (["train", "--epochs", "0"], 2, "must be positive"),
+    (["train", "--resume", "/no/such.ckpt"], 1, "does not exist"),
+    (["bench", "--bench-dir", "/no/such/dir"], 1, "no run.py there"),
+])
+def test_bad_input_one_line_error(args, code, message):
+    proc = ember_cmd(*args)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].startswith("ember"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_corrupt_checkpoint_one_line_error(tmp_path):
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(b"PK\x03\x04 this is not a checkpoint")
+    proc = ember_cmd("train", "--resume", str(bad), "--model", "mlp")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "cannot read checkpoint" in proc.stderr
+    other = tmp_path / "other.ckpt"
+    ember.save({"weights": ember.zeros(2)}, str(other))
+    proc = ember_cmd("train", "--resume", str(other), "--model", "mlp")
+    assert proc.returncode == 1 and "not an `ember train` checkpoint" in proc.stderr
+
+
+def test_mismatched_checkpoint_one_line_error(run, tmp_path, capsys):
+    ck = str(tmp_path / "mlp.ckpt")
+    run("train", "--model", "mlp", "--epochs", "1", "--limit", "32", "--no-progress", "--checkpoint", ck)
+    code = cli.main(["train", "--model", "cnn", "--resume", ck])
+    assert code == 2 and "trained with --model mlp" in capsys.readouterr().err
+
+
+def test_bench_dispatch(tmp_path):
+    (tmp_path / "run.py").write_text("def main(argv):\n    print('RUN', argv)\n")
+    proc = ember_cmd("bench", "conv", "--json", "out.json", "--quick", "--bench-dir", str(tmp_path))
+    assert proc.returncode == 0 and "RUN ['conv', '--json', 'out.json', '--quick']" in proc.stdout
+    # found from the current folder upward
+    sub = tmp_path / "project" / "deep"
+    sub.mkdir(parents=True)
+    (tmp_path / "project" / "benchmarks").mkdir()
+    (tmp_path / "project" / "benchmarks" / "run.py").write_text("def main(argv):\n    print('FOUND', argv)\n")
+    proc = ember_cmd("bench", cwd=str(sub))
+    assert proc.returncode == 0 and "FOUND []" in proc.stdout
+
+
+def test_trace_diff_dispatch():
+    pytest.importorskip("pandas")
+    proc = ember_cmd("trace-diff", "--help")
+    assert proc.returncode == 0 and "control" in proc.stdout
+    proc = ember_cmd("trace-diff", "/no/such/a", "/no/such/b")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+
+
+def test_python_dash_m_and_help():
+    proc = ember_cmd("--help")
+    assert proc.returncode == 0 and "train" in proc.stdout and "trace-diff" in proc.stdout
+
+
+def test_set_num_threads():
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert ember.get_num_threads() == 1
+    finally:
+        ember.set_num_threads(before)
+    with pytest.raises(ValueError, match="positive integer"):
+        ember.set_num_threads(0)
