@@ -51,12 +51,13 @@ def time_step(step, min_time, repeats):
     return statistics.median(samples), n
 
 
-def import_torch():
+def import_torch(threads=None):
     try:
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(2)
+    if threads:
+        torch.set_num_threads(threads)
     return torch
 
 

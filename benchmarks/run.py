@@ -9,6 +9,7 @@ absent its column says so and only ember is timed.
 import argparse
 import importlib
 import json
+import os
 import pathlib
 import platform
 import sys
@@ -42,9 +43,12 @@ def main(argv=None):
     ap.add_argument("patterns", nargs="*", help="substrings of 'area/workload' names to run")
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--quick", action="store_true", help="shorter timing (noisier)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                    help="BLAS/intra-op threads for ember and PyTorch alike (default: the CPU count)")
     args = ap.parse_args(argv)
     import ember
-    torch = import_torch()
+    ember.set_num_threads(args.threads)
+    torch = import_torch(args.threads)
     jax = import_jax()
     if torch is None:
         print("PyTorch is not installed (pip install torch==2.13.0): timing ember only.")
@@ -66,7 +70,7 @@ def main(argv=None):
               f"{(f'{ratio:.2f}x' if ratio else '-'):>7s} {fmt(t_j):>10s}", flush=True)
         rows.append({"workload": name, "unit": w.unit, "ember_s": t_e, "torch_s": t_t, "jax_s": t_j,
                      "ratio_ember_over_torch": ratio, "notes": w.notes})
-    meta = {"machine": platform.platform(), "processor": platform.processor(), "python": platform.python_version(),
+    meta = {"threads": args.threads, "machine": platform.platform(), "processor": platform.processor(), "python": platform.python_version(),
             "ember": ember.__version__, "torch": getattr(torch, "__version__", None),
             "jax": getattr(jax, "__version__", None)}
     if args.json:

@@ -173,6 +173,38 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
 
 _BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache between copy and GEMM
 _BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) wants wider blocks
+_blas_nthreads = []
+
+
+def _blas_threads():
+    """Threads NumPy's BLAS (OpenBLAS) runs a GEMM on. Blocked kernels pay one GEMM call per block,
+    and a multi-threaded call synchronises its threads: on a busy machine that costs more than the
+    cache reuse gains, so blocking is used only with a single-threaded BLAS."""
+    if not _blas_nthreads:
+        n = None
+        try:
+            import ctypes
+            import glob
+            import os
+            libdir = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+            for path in glob.glob(os.path.join(libdir, "*openblas*")):
+                lib = ctypes.CDLL(path)
+                for sym in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                            "openblas_get_num_threads64_", "openblas_get_num_threads"):
+                    f = getattr(lib, sym, None)
+                    if f is not None:
+                        n = int(f())
+                        break
+                if n is not None:
+                    break
+        except Exception:  # pragma: no cover - any other BLAS build
+            n = None
+        if n is None:
+            import os
+            env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+            n = int(env) if env and env.isdigit() else (os.cpu_count() or 1)
+        _blas_nthreads.append(n)
+    return _blas_nthreads[0]
 
 
 def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
@@ -358,7 +390,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
     if _use_nhwc(x, w):
-        if G == 1 and (kh > 1 or kw > 1 or any(pad)):
+        if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blas_threads() == 1:
             wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
             return _conv_nhwc_blocked(xp, x, wm, b, kh, kw, stride, pad, dilation, Ho, Wo)
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
@@ -373,7 +405,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256:  # smaller images: one GEMM
+    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256 and _blas_threads() == 1:
         return _conv_nchw_blocked(xp, x, w.reshape(Cout, Cg * kh * kw), b, kh, kw, stride, pad, dilation, Ho, Wo)
     cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:

@@ -70,6 +70,11 @@ class DistributedDataParallel(Module):
       parameters that will get no gradient, and counts them ready at once (their contribution is
       zero; a parameter unused on every rank keeps its ``grad`` as it was). Without it, a parameter
       that gets no gradient leaves the reduction unfinished, which the next forward reports.
+
+    ``device_ids``, ``output_device``, ``dim``, ``check_reduction`` and ``static_graph`` are
+    accepted for PyTorch programs and change nothing (CPU only, one graph walk per forward at
+    most); the averaged gradients are always views of the buckets, as with PyTorch's
+    ``gradient_as_bucket_view=True``. ``process_group`` can only be the default group.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
@@ -82,6 +87,9 @@ class DistributedDataParallel(Module):
                                "call ember.distributed.init_process_group('mpi') first (under mpirun)")
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an nn.Module, got {type(module).__name__}")
+        if process_group is not None and process_group is not dist.group.WORLD:
+            raise ValueError("DistributedDataParallel: ember has only the default process group "
+                             "(process_group=None)")
         if bucket_cap_mb is None or bucket_cap_mb <= 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb}")
         self.module = module
