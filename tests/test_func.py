@@ -302,3 +302,18 @@ def test_inplace_on_views_inside_grad(torch):
         res[lib.__name__] = [_np(F.grad(f)(x)), _np(F.grad(g)(x)), _np(F.jacfwd(F.grad(g))(x))]
     for a, b in zip(res["ember"], res["torch"]):
         _close(a, b)
+
+
+def test_ensemble_of_batchnorm_models_updates_each_members_statistics():
+    models = [nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)) for _ in range(3)]
+    ens = EF.Ensemble(models)
+    x = ember.randn(16, 4)
+    out = ens(x)
+    ref = ember.stack([m(x) for m in models])
+    _close(_np(out), _np(ref), rtol=1e-5, atol=1e-6)
+    _close(_np(ens._buffers["1__running_mean"]), np.stack([_np(m[1].running_mean) for m in models]), 1e-6, 1e-7)
+    assert ens._buffers["1__num_batches_tracked"].tolist() == [1, 1, 1]
+    ens.eval()
+    for m in models:
+        m.eval()
+    _close(_np(ens(x)), _np(ember.stack([m(x) for m in models])), rtol=1e-5, atol=1e-6)

@@ -69,7 +69,7 @@ def _check(entry, group, batched_pos):
         if "in-place" in str(e) and 0 not in batched_pos:
             return
         # batch_norm's running stats updated in place must be batched too (as in torch.func)
-        if "shared across the batch" in str(e) and len(batched_pos) < len(tpos):
+        if "running statistics shared" in str(e) and len(batched_pos) < len(tpos):
             return
         # a batched boolean mask selecting different counts per sample has no batched shape
         if "data-dependent" in str(e):

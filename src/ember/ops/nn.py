@@ -1562,10 +1562,15 @@ def _channel_vec(v, b, size):
 
 def _bn_rule(op, vals, bd, params, size):
     x, w, b, rm, rv = vals
-    if params["training"] and params.get("momentum") and (rm is not None or rv is not None):
+    if params["training"] and params.get("momentum") and ((rm is not None and not bd[3]) or
+                                                          (rv is not None and not bd[4])):
         raise RuntimeError("vmap: batch_norm in training mode cannot update running statistics shared by "
                            "the vmapped members; pass running_mean=None and running_var=None (or use eval "
-                           "mode), as with torch.func")
+                           "mode), as with torch.func, or batch them (stack_module_state, ember.func.Ensemble)")
+    if params["training"] and params.get("momentum"):
+        for v in (rm, rv):  # per-member statistics are updated in place through a flat view
+            if v is not None and not v.is_contiguous():
+                raise RuntimeError("vmap: batch_norm needs contiguous batched running statistics")
     args = (_to_channels(_bm(x, bd[0], size), size),) + tuple(
         _channel_vec(v, bv, size) for v, bv in zip((w, b, rm, rv), bd[1:]))
     y, mean, invstd = dispatch(op, args, params)
