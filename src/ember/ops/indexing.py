@@ -690,6 +690,40 @@ def index_rule(op, vals, bd, params, size):
     return r, True
 
 
+def _adv_split(items):
+    """True when NumPy would move the advanced-index dims to the front after a leading slice (the
+    advanced indices are separated by a slice, or a bool mask is involved)."""
+    adv = [i for i, s in enumerate(items) if isinstance(s, (np.ndarray, list))]
+    if any(getattr(items[i], "dtype", None) == bool for i in adv):
+        return True
+    return bool(adv) and adv != list(range(adv[0], adv[0] + len(adv)))
+
+
+def index_put_rule(op, vals, bd, params, size):
+    """x[spec] = v on a batch: a leading full slice in spec, v aligned to the indexed region."""
+    items = params["spec"] if isinstance(params["spec"], tuple) else (params["spec"],)
+    if _adv_split(items):
+        return fallback_rule(op, vals, bd, params, size)
+    a, v = vals
+    a = a if bd[0] else _materialize(a, size)
+    if bd[1]:
+        region = len(a.shape) - 1 - sum(1 for s in items if s is not None and not isinstance(s, slice)
+                                        and not isinstance(s, (np.ndarray, list)) and s is not Ellipsis)
+        adv = [s for s in items if isinstance(s, (np.ndarray, list))]
+        if adv:  # the advanced indices' dims replace theirs
+            region += len(np.broadcast_shapes(*[np.shape(s) for s in adv])) - len(adv)
+        v = _pad_to(v, region)
+    return dispatch(op, (a, v), dict(params, spec=(slice(None),) + items)), True
+
+
+def index_backward_rule(op, vals, bd, params, size):
+    items = params["spec"] if isinstance(params["spec"], tuple) else (params["spec"],)
+    if _adv_split(items):
+        return fallback_rule(op, vals, bd, params, size)
+    return dispatch(op, (vals[0],), dict(params, shape=(size,) + tuple(params["shape"]),
+                                         spec=(slice(None),) + items)), True
+
+
 def batched_index(x, idx, value=None, setitem=False):
     """x[idx] (or x[idx] = value) when an index tensor is batched by vmap. A single integer index
     tensor becomes index_select (which has a batching rule); anything else loops over the batch."""
@@ -758,6 +792,8 @@ def nonzero_rule(op, vals, bd, params, size):
 
 
 index_op.batch = index_rule
+index_put_op.batch = index_put_rule
+index_backward_op.batch = index_backward_rule
 index_select_op.batch = index_select_rule
 index_add_op.batch = index_add_rule
 masked_fill_op.batch = masked_fill_rule
