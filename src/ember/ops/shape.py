@@ -846,7 +846,39 @@ def cat_rule(op, vals, bd, params, size):
     return dim_shift_rule(op, vals, bd, params, size)
 
 
+def _numel(shape):
+    n = 1
+    for v in shape:
+        n *= v
+    return n
+
+
+def as_strided_rule(op, vals, bd, params, size):
+    """Raw-memory geometry per sample: each sample starts one batch stride further."""
+    x = vals[0]
+    p = dict(params, size=(size,) + tuple(params["size"]), stride=(x.stride(0),) + tuple(params["stride"]))
+    return dispatch(op, (x,), p), True
+
+
+def as_strided_scatter_rule(op, vals, bd, params, size):
+    base = (vals[0] if bd[0] else _materialize(vals[0], size)).contiguous()
+    src = vals[1] if bd[1] else _materialize(vals[1], size)
+    per = _numel(base.shape[1:])
+    p = dict(params, size=(size,) + tuple(params["size"]), stride=(per,) + tuple(params["stride"]))
+    return dispatch(op, (base, src), p), True
+
+
+def as_strided_backward_rule(op, vals, bd, params, size):
+    shape = tuple(params["shape"])
+    p = dict(params, shape=(size,) + shape, size=(size,) + tuple(params["size"]),
+             stride=(_numel(shape),) + tuple(params["stride"]))
+    return dispatch(op, (vals[0],), p), True
+
+
 view_op.batch = reshape_copy_op.batch = view_rule
+as_strided_op.batch = as_strided_rule
+as_strided_scatter_op.batch = as_strided_scatter_rule
+as_strided_backward_op.batch = as_strided_backward_rule
 permute_op.batch = permute_rule
 expand_op.batch = expand_rule
 repeat_op.batch = repeat_rule
