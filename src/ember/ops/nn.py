@@ -1044,10 +1044,26 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"adaptive_max_pool2d: output_size must be positive, got ({Ho}, {Wo})")
-    if H % Ho or W % Wo:
-        raise NotImplementedError(f"adaptive_max_pool2d: ember supports output sizes that divide the input "
-                                  f"size; got input ({H}, {W}) and output ({Ho}, {Wo})")
-    return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    if H % Ho == 0 and W % Wo == 0:
+        return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    # uneven windows [floor(i*H/Ho), ceil((i+1)*H/Ho)): the winners' plane indices per output cell (a
+    # loop over the few output cells, each a whole-batch argmax), then a differentiable gather
+    x = input.unsqueeze(0) if input.dim() == 3 else input
+    a = x.detach()._data
+    N, C = a.shape[:2]
+    idx = np.empty((N, C, Ho, Wo), np.int64)
+    for i in range(Ho):
+        h0, h1 = (i * H) // Ho, -(-((i + 1) * H) // Ho)
+        for j in range(Wo):
+            w0, w1 = (j * W) // Wo, -(-((j + 1) * W) // Wo)
+            k = a[:, :, h0:h1, w0:w1].reshape(N, C, -1).argmax(-1)
+            idx[:, :, i, j] = (h0 + k // (w1 - w0)) * W + w0 + k % (w1 - w0)
+    from .._creation import tensor
+    it = tensor(idx)
+    out = x.reshape(N, C, H * W).gather(2, it.reshape(N, C, -1)).reshape(N, C, Ho, Wo)
+    if input.dim() == 3:
+        out, it = out.squeeze(0), it.squeeze(0)
+    return (out, it) if return_indices else out
 
 
 # ----------------------------------------------------------------------------- batch norm
