@@ -426,6 +426,20 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     N, Cout, Ho, Wo = g.shape
     _, Cg, kh, kw = w.shape
     H, W = in_hw
+    full = (dilation[0] * (kh - 1), dilation[0] * (kh - 1), dilation[1] * (kw - 1), dilation[1] * (kw - 1))
+    if (groups == 1 and stride == (1, 1) and (kh > 1 or kw > 1) and all(p <= f for p, f in zip(pad, full))
+            and H * W >= (1024 if nhwc else 256)):
+        # stride 1: the input gradient is the forward convolution of g with the flipped, transposed
+        # kernel (padding d*(k-1) - p): one im2col + GEMM instead of GEMM + kh*kw scatter-adds
+        wf = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        if nhwc:
+            wf = xp.ascontiguousarray(wf.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        else:
+            wf = xp.ascontiguousarray(wf)
+            if is_channels_last(g):
+                g = xp.ascontiguousarray(g)
+        return _conv2d_impl(xp, g, wf, stride=stride, pad=tuple(f - p for p, f in zip(pad, full)),
+                            dilation=dilation, groups=1)
     G = groups
     C = Cg * G
     Coutg = Cout // G
