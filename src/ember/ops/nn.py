@@ -426,6 +426,20 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     N, Cout, Ho, Wo = g.shape
     _, Cg, kh, kw = w.shape
     H, W = in_hw
+    full = (dilation[0] * (kh - 1), dilation[0] * (kh - 1), dilation[1] * (kw - 1), dilation[1] * (kw - 1))
+    if (groups == 1 and stride == (1, 1) and (kh > 1 or kw > 1) and all(p <= f for p, f in zip(pad, full))
+            and H * W >= (1024 if nhwc else 256)):
+        # stride 1: the input gradient is the forward convolution of g with the flipped, transposed
+        # kernel (padding d*(k-1) - p): one im2col + GEMM instead of GEMM + kh*kw scatter-adds
+        wf = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        if nhwc:
+            wf = xp.ascontiguousarray(wf.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        else:
+            wf = xp.ascontiguousarray(wf)
+            if is_channels_last(g):
+                g = xp.ascontiguousarray(g)
+        return _conv2d_impl(xp, g, wf, stride=stride, pad=tuple(f - p for p, f in zip(pad, full)),
+                            dilation=dilation, groups=1)
     G = groups
     C = Cg * G
     Coutg = Cout // G
@@ -1044,10 +1058,26 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"adaptive_max_pool2d: output_size must be positive, got ({Ho}, {Wo})")
-    if H % Ho or W % Wo:
-        raise NotImplementedError(f"adaptive_max_pool2d: ember supports output sizes that divide the input "
-                                  f"size; got input ({H}, {W}) and output ({Ho}, {Wo})")
-    return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    if H % Ho == 0 and W % Wo == 0:
+        return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    # uneven windows [floor(i*H/Ho), ceil((i+1)*H/Ho)): the winners' plane indices per output cell (a
+    # loop over the few output cells, each a whole-batch argmax), then a differentiable gather
+    x = input.unsqueeze(0) if input.dim() == 3 else input
+    a = x.detach()._data
+    N, C = a.shape[:2]
+    idx = np.empty((N, C, Ho, Wo), np.int64)
+    for i in range(Ho):
+        h0, h1 = (i * H) // Ho, -(-((i + 1) * H) // Ho)
+        for j in range(Wo):
+            w0, w1 = (j * W) // Wo, -(-((j + 1) * W) // Wo)
+            k = a[:, :, h0:h1, w0:w1].reshape(N, C, -1).argmax(-1)
+            idx[:, :, i, j] = (h0 + k // (w1 - w0)) * W + w0 + k % (w1 - w0)
+    from .._creation import tensor
+    it = tensor(idx)
+    out = x.reshape(N, C, H * W).gather(2, it.reshape(N, C, -1)).reshape(N, C, Ho, Wo)
+    if input.dim() == 3:
+        out, it = out.squeeze(0), it.squeeze(0)
+    return (out, it) if return_indices else out
 
 
 # ----------------------------------------------------------------------------- batch norm
