@@ -396,14 +396,13 @@ def _wino_filter(xp, w):
     return out
 
 
-def _use_winograd(x, w, stride, dilation, groups, Ho, Wo, nhwc):
+def _use_winograd(x, w, stride, dilation, groups, Ho, Wo):
     """Where the 2.25x fewer multiplications beat the transforms' memory passes (measured with
     NumPy's single-threaded OpenBLAS on 2 cores; 16 GEMMs per call lose to one big multi-threaded
-    GEMM): channels_last with 128..256 channels on 14x14 and larger. Fewer channels leave the GEMMs
-    too cheap to pay for the transforms; more make the filter transform (per call) too costly; NCHW's
-    transforms run over rows of only Wo/2 elements and lose what the GEMMs gain."""
+    GEMM): 128..256 channels on 14x14 and larger, either layout. With fewer channels the GEMMs are
+    too cheap to pay for the transforms; with more the filter transform (per call) costs too much."""
     Cout, C, kh, kw = w.shape
-    return (nhwc and kh == 3 and kw == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
+    return (kh == 3 and kw == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
             and x.dtype == np.float32 and w.dtype == np.float32
             and _WINO_MIN_C <= C <= _WINO_MAX_C and _WINO_MIN_C <= Cout <= _WINO_MAX_C
             and Ho * Wo >= _WINO_MIN_HW and _blas_threads() == 1)
@@ -413,68 +412,49 @@ _WINO_MIN_C, _WINO_MAX_C, _WINO_MIN_HW = 128, 256, 196
 
 
 def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
-    """conv2d by Winograd F(2x2, 3x3). Works in the physical layout: NCHW data is handled as
-    (C, N, H, W) (GEMMs weight (Cout, C) @ tiles (C, N*T)), NHWC as (N, H, W, C) (tiles (N*T, C) @
-    (C, Cout)). The padded input keeps even columns then odd columns of each row, so the column
-    stage of the input transform reads contiguous runs instead of stride-2 elements."""
+    """conv2d by Winograd F(2x2, 3x3), worked in NHWC whatever the layout (the transforms then run
+    over rows of C contiguous channels, and the 16 GEMMs are tiles (N*T, C) @ filter (C, Cout));
+    an NCHW x is transposed by the padding copy and the output transform writes NCHW directly. The
+    padded input keeps even columns then odd columns of each row, so the column stage of the input
+    transform reads whole tile rows instead of every other pixel."""
     N, C, H, W = x.shape
     Cout = w.shape[0]
     pt, pb, pl, pr = pads
     Th, Tw = (Ho + 1) // 2, (Wo + 1) // 2
     Hp, Wh = 2 * Th + 2, Tw + 1
     dt_ = x.dtype
-    if nhwc:
-        xs = x.transpose(0, 2, 3, 1)
-        dshape, tshape = (N, Hp, 2 * Wh, C), (N, Th, Tw, C)
-
-        def sp(hs, ws):
-            return (slice(None), hs, ws)
-    else:
-        xs = x.transpose(1, 0, 2, 3)
-        dshape, tshape = (C, N, Hp, 2 * Wh), (C, N, Th, Tw)
-
-        def sp(hs, ws):
-            return (slice(None), slice(None), hs, ws)
+    xs = x.transpose(0, 2, 3, 1)
     # padded, column-deinterleaved input: column q of the padded image at (q % 2) * Wh + q // 2
-    d = _buf(xp, "wpad", dshape, dt_, (0, (H, W) + tuple(pads)))
+    d = _buf(xp, "wpad", (N, Hp, 2 * Wh, C), dt_, (0, (H, W) + tuple(pads)))
     for p in (0, 1):
         q0 = pl + ((p - pl) % 2)  # first padded column >= pl with parity p
         w0 = q0 - pl
         cnt = len(range(w0, W, 2))
         k0 = p * Wh + (q0 - p) // 2
-        d[sp(slice(pt, pt + H), slice(k0, k0 + cnt))] = xs[sp(slice(None), slice(w0, W, 2))]
-    # input transform, rows then columns: V[a, b] = (B^T d B)[a, b] for every tile
-    rows = [d[sp(slice(i, i + 2 * Th, 2), slice(None))] for i in range(4)]
-    t = _buf(xp, "wrow", (4,) + rows[0].shape, dt_)
+        d[:, pt:pt + H, k0:k0 + cnt] = xs[:, :, w0::2]
+    # input transform, rows then columns: v[a, b] = (B^T d B)[a, b] for every tile
+    rows = [d[:, i:i + 2 * Th:2] for i in range(4)]
+    t = _buf(xp, "wrow", (4, N, Th, 2 * Wh, C), dt_)
     xp.subtract(rows[0], rows[2], out=t[0])
     xp.add(rows[1], rows[2], out=t[1])
     xp.subtract(rows[2], rows[1], out=t[2])
     xp.subtract(rows[1], rows[3], out=t[3])
-    v = _buf(xp, "wv", (4, 4) + tshape, dt_)
-    cs = (slice(0, Tw), slice(Wh, Wh + Tw), slice(1, 1 + Tw), slice(Wh + 1, Wh + 1 + Tw))
+    v = _buf(xp, "wv", (4, 4, N, Th, Tw, C), dt_)
     for a in range(4):
-        c = [t[a][sp(slice(None), s)] for s in cs]
+        c = [t[a][:, :, s:s + Tw] for s in (0, Wh, 1, Wh + 1)]  # tile columns 0, 1, 2, 3
         xp.subtract(c[0], c[2], out=v[a, 0])
         xp.add(c[1], c[2], out=v[a, 1])
         xp.subtract(c[2], c[1], out=v[a, 2])
         xp.subtract(c[1], c[3], out=v[a, 3])
     uf = _wino_filter(xp, w).reshape(16, Cout, C)
     nt = N * Th * Tw
-    if nhwc:
-        vm = v.reshape(16, nt, C)
-        m = _buf(xp, "wm", (16, nt, Cout), dt_)
-        for k in range(16):
-            xp.matmul(vm[k], uf[k].T, out=m[k])
-        mshape = (4, 4, N, Th, Tw, Cout)
-    else:
-        vm = v.reshape(16, C, nt)
-        m = _buf(xp, "wm", (16, Cout, nt), dt_)
-        for k in range(16):
-            xp.matmul(uf[k], vm[k], out=m[k])
-        mshape = (4, 4, Cout, N, Th, Tw)
-    m = m.reshape(mshape)
-    # output transform, rows then columns: Y = A^T M A
-    s = _buf(xp, "ws", (2,) + mshape[1:], dt_)
+    vm = v.reshape(16, nt, C)
+    m = _buf(xp, "wm", (16, nt, Cout), dt_)
+    for k in range(16):
+        xp.matmul(vm[k], uf[k].T, out=m[k])
+    m = m.reshape(4, 4, N, Th, Tw, Cout)
+    # output transform, rows then columns: y = A^T m A
+    s = _buf(xp, "ws", (2, 4, N, Th, Tw, Cout), dt_)
     xp.add(m[0], m[1], out=s[0])
     s[0] += m[2]
     xp.subtract(m[1], m[2], out=s[1])
@@ -484,7 +464,7 @@ def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
         yv = y.transpose(2, 4, 0, 1, 3, 5)  # (i, j, N, Th, Tw, Cout)
     else:
         y = xp.empty((N, Cout, Th, 2, Tw, 2), dt_)
-        yv = y.transpose(3, 5, 1, 0, 2, 4)  # (i, j, Cout, N, Th, Tw)
+        yv = y.transpose(3, 5, 0, 2, 4, 1)
     for i in range(2):
         xp.add(s[i, 0], s[i, 1], out=yv[i, 0])
         yv[i, 0] += s[i, 2]
@@ -526,7 +506,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dilation[0])
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
-    if _use_winograd(x, w, stride, dilation, G, Ho, Wo, _use_nhwc(x, w)):
+    if _use_winograd(x, w, stride, dilation, G, Ho, Wo):
         return _conv_winograd(xp, x, w, b, pad, Ho, Wo, _use_nhwc(x, w))
     if _use_nhwc(x, w):
         if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blas_threads() == 1:
