@@ -171,12 +171,14 @@ def test_conv2d_winograd_kernel(torch, shape, pad, nhwc, bias):
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
     w = rng.standard_normal((Cout, C, 3, 3)).astype(np.float32)
     b = rng.standard_normal(Cout).astype(np.float32) if bias else None
-    if nhwc:
+    if nhwc:  # channels_last input and weight (the filter transform's strided branch)
         x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        w = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     xp = torch.nn.functional.pad(torch.tensor(np.ascontiguousarray(x)), (pad[2], pad[3], pad[0], pad[1]))
     tb = None if b is None else torch.tensor(b)
-    ref32 = torch.nn.functional.conv2d(xp, torch.tensor(w), tb).numpy()
-    ref64 = torch.nn.functional.conv2d(xp.double(), torch.tensor(w).double(), None if b is None else tb.double()).numpy()
+    tw = torch.tensor(np.ascontiguousarray(w))
+    ref32 = torch.nn.functional.conv2d(xp, tw, tb).numpy()
+    ref64 = torch.nn.functional.conv2d(xp.double(), tw.double(), None if b is None else tb.double()).numpy()
     Ho, Wo = ref64.shape[2:]
     y = K._conv_winograd(np, x, w, b, pad, Ho, Wo, nhwc)
     assert y.dtype == np.float32 and y.shape == ref64.shape
@@ -192,6 +194,7 @@ def test_conv2d_winograd_dispatch(torch, layout, monkeypatch):
     from ember.ops import nn as K
     monkeypatch.setattr(K, "_blas_nthreads", [1])
     monkeypatch.setattr(K, "_WINO_MIN_C", 1)
+    monkeypatch.setattr(K, "_WINO_MIN_C_CL", 1)
     monkeypatch.setattr(K, "_WINO_MIN_HW", 1)
     calls = []
     real = K._conv_winograd

@@ -380,35 +380,51 @@ def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
 # outputs instead of 36; the transforms are additions over strided views.
 
 
+_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+_WINO_GG = np.kron(_WINO_G, _WINO_G)  # (16, 9): G g G^T as one linear map of the 9 taps
+
+
 def _wino_filter(xp, w):
-    """G g G^T for w (Cout, C, 3, 3): (4, 4, Cout, C)."""
-    g = [w[:, :, i] for i in range(3)]  # rows, (Cout, C, 3)
+    """G g G^T for w (Cout, C, 3, 3): (4, 4, Cout, C). A contiguous (NCHW) weight is one GEMM of
+    its 9 taps with G (x) G; otherwise the taps are copied plane by plane and the additions run
+    over contiguous (Cout, C) planes."""
+    if w.flags.c_contiguous:
+        return xp.matmul(_WINO_GG.astype(w.dtype), w.reshape(-1, 9).T).reshape((4, 4) + w.shape[:2])
+    g = xp.ascontiguousarray(w.transpose(2, 3, 0, 1))  # (3, 3, Cout, C)
     e = g[0] + g[2]
-    r = [g[0], 0.5 * (e + g[1]), 0.5 * (e - g[1]), g[2]]
+    r = xp.empty((4, 3) + w.shape[:2], w.dtype)  # G g: (4, 3, Cout, C)
+    r[0] = g[0]
+    xp.add(e, g[1], out=r[1])
+    xp.subtract(e, g[1], out=r[2])
+    r[3] = g[2]
+    r[1:3] *= 0.5
     out = xp.empty((4, 4) + w.shape[:2], w.dtype)
     for a in range(4):
-        c = [r[a][..., j] for j in range(3)]
-        e = c[0] + c[2]
+        c = r[a]
+        xp.add(c[0], c[2], out=out[a, 1])
+        xp.subtract(out[a, 1], c[1], out=out[a, 2])
+        out[a, 1] += c[1]
         out[a, 0] = c[0]
-        xp.multiply(e + c[1], 0.5, out=out[a, 1])
-        xp.multiply(e - c[1], 0.5, out=out[a, 2])
         out[a, 3] = c[2]
+    out[:, 1:3] *= 0.5
     return out
 
 
 def _use_winograd(x, w, stride, dilation, groups, Ho, Wo):
     """Where the 2.25x fewer multiplications beat the transforms' memory passes (measured with
     NumPy's single-threaded OpenBLAS on 2 cores; 16 GEMMs per call lose to one big multi-threaded
-    GEMM): 128..256 channels on 14x14 and larger, either layout. With fewer channels the GEMMs are
-    too cheap to pay for the transforms; with more the filter transform (per call) costs too much."""
+    GEMM): 128..256 channels (64.. for channels_last, whose input needs no transposing copy) on
+    14x14 and larger. With fewer channels the GEMMs are too cheap to pay for the transforms; with
+    more the filter transform (per call) costs too much and the 16 GEMMs get too small."""
     Cout, C, kh, kw = w.shape
+    lo = _WINO_MIN_C_CL if is_channels_last(x) else _WINO_MIN_C
     return (kh == 3 and kw == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
             and x.dtype == np.float32 and w.dtype == np.float32
-            and _WINO_MIN_C <= C <= _WINO_MAX_C and _WINO_MIN_C <= Cout <= _WINO_MAX_C
+            and lo <= C <= _WINO_MAX_C and lo <= Cout <= _WINO_MAX_C
             and Ho * Wo >= _WINO_MIN_HW and _blas_threads() == 1)
 
 
-_WINO_MIN_C, _WINO_MAX_C, _WINO_MIN_HW = 128, 256, 196
+_WINO_MIN_C, _WINO_MIN_C_CL, _WINO_MAX_C, _WINO_MIN_HW = 128, 64, 256, 196
 
 
 def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
