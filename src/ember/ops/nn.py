@@ -4,7 +4,9 @@ Convolution is im2col by strided views plus one BLAS matmul. Both memory layouts
 channels_last (NHWC memory viewed as NCHW) gathers windows whose innermost run is the kw*C
 contiguous pixels, and its output is the matmul's result as is; NCHW gathers (C, kh, kw) x
 (Ho*Wo) columns and multiplies per image. 1x1 convolutions are plain matmuls (no copy at all in
-channels_last). The three convolution primitives -- forward, input gradient (which is also
+channels_last). float32 stride-1 3x3 convolutions with enough channels run the forward as Winograd
+F(2x2, 3x3) instead (16 batched GEMMs over tiles, 2.25x fewer multiplications; see _use_winograd);
+the gradients stay im2col. The three convolution primitives -- forward, input gradient (which is also
 conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph works at any order.
 
 Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
