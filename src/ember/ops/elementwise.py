@@ -102,6 +102,7 @@ def _div_impl(xp, a, b, rounding_mode=None):
             return _true_div(xp, a, b)
         if not _same(a, b):
             a, b = U.promote(a, b)
+        U.check_int_divisor("div", a, b)
         if rounding_mode == "floor":
             return xp.floor_divide(a, b)
         if rounding_mode == "trunc":
@@ -254,6 +255,7 @@ def _(ctx, ta, tb):
 def _remainder_impl(xp, a, b):
     if not _same(a, b):
         a, b = U.promote(a, b)
+    U.check_int_divisor("remainder", a, b)
     return xp.remainder(a, b)
 
 
@@ -275,6 +277,7 @@ def _(ctx, ta, tb):
 def _fmod_impl(xp, a, b):
     if not _same(a, b):
         a, b = U.promote(a, b)
+    U.check_int_divisor("fmod", a, b)
     return xp.fmod(a, b)
 
 
@@ -293,7 +296,12 @@ def _(ctx, ta, tb):
     return _tsum(ta, None if tb is None else -tb * (a / b).trunc())
 
 
-floor_divide_op = defop("floor_divide", _binary_impl(np.floor_divide, "floor_divide"),
+def _floor_divide(a, b):
+    U.check_int_divisor("floor_divide", a, b)
+    return np.floor_divide(a, b)
+
+
+floor_divide_op = defop("floor_divide", _binary_impl(_floor_divide, "floor_divide"),
                         differentiable=False, family=EW)
 
 
@@ -623,7 +631,11 @@ def _where(xp, cond, a, b):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {U.dt.FROM_NP[cond.dtype].name.capitalize()}")
     if not _same(a, b):
-        a, b = U.promote(a, b)
+        if type(a) is not _nd and type(b) is not _nd:  # two Python numbers: PyTorch's default dtypes
+            t = U.result_dtype(a, b).np
+            a, b = np.asarray(a, t), np.asarray(b, t)
+        else:
+            a, b = U.promote(a, b)
     try:
         return xp.where(cond, a, b)
     except ValueError:
