@@ -91,7 +91,8 @@ def mm(input, mat2):
 
 def bmm(input, mat2):
     if input.dim() != 3 or mat2.dim() != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError(f"bmm: batch{1 if input.dim() != 3 else 2} must be a 3D tensor (got "
+                           f"{input.dim() if input.dim() != 3 else mat2.dim()}D)")
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}")
     return dispatch(matmul_op, (input, mat2))
@@ -99,15 +100,15 @@ def bmm(input, mat2):
 
 def mv(input, vec):
     if input.dim() != 2 or vec.dim() != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+        raise RuntimeError(f"mv: vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     return dispatch(matmul_op, (input, vec))
 
 
 def dot(input, other):
     if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+        raise RuntimeError(f"dot: 1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{other.shape[0]}] to have the same number of elements, but got "
                            f"{input.shape[0]} and {other.shape[0]} elements respectively")
     return dispatch(matmul_op, (input, other))
@@ -375,8 +376,17 @@ def kron(input, other):
 
 
 def cross(input, other, dim=None):
+    if input.dim() != other.dim():
+        raise RuntimeError(f"cross: inputs must have the same number of dimensions, got {input.dim()} and "
+                           f"{other.dim()}")
     if dim is None:
-        dim = next(i for i, s in enumerate(input.shape) if s == 3)
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"cross: no dimension of size 3 in input of shape {list(input.shape)}")
+    d = U.wrap_dim(dim, input.dim(), "cross")
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"cross: inputs dimension {dim} must have length 3, got {list(input.shape)} and "
+                           f"{list(other.shape)}")
     a0, a1, a2 = input.unbind(dim)
     b0, b1, b2 = other.unbind(dim)
     from .shape import stack
@@ -384,6 +394,8 @@ def cross(input, other, dim=None):
 
 
 def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return input.diagonal().sum()
 
 
