@@ -19,8 +19,18 @@ def _same(a, b):
     return type(a) is _nd and type(b) is _nd and a.dtype is b.dtype
 
 
-def _binary_impl(uf, name, floating=False):
+def _no_bool(name, a, b):
+    if (type(a) is _nd and a.dtype.kind == "b") or (type(b) is _nd and b.dtype.kind == "b"):
+        raise RuntimeError(f"{name}: Subtraction, the `-` operator, with a bool tensor is not supported "
+                           f"(got {getattr(a, 'dtype', type(a).__name__)} and "
+                           f"{getattr(b, 'dtype', type(b).__name__)}). If you are trying to invert a mask, "
+                           f"use the `~` or `logical_not()` operator instead.")
+
+
+def _binary_impl(uf, name, floating=False, nobool=False):
     def impl(xp, a, b):
+        if nobool:
+            _no_bool(name, a, b)
         if type(a) is _nd:
             if type(b) is _nd:
                 if floating or a.dtype is not b.dtype:
@@ -58,7 +68,7 @@ def _(ctx, ta, tb):
     return _tsum(ta, tb)
 
 
-sub_op = defop("sub", _binary_impl(np.subtract, "sub"), bcast=True, family=EW)
+sub_op = defop("sub", _binary_impl(np.subtract, "sub", nobool=True), bcast=True, family=EW)
 
 
 @sub_op.def_vjp
@@ -143,8 +153,14 @@ def _(ctx, ta, tb):
 
 def _pow_impl(xp, a, b):
     if type(a) is _nd and a.dtype.kind in "iub" and type(b) is _nd and b.dtype.kind in "iub":
-        if (b < 0).any():
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        neg = b < 0
+        if neg.any():  # PyTorch computes these (a tensor exponent): 1 ** -k = 1, (-1) ** -k = (-1) ** k, else 0
+            a, b = U.promote(a, b)
+            try:
+                r = xp.power(a, xp.abs(b))
+            except ValueError:
+                raise U.broadcast_error("pow", a, b) from None
+            return xp.where(neg & (xp.abs(a) > 1), 0, r).astype(r.dtype, copy=False)
     a, b = U.promote(a, b)
     try:
         return xp.power(a, b)

@@ -368,6 +368,7 @@ index_select_op.jvp = lambda ctx, t, ti: t.index_select(ctx.params["dim"], ctx.i
 
 
 def _index_add_impl(xp, a, index, src, dim, alpha=1):
+    U.check_bounds("index_add", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
     out = a.copy(order="K")
     if alpha != 1:
         src = src * alpha
@@ -463,14 +464,22 @@ def masked_fill(input, mask, value):
 def masked_select(input, mask):
     U.check_plain("masked_select", input, mask)
     from .shape import broadcast_tensors
-    x, m = broadcast_tensors(input, mask)
+    try:
+        x, m = broadcast_tensors(input, mask)
+    except RuntimeError:
+        raise RuntimeError(f"masked_select: the mask of shape {list(mask.shape)} is not broadcastable with the "
+                           f"input of shape {list(input.shape)}") from None
     return dispatch(index_op, (x,), {"spec": (m._data,)})
 
 
 def masked_scatter(input, mask, source):
     U.check_plain("masked_scatter", input, mask, source)
     from .shape import broadcast_tensors
-    x, m = broadcast_tensors(input, mask)
+    try:
+        x, m = broadcast_tensors(input, mask)
+    except RuntimeError:
+        raise RuntimeError(f"masked_select: the mask of shape {list(mask.shape)} is not broadcastable with the "
+                           f"input of shape {list(input.shape)}") from None
     n = int(m._data.sum())
     return dispatch(index_put_op, (x, source.reshape(-1)[:n]), {"spec": (m._data,)})
 
@@ -591,6 +600,8 @@ def median(input, dim=None, keepdim=False):
     from .reduce import _MinMax
     if dim is None:
         flat = input.reshape(-1)
+        if flat.numel() == 0:  # PyTorch: nan
+            return D._new_tensor(np.array(np.nan, dtype=input._data.dtype))
         return sort(flat)[0][(flat.numel() - 1) // 2]
     d = U.wrap_dim(dim, input.dim(), "median")
     if input.dim() and input.shape[d] == 0:

@@ -400,6 +400,8 @@ def trace(input):
 
 
 def diag(input, diagonal=0):
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D (shape {list(input.shape)})")
     if input.dim() == 1:
         return _diag_embed(input, diagonal)
     return input.diagonal(diagonal)

@@ -308,6 +308,8 @@ def _(ctx, t):
 
 def _softmax_impl(xp, a, dim):
     a = U.to_float(a)
+    if a.size == 0:
+        return a.copy()
     if a.ndim == 0:
         return xp.ones_like(a)
     m = xp.amax(a, axis=dim, keepdims=True)
@@ -318,6 +320,8 @@ def _softmax_impl(xp, a, dim):
 
 def _log_softmax_impl(xp, a, dim):
     a = U.to_float(a)
+    if a.size == 0:
+        return a.copy()
     if a.ndim == 0:
         return xp.zeros_like(a)
     m = xp.amax(a, axis=dim, keepdims=True)

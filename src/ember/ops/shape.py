@@ -148,6 +148,9 @@ expand_op.jvp = lambda ctx, t: t.expand(ctx.params["shape"])
 
 def expand(input, *sizes):
     sizes = U.shape_tuple(sizes, "expand")
+    if any(s < -1 for s in sizes):
+        raise RuntimeError(f"expand: invalid size {min(sizes)} in {list(sizes)} (sizes must be non-negative, "
+                           f"or -1 to keep a dimension)")
     shp = input.shape
     n = len(sizes)
     if n < len(shp):
@@ -687,7 +690,10 @@ def repeat_interleave(input, repeats, dim=None):
     if dim is None:
         input = input.reshape(-1)
         dim = 0
-    d = U.wrap_dim(dim, input.dim())
+    d = U.wrap_dim(dim, input.dim(), "repeat_interleave")
+    r = repeats._data if U.is_tensor(repeats) else np.asarray(repeats)
+    if r.size and r.min() < 0:
+        raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {int(r.min())}")
     if isinstance(repeats, int):
         x = input.unsqueeze(d + 1)
         shape = list(x.shape)
