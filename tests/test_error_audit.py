@@ -445,6 +445,104 @@ cases(
 )
 
 
+# ----------------------------------------------------------------------------- silent-answer probes
+
+def _backward_twice(m):
+    x = m.ones(2, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+    return x.grad
+
+
+def _grad_unused(m):
+    x = m.ones(2, requires_grad=True)
+    z = m.ones(2, requires_grad=True)
+    return m.autograd.grad((x * 2).sum(), z)
+
+
+def _leaf_inplace(m):
+    return m.ones(2, requires_grad=True).add_(1)
+
+
+cases(
+    C("sub.int_minus_bool", lambda m: 1 - m.ones(2, dtype=m.bool), op="sub", mention=("bool",)),
+    C("sub.bool_minus_int", lambda m: m.ones(2, dtype=m.bool) - 1, op="sub", mention=("bool",)),
+    C("pow.int_neg_scalar", lambda m: _i(m, 2, 3) ** -1, op="pow", mention=("negative",)),
+    C("pow.int_neg_tensor", lambda m: m.pow(_i(m, 2, 3), _i(m, 1, -1)), op="pow", mention=("negative",)),
+    C("pow.int_pos_ok", lambda m: _i(m, 2, 3) ** 2),
+    C("mean.empty_all_ok", lambda m: m.zeros(0).mean()),
+    C("prod.empty_all_ok", lambda m: m.zeros(0).prod()),
+    C("logsumexp.empty_all_ok", lambda m: m.zeros(0).logsumexp(0)),
+    C("softmax.empty_ok", lambda m: m.zeros(0).softmax(0)),
+    C("cumsum.empty_ok", lambda m: m.zeros(0, 2).cumsum(0)),
+    C("median.empty_all_ok", lambda m: m.zeros(0).median()),
+    C("topk.empty_k0_ok", lambda m: m.zeros(0).topk(0)),
+    C("reshape.empty_ambiguous", lambda m: m.zeros(0, 2).reshape(-1, 0), op="reshape", mention=("-1",)),
+    C("view.empty_ok", lambda m: m.zeros(0, 2).view(-1)),
+    C("index_add.index_neg", lambda m: m.zeros(3).index_add(0, _i(m, -1), _f(m, 1)), op="index_add",
+      mention=("-1",)),
+    C("scatter_add.index_neg", lambda m: m.zeros(3).scatter_add(0, _i(m, -1), _f(m, 1)), op="scatter_add",
+      mention=("-1",)),
+    C("index_put.neg_ok", lambda m: _f(m, 3).index_put_((_i(m, -1),), m.tensor(9.0))),
+    C("setitem.neg_int_ok", lambda m: _setitem(_f(m, 3), -1, 9.0)),
+    C("gather.dim_neg", lambda m: m.gather(_f(m, 2, 3), -3, _i(m, 0).reshape(1, 1)), op="gather", mention=("-3",)),
+    C("cat.dim_neg", lambda m: m.cat([_f(m, 2, 3), _f(m, 2, 3)], dim=-3), op="cat", mention=("-3",)),
+    C("select.0d", lambda m: _f(m).select(0, 0), op="select", mention=("0-dim",)),
+    C("unbind.dim", lambda m: _f(m, 2, 3).unbind(2), op="unbind", mention=("2",)),
+    C("diag.3d", lambda m: m.diag(_f(m, 2, 2, 2)), op="diag", mention=("3",)),
+    C("t.3d", lambda m: _f(m, 2, 2, 2).t(), op="t()", mention=("3",)),
+    C("expand.neg2", lambda m: _f(m, 1).expand(-2), op="expand", mention=("-2",)),
+    C("split.size0", lambda m: _f(m, 4).split(0), op="split", mention=("0",)),
+    C("repeat_interleave.neg", lambda m: _f(m, 2).repeat_interleave(-1), op="repeat", mention=("-1",)),
+    C("full.float_into_int", lambda m: m.full((2,), 1.5, dtype=m.int64)),
+    C("masked_select.bcast", lambda m: m.masked_select(_f(m, 3), _f(m, 2) > 0), op="masked_select",
+      mention=("3", "2")),
+    C("cross_entropy.weight_size", lambda m: m.nn.functional.cross_entropy(_f(m, 2, 3), _i(m, 0, 1),
+                                                                            weight=m.ones(4)),
+      op=("cross_entropy", "nll_loss"), mention=("4", "3")),
+    C("nll_loss.target_shape_3d", lambda m: m.nn.functional.nll_loss(_f(m, 2, 3, 4), _i(m, 0, 1)),
+      op="nll_loss", mention=("[2]",)),
+    C("linear.int_input", lambda m: m.nn.Linear(3, 2)(_i(m, 1, 2, 3)), op="linear", mention=("int64", "float32")),
+    C("MaxPool2d.2d_input", lambda m: m.nn.MaxPool2d(2)(_f(m, 4, 4)), op="max_pool2d", mention=("2",)),
+    C("requires_grad.bool", lambda m: m.ones(2, dtype=m.bool).requires_grad_(), op="floating point",
+      mention=("bool",)),
+    C("inplace.leaf", _leaf_inplace, op="leaf", mention=("in-place",)),
+    C("backward.twice", _backward_twice, op="backward", mention=("retain_graph",)),
+    C("grad.unused", _grad_unused, op="graph", mention=("not have been used",)),
+    C("bitwise_and.float_scalar", lambda m: _i(m, 1, 2) & 1.5, op="bitwise_and", mention=("float",)),
+    C("remainder.float_zero_ok", lambda m: _f(m, 2) % 0),
+    C("floor_divide.float_zero_ok", lambda m: _f(m, 2) // 0),
+    C("div.int_zero_ok", lambda m: _i(m, 1, 2) / 0),
+    C("div.floor_int_zero", lambda m: m.div(_i(m, 1, 2), 0, rounding_mode="floor"), op="div", mention=("zero",)),
+)
+
+
+cases(
+    C("sub_.bool", lambda m: m.ones(2, dtype=m.bool).sub_(m.ones(2, dtype=m.bool)), op="sub", mention=("bool",)),
+    C("isub.bool_int", lambda m: _isub(m.ones(2, dtype=m.bool), 1), op="sub", mention=("bool",)),
+    C("add_.view_bcast_ok", lambda m: _f(m, 2, 3)[0].add_(_f(m, 3))),
+    C("add_.expanded_self", lambda m: _f(m, 1).expand(3).add_(1.0), op="add_", mention=("memory",)),
+    C("view.expanded", lambda m: _f(m, 3, 1).expand(3, 2).view(6), op="view", mention=("stride",)),
+    C("Conv1d.forward", lambda m: m.nn.Conv1d(2, 4, 3)(_f(m, 1, 3, 5)), op="conv1d", mention=("2", "3")),
+    C("LSTM.input_size", lambda m: m.nn.LSTM(3, 4)(_f(m, 5, 1, 2)), op="input", mention=("3", "2")),
+    C("GRU.input_size", lambda m: m.nn.GRU(3, 4)(_f(m, 5, 1, 2)), op="input", mention=("3", "2")),
+    C("Embedding.float", lambda m: m.nn.Embedding(4, 3)(_f(m, 2)), op="embedding", mention=("float",)),
+    C("GroupNorm.forward", lambda m: m.nn.GroupNorm(2, 4)(_f(m, 2, 6, 3)), op="group_norm", mention=("6",)),
+    C("MultiheadAttention.embed", lambda m: m.nn.MultiheadAttention(4, 2)(_f(m, 3, 1, 5), _f(m, 3, 1, 5),
+                                                                            _f(m, 3, 1, 5)),
+      op="embed_dim", mention=("4", "5")),
+    C("Unflatten.forward", lambda m: m.nn.Unflatten(1, (2, 2))(_f(m, 2, 6)), op="unflatten", mention=("6",)),
+    C("LayerNorm.ok", lambda m: m.nn.LayerNorm(3)(_f(m, 2, 3)), vals=False),
+    C("Linear.int_weight_ok", lambda m: m.nn.Linear(3, 2)(_f(m, 4, 3)), vals=False),
+)
+
+
+def _isub(a, b):
+    a -= b
+    return a
+
+
 # ----------------------------------------------------------------------------- the checks
 
 def _run(fn, m):
