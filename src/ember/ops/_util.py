@@ -70,6 +70,14 @@ def check_int_divisor(op, a, b):
         raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero, dtype {a.dtype})")
 
 
+def float_only(op, a):
+    """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises)."""
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(f"{op}: not implemented for dtype {dt.FROM_NP[a.dtype].name} (a floating point "
+                           f"input is expected)")
+    return a
+
+
 def to_float(a):
     """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32)."""
     if a.dtype.kind != "f":

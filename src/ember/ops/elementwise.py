@@ -440,9 +440,18 @@ sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
     _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
            lambda c: _x(c) * 0, floating=False)
-_unary("round", lambda xp, a, decimals=0: xp.round(a, decimals) if a.dtype.kind == "f" else a.copy(),
+def _round(xp, a, decimals=0):
+    if a.dtype.kind == "f":
+        return xp.round(a, decimals)
+    if decimals:
+        raise RuntimeError(f"round: decimals={decimals} is not implemented for dtype {a.dtype} (floating point "
+                           f"inputs only)")
+    return a.copy()
+
+
+_unary("round", _round,
        lambda c: _x(c) * 0, floating=False)
-_unary("frac", lambda xp, a: a - xp.trunc(a), lambda c: _x(c) * 0 + 1)
+_unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
 
 
 def _relu(xp, a):
@@ -457,6 +466,7 @@ relu_op.jvp = lambda ctx, t: t * (ctx.out > 0)
 
 
 def _leaky_relu(xp, a, negative_slope=0.01):
+    U.float_only("leaky_relu", a)
     return xp.where(a > 0, a, a * a.dtype.type(negative_slope))
 
 
@@ -466,7 +476,7 @@ leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.
 
 
 def _elu(xp, a, alpha=1.0):
-    a = U.to_float(a)
+    a = U.float_only("elu", a)
     return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
 
 
@@ -482,7 +492,7 @@ elu_op.jvp = lambda ctx, t: t * _elu_deriv(ctx)
 
 
 def _hardtanh(xp, a, min_val=-1.0, max_val=1.0):
-    return xp.clip(a, min_val, max_val)
+    return xp.clip(a, min_val, max_val).astype(a.dtype, copy=False)
 
 
 def _hardtanh_deriv(c):
@@ -500,7 +510,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def _gelu(xp, a, approximate="none"):
-    a = U.to_float(a)
+    a = U.float_only("gelu", a)
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1.0 + xp.tanh(inner))
@@ -527,7 +537,7 @@ gelu_op.jvp = lambda ctx, t: t * _gelu_deriv(ctx)
 
 
 def _silu(xp, a):
-    a = U.to_float(a)
+    a = U.float_only("silu", a)
     return a * _sigmoid(xp, a)
 
 
@@ -543,7 +553,7 @@ silu_op.jvp = lambda ctx, t: t * _silu_deriv(ctx)
 
 
 def _softplus(xp, a, beta=1.0, threshold=20.0):
-    a = U.to_float(a)
+    a = U.float_only("softplus", a)
     z = a * beta
     soft = xp.logaddexp(0, z) / beta
     return xp.where(z > threshold, a, soft).astype(a.dtype, copy=False)
@@ -687,22 +697,27 @@ nan_to_num_op.jvp = lambda ctx, t: t * ctx.inputs[0].isfinite()
 # ----------------------------------------------------------------------------- public functions
 
 
-def _alpha(other, alpha):
-    return other if alpha == 1 else other * alpha
+def _alpha(other, alpha, input=None):
+    if alpha == 1:
+        return other
+    if isinstance(alpha, float) and all(not U.is_tensor(t) or t._data.dtype.kind in "iub" for t in (input, other)):
+        raise RuntimeError(f"add/sub: For integral input tensors, argument alpha must not be a floating point "
+                           f"number (got alpha={alpha})")
+    return other * alpha
 
 
 def add(input, other, *, alpha=1, out=None):
     if not U.is_tensor(input) and U.is_tensor(other):
         input, other = other, input
-        r = dispatch(add_op, (_alpha(other, alpha) if alpha != 1 else other, input)) if alpha != 1 \
+        r = dispatch(add_op, (_alpha(other, alpha, input) if alpha != 1 else other, input)) if alpha != 1 \
             else dispatch(add_op, (other, input))
         return _out(r, out)
-    r = dispatch(add_op, (input, _alpha(other, alpha)))
+    r = dispatch(add_op, (input, _alpha(other, alpha, input)))
     return _out(r, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    return _out(dispatch(sub_op, (input, _alpha(other, alpha))), out)
+    return _out(dispatch(sub_op, (input, _alpha(other, alpha, input))), out)
 
 
 subtract = sub

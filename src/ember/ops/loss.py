@@ -83,6 +83,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if input.dim() == 0:
         raise ValueError("cross_entropy: input tensor should be 1D or 2D (or N-d with class dim 1)")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"cross_entropy: expected a floating point input (logits), got {input.dtype}")
     cdim = 0 if input.dim() == 1 else 1
     C = input.shape[cdim]
     if target.is_floating_point():

@@ -621,6 +621,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         dim = (dim,)
     if dim is not None:
         U.wrap_dims(dim, input.dim(), "norm")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
     if p == "fro" or p == 2 or p is None:
         if dim is None and input.numel() == 0:
             return sum(input * input).sqrt()
