@@ -543,6 +543,66 @@ def _isub(a, b):
     return a
 
 
+# ----------------------------------------------------------------------------- generated from the op_db
+
+
+_TIES = {"topk", "sort", "argsort", "max_dim", "min_dim", "kthvalue", "argmax", "argmin", "median"}
+_KNOWN_INT = {  # integer inputs PyTorch accepts and ember refuses / types differently (documented gaps)
+    "conv2d": "ember's conv kernels are floating point only",
+    "conv_transpose2d": "ember's conv kernels are floating point only",
+    "avg_pool2d": "ember's pooling kernels are floating point only",
+    "addmm": "addmm with float alpha/beta on integer matrices: ember promotes to float, PyTorch keeps int64",
+}
+
+
+def _op_db_cases():
+    """Bad-input variants of every op_db sample that has a PyTorch twin: a dim out of range, a
+    non-broadcastable second operand (elementwise ops), integer inputs where the sample has floats."""
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    import op_db
+    from ember import _dispatch as D
+
+    def make(entry, sample, args, kwargs):
+        def run(m, torch_side=False):
+            ins = [m.from_numpy(np.array(a, copy=True)) if isinstance(a, np.ndarray) else a for a in args]
+            f = entry.torch_call() if torch_side else entry.fn
+            return f(m, *ins, **kwargs)
+        return (lambda m: run(m)), (lambda m: run(m, True))
+
+    out = []
+    for e in op_db.ENTRIES:
+        if not e.oracle or e.op not in D.REGISTRY:
+            continue
+        smp = op_db.sample_list(e)
+        if not smp:
+            continue
+        sm = smp[0]
+        arrs = [i for i, a in enumerate(sm.args) if isinstance(a, np.ndarray)]
+        names = (e.op, e.name.split("_")[0], e.name)
+        if isinstance(sm.kwargs.get("dim"), int) and arrs:
+            kw = dict(sm.kwargs, dim=sm.args[arrs[0]].ndim + 2)
+            fn, tfn = make(e, sm, sm.args, kw)
+            out.append(C(f"db.{e.name}.dim_oob", fn, tfn=tfn, op=names + ("dim",), mention=(str(kw["dim"]),)))
+        fam = D.REGISTRY[e.op].family
+        if fam == "elementwise" and len(arrs) >= 2 and sm.args[arrs[1]].ndim >= 1:
+            args = list(sm.args)
+            b = args[arrs[1]]
+            args[arrs[1]] = np.ones(b.shape[:-1] + (b.shape[-1] + 5,), b.dtype)
+            fn, tfn = make(e, sm, args, sm.kwargs)
+            out.append(C(f"db.{e.name}.bcast", fn, tfn=tfn, op=names, mention=(str(b.shape[-1] + 5),)))
+        fl = [i for i in arrs if sm.args[i].dtype.kind == "f"]
+        if fl:
+            args = [np.array(np.round(a), dtype=np.int64) if i in fl else a for i, a in enumerate(sm.args)]
+            fn, tfn = make(e, sm, args, sm.kwargs)
+            out.append(C(f"db.{e.name}.int", fn, tfn=tfn, op=names, mention=("int",),
+                         vals=e.op not in _TIES, xfail=_KNOWN_INT.get(e.name)))
+    return out
+
+
+cases(*_op_db_cases())
+
+
 # ----------------------------------------------------------------------------- the checks
 
 def _run(fn, m):
@@ -611,5 +671,5 @@ def test_error_audit(case, torch):
 
 
 def test_audit_size():
-    assert len(CASES) >= 200
+    assert len(CASES) >= 300
     assert len({c.id for c in CASES}) == len(CASES)
