@@ -534,6 +534,17 @@ cases(
       op="embed_dim", mention=("4", "5")),
     C("Unflatten.forward", lambda m: m.nn.Unflatten(1, (2, 2))(_f(m, 2, 6)), op="unflatten", mention=("6",)),
     C("LayerNorm.ok", lambda m: m.nn.LayerNorm(3)(_f(m, 2, 3)), vals=False),
+    C("chunk.empty_ok", lambda m: m.zeros(0, 2).chunk(3)),
+    C("split.empty_ok", lambda m: m.zeros(0, 2).split(2)),
+    C("as_strided.oob", lambda m: _f(m, 4).as_strided((3, 3), (1, 1)), op="as_strided", mention=("[3, 3]", "[1, 1]")),
+    C("as_strided.ok", lambda m: _f(m, 5).as_strided((3, 3), (1, 1))),
+    C("scatter.mixed_dtype", lambda m: m.zeros(3).scatter(0, _i(m, 0), _f(m, 1, dtype=m.float64)), op="scatter",
+      mention=("float32", "float64")),
+    C("index_put_.mixed_dtype", lambda m: m.zeros(3).index_put_((_i(m, 0),), _f(m, 1, dtype=m.float64)),
+      op="index_put", mention=("float32", "float64")),
+    C("setitem.mixed_dtype_ok", lambda m: _setitem(m.zeros(3), _i(m, 0), _f(m, 1, dtype=m.float64))),
+    C("conv2d.zero_out_channels", lambda m: m.nn.functional.conv2d(_f(m, 1, 1, 4, 4), m.zeros(0, 1, 3, 3)),
+      op="conv2d", mention=("[0, 1, 3, 3]",)),
     C("Linear.int_weight_ok", lambda m: m.nn.Linear(3, 2)(_f(m, 4, 3)), vals=False),
 )
 
@@ -552,6 +563,12 @@ _KNOWN_INT = {  # integer inputs PyTorch accepts and ember refuses / types diffe
     "conv_transpose2d": "ember's conv kernels are floating point only",
     "avg_pool2d": "ember's pooling kernels are floating point only",
     "addmm": "addmm with float alpha/beta on integer matrices: ember promotes to float, PyTorch keeps int64",
+}
+
+
+_KNOWN_EMPTY = {  # PyTorch's type here is incidental (an internal select() on the empty weight)
+    "batch_norm": "empty batch_norm parameters: ember's RuntimeError names the size; PyTorch fails in select()",
+    "batch_norm_eval": "empty batch_norm parameters: ember's RuntimeError names the size; PyTorch fails in select()",
 }
 
 
@@ -579,7 +596,7 @@ def _op_db_cases():
             continue
         sm = smp[0]
         arrs = [i for i, a in enumerate(sm.args) if isinstance(a, np.ndarray)]
-        names = (e.op, e.name.split("_")[0], e.name)
+        names = (e.op, e.name.split("_")[0], e.name) + (("index",) if e.name.startswith("getitem") else ())
         if isinstance(sm.kwargs.get("dim"), int) and arrs:
             kw = dict(sm.kwargs, dim=sm.args[arrs[0]].ndim + 2)
             fn, tfn = make(e, sm, sm.args, kw)
@@ -597,6 +614,17 @@ def _op_db_cases():
             fn, tfn = make(e, sm, args, sm.kwargs)
             out.append(C(f"db.{e.name}.int", fn, tfn=tfn, op=names, mention=("int",),
                          vals=e.op not in _TIES, xfail=_KNOWN_INT.get(e.name)))
+        if arrs and all(sm.args[i].ndim >= 1 for i in arrs):
+            args = [np.zeros((0,) + a.shape[1:], a.dtype) if i in arrs else a for i, a in enumerate(sm.args)]
+            fn, tfn = make(e, sm, args, sm.kwargs)
+            out.append(C(f"db.{e.name}.empty", fn, tfn=tfn, op=names, vals=e.op not in _TIES,
+                         xfail=_KNOWN_EMPTY.get(e.name)))
+        if len(fl) >= 2:
+            args = [a.astype(np.float32 if i == fl[0] else np.float64) if i in fl else a
+                    for i, a in enumerate(sm.args)]
+            fn, tfn = make(e, sm, args, sm.kwargs)
+            out.append(C(f"db.{e.name}.mixed_float", fn, tfn=tfn, op=names, mention=("float32", "float64"),
+                         vals=False))
     return out
 
 

@@ -278,7 +278,7 @@ _NP_DIR = np.__file__.rsplit("/", 1)[0]
 # NumPy's own wording, for errors raised from its C code (no NumPy frame in the traceback)
 _NP_PHRASES = ("could not be broadcast", "cannot reshape array", "negative dimensions",
                "out of bounds for axis", "for array of dimension", "Cannot cast", "ufunc",
-               "inhomogeneous", "Input operand", "einsum()", "non-broadcastable", "numpy boolean")
+               "inhomogeneous", "Input operand", "einsum()", "broadcastable", "numpy boolean")
 
 
 def _from_numpy(e):

@@ -185,6 +185,10 @@ def setitem(x, idx, value):
         from ._batching import batched_index
         return batched_index(x, idx, value, setitem=True)
     spec = _spec_for_setitem(x, idx)
+    if U.is_tensor(value) and any(isinstance(i, np.ndarray) for i in spec) and not (
+            value.dim() == 0 and len(spec) == 1 and spec[0].dtype.kind == "b"):
+        _same_values(x, value)  # advanced indexing is index_put_ in PyTorch (no implicit cast), except
+        #                         x[mask] = scalar tensor, which is masked_fill
     if not U.is_tensor(value):
         if isinstance(value, (list, tuple)):
             from .._creation import tensor as _t
@@ -194,13 +198,21 @@ def setitem(x, idx, value):
     inplace_apply(index_put_op, x, (value,), {"spec": spec}, "index_put_")
 
 
+def _same_values(input, values):
+    if U.is_tensor(values) and values.dtype != input.dtype:
+        raise RuntimeError(f"index_put: Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype} for the destination and {values.dtype} for the source")
+
+
 def index_put(input, indices, values, accumulate=False):
+    _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
 
 
 def index_put_(input, indices, values, accumulate=False):
     from .inplace import inplace_apply
+    _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return inplace_apply(index_put_op, input, (values,), {"spec": spec, "accumulate": accumulate},
                          "index_put_")
@@ -254,8 +266,14 @@ def _grid(index, dim):
     return tuple(idx)
 
 
+def _same_src(op, a, src):
+    if type(src) is np.ndarray and src.dtype != a.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got {a.dtype} and {src.dtype})")
+
+
 def _scatter_impl(xp, a, index, src, dim, reduce=None):
     _check_index("scatter", a, dim, index)
+    _same_src("scatter", a, src)
     out = a.copy(order="K")
     if type(src) is np.ndarray:
         src = _fit(src, index.shape, -1).astype(a.dtype, copy=False)
@@ -295,6 +313,7 @@ def _(ctx, tx, ti, ts):
 
 def _scatter_add_impl(xp, a, index, src, dim):
     _check_index("scatter_add", a, dim, index)
+    _same_src("scatter_add", a, src)
     out = a.copy(order="K")
     xp.add.at(out, _grid(index, dim), _fit(src, index.shape, -1).astype(a.dtype, copy=False))
     return out
@@ -369,6 +388,13 @@ index_select_op.jvp = lambda ctx, t, ti: t.index_select(ctx.params["dim"], ctx.i
 
 def _index_add_impl(xp, a, index, src, dim, alpha=1):
     U.check_bounds("index_add", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
+    if type(src) is np.ndarray:
+        if src.dtype != a.dtype:
+            raise RuntimeError(f"index_add_(): self ({a.dtype}) and source ({src.dtype}) must have the same "
+                               f"scalar type")
+        if src.ndim and index.size != src.shape[dim if src.ndim > dim else -1]:
+            raise RuntimeError(f"index_add_(): Number of indices ({index.size}) should be equal to "
+                               f"source.size(dim) ({src.shape[dim]}), for dim: {dim}")
     out = a.copy(order="K")
     if alpha != 1:
         src = src * alpha

@@ -126,6 +126,8 @@ ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if U.is_tensor(input) and input.dtype != mat1.dtype:
+        raise RuntimeError(f"addmm: self and mat1 must have the same dtype, but got {input.dtype} and {mat1.dtype}")
     p = mm(mat1, mat2)
     if alpha != 1:
         p = p * alpha

@@ -598,6 +598,9 @@ def _conv_prep(input, weight, bias, stride, padding, dilation, groups, op):
         raise RuntimeError(f"{op}: Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
                            f"input{U.fmt_shape(input.shape)} to have {weight.shape[1] * groups} channels, but "
                            f"got {C} channels instead")
+    if Cout < 1:
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+                           f"weight of size {U.fmt_shape(weight.shape)} instead")
     if Cout % groups:
         raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
                            f"dimension 0, but got weight of size {U.fmt_shape(weight.shape)} instead")
@@ -1181,6 +1184,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"batch_norm: {name} should contain {C} elements not {t.numel()}")
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"batch_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype}, got {t.dtype}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
     if training:

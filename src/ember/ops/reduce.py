@@ -126,14 +126,14 @@ def _(ctx, t):
 
 def _amax_impl(xp, a, dims=None, keepdim=False):
     if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
-        raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0. "
+        raise (RuntimeError if dims is None or len(dims) == a.ndim else IndexError)("amax(): Expected reduction dim to be specified for input.numel() == 0. "
                          "Specify the reduction dim with the 'dim' argument.")
     return xp.amax(a, axis=dims, keepdims=keepdim)
 
 
 def _amin_impl(xp, a, dims=None, keepdim=False):
     if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
-        raise IndexError("amin(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise (RuntimeError if dims is None or len(dims) == a.ndim else IndexError)("amin(): Expected reduction dim to be specified for input.numel() == 0.")
     return xp.amin(a, axis=dims, keepdims=keepdim)
 
 

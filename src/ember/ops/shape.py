@@ -391,7 +391,7 @@ def split(tensor, split_size_or_sections, dim=0):
         if step <= 0 and size:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
                                f"size of {size}")
-        sizes = [min(step, size - i) for i in range(0, size, step)] if step else [0]
+        sizes = [min(step, size - i) for i in range(0, size, step)] if step and size else [0]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != size:
@@ -407,10 +407,12 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = U.wrap_dim(dim, input.dim(), "chunk")
     size = input.shape[d]
-    step = -(-size // chunks) if size else 1
+    if size == 0:  # PyTorch: `chunks` empty pieces
+        return tuple(narrow(input, d, 0, 0) for _ in range(chunks))
+    step = -(-size // chunks)
     return split(input, step, d)
 
 
@@ -468,6 +470,15 @@ def _as_strided_impl(xp, a, size, stride, offset):
     isz = a.itemsize
     root = _root(a)
     start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: negative sizes or strides are not supported (size {list(size)}, "
+                           f"stride {list(stride)})")
+    if all(s > 0 for s in size):  # the last element addressed must lie inside the storage
+        need = start + (offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * isz
+        if start + offset * isz < 0 or need > root.nbytes:
+            raise RuntimeError(f"as_strided: sizes {list(size)}, strides {list(stride)}, storage offset "
+                               f"{start // isz + offset} and itemsize {isz} require a storage of {need} bytes, "
+                               f"out of bounds for a storage of {root.nbytes} bytes")
     return np.ndarray(size, a.dtype, buffer=root, offset=start + offset * isz,
                       strides=tuple(s * isz for s in stride))
 
