@@ -169,6 +169,9 @@ def _linear_impl(xp, x, w, b=None):
     if x.dtype is not w.dtype:
         raise RuntimeError(f"linear: expected input and weight to have the same dtype, but got "
                            f"{U.dt.FROM_NP[x.dtype].name} and {U.dt.FROM_NP[w.dtype].name}")
+    if x.ndim == 0 or w.ndim not in (1, 2):
+        raise RuntimeError(f"linear: expected an input of at least 1 dimension and a 1-D or 2-D weight, got "
+                           f"input {list(x.shape)} and weight {list(w.shape)}")
     if x.shape[-1] != w.shape[-1]:
         lead = int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
