@@ -557,6 +557,39 @@ def _isub(a, b):
     return a
 
 
+# ----------------------------------------------------------------------------- layers, optimizers, data
+
+
+def _params(m):
+    return [m.nn.Parameter(m.ones(2))]
+
+
+cases(
+    C("Parameter.int", lambda m: m.nn.Parameter(_i(m, 1, 2)), op="floating point", mention=("int64",)),
+    C("Conv2d.5d", lambda m: m.nn.Conv2d(1, 1, 3)(_f(m, 1, 1, 1, 4, 4)), op="conv2d", mention=("[1, 1, 1, 4, 4]",)),
+    C("Linear.0d", lambda m: m.nn.Linear(1, 2)(_f(m)), op="linear", mention=("input []",)),
+    C("CrossEntropyLoss.target_2d", lambda m: m.nn.CrossEntropyLoss()(_f(m, 2, 3), _i(m, 0, 1, 1, 0).reshape(2, 2)),
+      op="cross_entropy", mention=("[2, 2]",)),
+    C("MSELoss.reduction", lambda m: m.nn.MSELoss(reduction="avg")(_f(m, 2), _f(m, 2)), op="reduction",
+      mention=("avg",)),
+    C("SGD.lr", lambda m: m.optim.SGD(_params(m), lr=-1.0), op="learning rate", mention=("-1.0",)),
+    C("SGD.momentum", lambda m: m.optim.SGD(_params(m), lr=0.1, momentum=-0.5), op="momentum", mention=("-0.5",)),
+    C("SGD.empty", lambda m: m.optim.SGD([], lr=0.1), op="parameter list", mention=("empty",)),
+    C("SGD.nesterov", lambda m: m.optim.SGD(_params(m), lr=0.1, nesterov=True), op="nesterov",
+      mention=("momentum",)),
+    C("Adam.betas", lambda m: m.optim.Adam(_params(m), betas=(1.5, 0.9)), op="beta", mention=("1.5",)),
+    C("Adam.eps", lambda m: m.optim.Adam(_params(m), eps=-1.0), op="epsilon", mention=("-1.0",)),
+    C("Adam.weight_decay", lambda m: m.optim.Adam(_params(m), weight_decay=-1.0), op="weight_decay",
+      mention=("-1.0",)),
+    C("SGD.tensor_params", lambda m: m.optim.SGD(m.ones(2, requires_grad=True), lr=0.1), op="iterable",
+      mention=("Tensor",)),
+    C("DataLoader.batch_size0", lambda m: m.utils.data.DataLoader(list(range(4)), batch_size=0), op="batch_size",
+      mention=("0",)),
+    C("TensorDataset.sizes", lambda m: m.utils.data.TensorDataset(m.zeros(3), m.zeros(4)), op="size",
+      mention=("mismatch",), xfail="PyTorch asserts (AssertionError); ember raises ValueError naming the sizes"),
+)
+
+
 # ----------------------------------------------------------------------------- generated from the op_db
 
 
