@@ -557,6 +557,62 @@ def _isub(a, b):
     return a
 
 
+cases(
+    C("std.empty_ok", lambda m: m.zeros(0).std()),
+    C("var.empty_dim_ok", lambda m: m.zeros(0, 3).var(0)),
+    C("argmax.empty_dim", lambda m: m.zeros(0, 2).argmax(0), op="argmax", mention=("0",)),
+    C("logsumexp.empty_dim_ok", lambda m: m.zeros(2, 0).logsumexp(1)),
+    C("softmax.empty_dim_ok", lambda m: m.zeros(2, 0).softmax(1)),
+    C("matmul.empty_inner_ok", lambda m: m.zeros(2, 0) @ m.zeros(0, 3)),
+    C("matmul.empty_outer_ok", lambda m: m.zeros(0, 2) @ m.zeros(2, 3)),
+    C("sort.empty_ok", lambda m: m.zeros(0).sort()),
+    C("norm.empty_ok", lambda m: m.zeros(0).norm()),
+    C("cumprod.empty_ok", lambda m: m.zeros(0).cumprod(0)),
+    C("topk.empty", lambda m: m.zeros(0).topk(1), op="topk", mention=("1",)),
+    C("cat.empty_mismatch", lambda m: m.cat([m.zeros(0, 2), m.zeros(0, 3)]), op="cat", mention=("2", "3")),
+    C("cross_entropy.empty_ok", lambda m: m.nn.functional.cross_entropy(m.zeros(0, 3), _i(m, 0)[:0])),
+    C("layer_norm.empty_ok", lambda m: m.nn.functional.layer_norm(m.zeros(0, 3), (3,))),
+    C("mean.empty_dim_keep_ok", lambda m: m.zeros(2, 0).mean(1, keepdim=True)),
+    C("prod.int_empty_ok", lambda m: _i(m, 1)[:0].prod()),
+    C("sum.bool_ok", lambda m: (_f(m, 3) > 0).sum()),
+)
+
+
+def _leaf_view_inplace(m):
+    x = m.ones(2, requires_grad=True)
+    return x[0].add_(1)
+
+
+def _saved_modified(m):
+    x = m.ones(2, requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    y.sum().backward()
+    return x.grad
+
+
+def _saved_modified_ok(m):
+    x = m.ones(2, requires_grad=True)
+    y = x * 2  # mul by a constant saves nothing of y
+    y.add_(1)
+    y.sum().backward()
+    return x.grad
+
+
+cases(
+    C("inplace.leaf_view", _leaf_view_inplace, op="leaf", mention=("in-place",)),
+    C("inplace.saved_modified", _saved_modified, op="inplace", mention=("version",)),
+    C("inplace.unsaved_ok", _saved_modified_ok),
+    C("sigmoid_.int", lambda m: _i(m, 1, 2).sigmoid_(), op="sigmoid_", mention=("float32", "int64")),
+    C("sqrt_.int", lambda m: _i(m, 1, 4).sqrt_(), op="sqrt_", mention=("float32", "int64")),
+    C("abs_.int_ok", lambda m: _i(m, -1, 4).abs_()),
+    C("relu_.int_ok", lambda m: _i(m, -1, 4).relu_()),
+    C("clamp_.float_into_int", lambda m: _i(m, -1, 4).clamp_(0.5), op="clamp_", mention=("float32", "int64")),
+    C("fill_.nonscalar", lambda m: _f(m, 3).fill_(_f(m, 2)), op="fill_", mention=("1",)),
+    C("zero_.ok", lambda m: _f(m, 3).zero_()),
+)
+
+
 # ----------------------------------------------------------------------------- layers, optimizers, data
 
 
@@ -646,7 +702,7 @@ def _op_db_cases():
             out.append(C(f"db.{e.name}.bcast", fn, tfn=tfn, op=names, mention=(str(b.shape[-1] + 5),)))
         fl = [i for i in arrs if sm.args[i].dtype.kind == "f"]
         if fl:
-            args = [np.array(np.round(a), dtype=np.int64) if i in fl else a for i, a in enumerate(sm.args)]
+            args = [np.array(np.round(np.nan_to_num(a, nan=0.0, posinf=3.0, neginf=-3.0)), dtype=np.int64) if i in fl else a for i, a in enumerate(sm.args)]
             fn, tfn = make(e, sm, args, sm.kwargs)
             out.append(C(f"db.{e.name}.int", fn, tfn=tfn, op=names, mention=("int",),
                          vals=e.op not in _TIES, xfail=_KNOWN_INT.get(e.name)))
@@ -737,3 +793,50 @@ def test_error_audit(case, torch):
 def test_audit_size():
     assert len(CASES) >= 300
     assert len({c.id for c in CASES}) == len(CASES)
+
+
+# ----------------------------------------------------------------------------- the shared mechanism
+
+
+def _probe(impl):
+    from ember import _dispatch as D
+    return D.Op("audit_probe", impl)  # not registered: a throwaway primitive
+
+
+def _raise_own(xp, a):
+    raise RuntimeError("something is off")
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_dispatch_wraps_numpy_errors(slow):
+    from ember import _dispatch as D
+    cases_ = [
+        (lambda xp, a: np.broadcast_to(a, (5,)), RuntimeError, ValueError),      # NumPy shape error
+        (lambda xp, a: np.sum(a, axis=3), IndexError, np.exceptions.AxisError),  # NumPy axis error
+        (lambda xp, a: a[7], IndexError, IndexError),                            # NumPy index error
+    ]
+
+    class _Listener:  # forces the slow path
+        def on_op(self, op, args, params):
+            return None
+
+        def on_node(self, node):
+            return None
+
+    lis = _Listener()
+    if slow:
+        D.add_listener(lis)
+    try:
+        for impl, cls, cause in cases_:
+            with pytest.raises(cls) as info:
+                D.dispatch(_probe(impl), (ember.ones(3),))
+            msg = str(info.value)
+            assert msg.startswith("audit_probe: ") and "Tensor[3] float32" in msg, msg
+            assert isinstance(info.value.__cause__, cause)  # NumPy's original stays for debugging
+            assert not _leak(info.value)
+        with pytest.raises(RuntimeError, match="^audit_probe: something is off$") as info:
+            D.dispatch(_probe(_raise_own), (ember.ones(3),))
+        assert info.value.__cause__ is None
+    finally:
+        if slow:
+            D.remove_listener(lis)
