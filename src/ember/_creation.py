@@ -124,8 +124,16 @@ def _to_array(data, dtype=None):
         return a.astype(dtype.np) if dtype is not None else a.copy()
     if dtype is None:
         dtype = _infer(data)
+    flat = _flatten_tensors(data)
     try:
-        a = np.array(_flatten_tensors(data), dtype=dtype.np)
+        a = np.array(flat, dtype=dtype.np)
+    except OverflowError as e:
+        if dtype.np.kind not in "iu":
+            raise
+        try:  # an explicit integer dtype wraps around as PyTorch's conversion does (-1 -> 255 for uint8)
+            a = np.array(flat, dtype=np.int64).astype(dtype.np)
+        except OverflowError:
+            raise ValueError(f"tensor(): Overflow when unpacking long long ({e})") from None
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not build a tensor from the data ({e})") from None
     if a.dtype == object:
@@ -244,7 +252,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     shape = U.shape_tuple((size,), "full", nonneg=True)
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    a = np.full(shape, fill_value.item() if isinstance(fill_value, Tensor) else fill_value, _dtype(dtype))
+    v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    try:
+        a = np.full(shape, v, _dtype(dtype))
+    except OverflowError:
+        raise RuntimeError(f"full: value {v} cannot be converted to type {dtype} without overflow") from None
     return _finish(a, requires_grad, device)
 
 

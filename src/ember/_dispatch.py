@@ -315,7 +315,7 @@ def _cause(e):
     return e if getattr(e, "_ember_rewritten", False) else None
 
 
-def op_error(op, e, args):
+def op_error(op, e, args, name=None):
     """``e`` raised by ``op``'s impl, with the op's name and the arguments' shapes and dtypes.
 
     Errors ember raises itself keep their type (the name is prefixed when missing); errors that
@@ -323,10 +323,13 @@ def op_error(op, e, args):
     unusable argument types TypeError), so no bare NumPy error reaches the user."""
     if getattr(e, "_ember_op", None) is not None:
         return e
-    name = op.name
+    name = name or op.name
     msg = str(e)
     np_err = isinstance(e, (ValueError, IndexError, TypeError, AttributeError)) and _from_numpy(e)
-    if isinstance(e, AttributeError) or (np_err and isinstance(e, TypeError) and any(
+    if isinstance(e, OverflowError):  # a Python number that does not fit the tensor's dtype
+        new = RuntimeError(f"{name}: value cannot be converted without overflow ({msg}; arguments: "
+                           f"{', '.join(_describe(args))})")
+    elif isinstance(e, AttributeError) or (np_err and isinstance(e, TypeError) and any(
             not isinstance(a, (Tensor, bool, int, float, complex, np.generic)) and a is not None
             for a in args)):
         new = TypeError(f"{name}: unsupported argument types ({', '.join(_describe(args))})")

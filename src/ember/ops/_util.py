@@ -70,6 +70,16 @@ def check_int_divisor(op, a, b):
         raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero, dtype {a.dtype})")
 
 
+def wrap_int_scalars(a, b):
+    """Python ints that overflow the other operand's integer dtype, as 0-d arrays of that dtype
+    wrapped around (two's complement), which is what PyTorch's scalar conversion gives."""
+    def conv(x, other):
+        if type(x) is int and type(other) is _ndarray and other.dtype.kind in "iu":
+            return np.array(x & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(other.dtype)
+        return x
+    return conv(a, b), conv(b, a)
+
+
 def float_only(op, a):
     """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises)."""
     if a.dtype.kind not in "fc":

@@ -28,24 +28,35 @@ def _no_bool(name, a, b):
 
 
 def _binary_impl(uf, name, floating=False, nobool=False):
+    # nobool (sub): a bool operand raises; checked only where promotion happens (bool - bool has
+    # one dtype and NumPy itself refuses it), so the common float path pays nothing
     def impl(xp, a, b):
-        if nobool:
-            _no_bool(name, a, b)
         if type(a) is _nd:
             if type(b) is _nd:
                 if floating or a.dtype is not b.dtype:
+                    if nobool:
+                        _no_bool(name, a, b)
                     a, b = U.promote(a, b, floating)
             elif not ((type(b) is float or type(b) is int) and a.dtype.kind == "f"):
                 # (a floating array with a Python number keeps its dtype: NumPy's weak scalars
                 #  agree with PyTorch there, so no promotion is needed)
+                if nobool:
+                    _no_bool(name, a, b)
                 a, b = U.promote(a, b, floating)
         elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
+            if nobool:
+                _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
         try:
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
+        except OverflowError:  # a Python int outside the array's dtype: PyTorch wraps it around
+            a, b = U.wrap_int_scalars(a, b)
+            return uf(a, b)
         except TypeError as e:
+            if nobool:
+                _no_bool(name, a, b)
             raise RuntimeError(f"{name}: not supported for these dtypes "
                                f"({getattr(a, 'dtype', type(a).__name__)}, "
                                f"{getattr(b, 'dtype', type(b).__name__)}): {e}") from None
