@@ -613,6 +613,22 @@ cases(
 )
 
 
+cases(
+    C("tensor.overflow_int64", lambda m: m.tensor([2 ** 63]), op="tensor", mention=("overflow",)),
+    C("tensor.uint8_neg", lambda m: m.tensor([-1], dtype=m.uint8), op="tensor", mention=("uint8",)),
+    C("full.uint8_overflow", lambda m: m.full((2,), 300, dtype=m.uint8), op="full", mention=("300",)),
+    C("fill_.int8_overflow", lambda m: m.zeros(2, dtype=m.int8).fill_(300), op=("fill_", "fill"), mention=("300",)),
+    C("add.uint8_wrap_ok", lambda m: m.zeros(2, dtype=m.uint8) - 1),
+    C("to.uint8_wrap_ok", lambda m: _i(m, 300, 5).to(m.uint8)),
+    C("add.int_scalar_overflow", lambda m: _i(m, 1) + 2 ** 63, op="add", mention=("overflow",)),
+    C("mul.int8_scalar_overflow", lambda m: m.ones(2, dtype=m.int8) * 1000, op="mul", mention=("1000",)),
+    C("tensor.bool_mix_ok", lambda m: m.tensor([True, 2])),
+    C("add_.int8_scalar_wrap_ok", lambda m: m.ones(2, dtype=m.int8).add_(1000)),
+    C("mul_.int64_scalar_wrap_ok", lambda m: _i(m, 1, 2).mul_(2 ** 63)),
+    C("sub.uint8_scalar_wrap_ok", lambda m: m.ones(2, dtype=m.uint8) - 300),
+)
+
+
 # ----------------------------------------------------------------------------- layers, optimizers, data
 
 
