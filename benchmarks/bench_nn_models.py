@@ -3,6 +3,10 @@
 
 ember runs ember.models; PyTorch runs the same architectures defined below with torch.nn (torchvision is
 not installed here), with the same initialisation scheme and the same inputs' shapes.
+
+Convolutions are GEMM-bound in ember (im2col + NumPy's BLAS) while PyTorch uses oneDNN's direct
+kernels, so the ratios here mostly measure the BLAS: run once with OPENBLAS_NUM_THREADS=1 (and
+torch.set_num_threads(1)) as well on a busy machine, where multi-threaded BLAS calls are erratic.
 """
 from _harness import Workload
 

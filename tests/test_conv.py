@@ -148,8 +148,12 @@ def test_conv2d_wide_rows_finite_differences():
 
 @pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=2, dilation=2), dict(padding=(0, 1))])
 @pytest.mark.parametrize("cl", [False, True])
-def test_conv2d_blocked_rows(torch, kw, cl):
-    """Images large enough that the forward runs in several blocks of output rows."""
+@pytest.mark.parametrize("blas_threads", [1, 2])
+def test_conv2d_blocked_rows(torch, kw, cl, blas_threads, monkeypatch):
+    """Images large enough that the forward runs in several blocks of output rows (the blocked kernels
+    run with a single-threaded BLAS; the one-GEMM kernels otherwise)."""
+    from ember.ops import nn as K
+    monkeypatch.setattr(K, "_blas_nthreads", [blas_threads])
     x, w, b = _conv_arrays(1, (3, 3), N=2, C=3, H=47, W=45, Cout=5)
     compare_with_torch(torch, lambda x, w, b: F.conv2d(x, w, b, **kw),
                        lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kw), [x, w, b], [cl, False, False])

@@ -137,7 +137,6 @@ def _batched_index_items(idx):
 
 def getitem(x, idx):
     if _batched_index_items(idx):
-        from ._batching import batched_index
         return batched_index(x, idx)
     items = _normalize(idx, x.dim())
     if all(_is_basic(i) for i in items):
@@ -182,7 +181,6 @@ def _spec_for_setitem(x, idx):
 def setitem(x, idx, value):
     from .inplace import inplace_apply
     if _batched_index_items(idx):
-        from ._batching import batched_index
         return batched_index(x, idx, value, setitem=True)
     spec = _spec_for_setitem(x, idx)
     if U.is_tensor(value) and any(isinstance(i, np.ndarray) for i in spec) and not (
@@ -682,3 +680,196 @@ def bucketize(input, boundaries, *, right=False):
 
 
 from .elementwise import where  # noqa: E402
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+
+from ._batching import (_pad_to, _materialize, _ln, _loop_note, dim_shift_rule,  # noqa: E402
+                        elementwise_rule, fallback_rule)
+
+
+def _flat_batch_index(a, idx, dim, size):
+    """(a viewed as (B*n, rest...) with dim moved first, idx shifted per sample and flattened)."""
+    from .._creation import arange
+    am = a.movedim(dim + 1, 1)
+    n = am.shape[1]
+    rest = tuple(am.shape[2:])
+    offs = (arange(size, dtype=idx.dtype) * n).reshape((size,) + (1,) * (idx.dim() - 1))
+    return am.reshape((size * n,) + rest), (idx + offs).reshape(-1), n, rest
+
+
+def index_select_rule(op, vals, bd, params, size):
+    a, idx = vals
+    ba, bi = bd
+    n = _ln(a, ba)
+    dim = params["dim"] % max(n, 1)
+    if not bi:
+        return dispatch(op, (a, idx), {"dim": dim + 1}), True
+    if not ba:
+        a = _materialize(a, size)
+    flat, gidx, _, rest = _flat_batch_index(a, idx, dim, size)
+    r = dispatch(op, (flat, gidx), {"dim": 0})
+    k = idx.shape[1] if idx.dim() > 1 else 1
+    return r.reshape((size, k) + rest).movedim(1, dim + 1), True
+
+
+def index_add_rule(op, vals, bd, params, size):
+    a, idx, src = vals
+    ba, bi, bs = bd
+    n = _ln(a, ba)
+    dim = params["dim"] % max(n, 1)
+    if not ba:
+        a = _materialize(a, size)
+    if not bi:
+        if not bs:
+            src = _materialize(src, size)
+        return dispatch(op, (a, idx, src), dict(params, dim=dim + 1)), True
+    if not bs:
+        src = _materialize(src, size)
+    flat, gidx, nn_, rest = _flat_batch_index(a, idx, dim, size)
+    sm = src.movedim(dim + 1, 1)
+    sm = sm.reshape((-1,) + tuple(sm.shape[2:]))
+    r = dispatch(op, (flat, gidx, sm), dict(params, dim=0))
+    return r.reshape((size, nn_) + rest).movedim(1, dim + 1), True
+
+
+def masked_fill_rule(op, vals, bd, params, size):
+    vals = list(vals)
+    bd = list(bd)
+    if not bd[0] and any(bd[1:]):
+        n = max(_ln(v, b) for v, b in zip(vals, bd) if isinstance(v, D.Tensor))
+        a = vals[0]
+        a = a.reshape((1,) * (n - a.dim()) + tuple(a.shape)) if a.dim() < n else a
+        vals[0] = _materialize(a, size)
+        bd[0] = True
+    return elementwise_rule(op, vals, bd, params, size)
+
+
+def index_rule(op, vals, bd, params, size):
+    """x[spec] with x batched: a leading full slice; when the advanced indices are split by a
+    slice NumPy puts their dims first, so the batch dim is moved back to the front."""
+    if any(bd[1:]):
+        return fallback_rule(op, vals, bd, params, size)
+    import numpy as np
+    spec = params["spec"]
+    items = spec if isinstance(spec, tuple) else (spec,)
+    adv = [i for i, s in enumerate(items) if isinstance(s, (np.ndarray, list))]
+    r = dispatch(op, (vals[0],), dict(params, spec=(slice(None),) + items))
+    if adv and adv != list(range(adv[0], adv[0] + len(adv))):
+        shapes = [np.shape(items[i]) if getattr(items[i], "dtype", None) != bool else
+                  (int(np.count_nonzero(items[i])),) for i in adv]
+        nd = len(np.broadcast_shapes(*shapes))
+        r = r.movedim(nd, 0)
+    return r, True
+
+
+def _adv_split(items):
+    """True when NumPy would move the advanced-index dims to the front after a leading slice (the
+    advanced indices are separated by a slice, or a bool mask is involved)."""
+    adv = [i for i, s in enumerate(items) if isinstance(s, (np.ndarray, list))]
+    if any(getattr(items[i], "dtype", None) == bool for i in adv):
+        return True
+    return bool(adv) and adv != list(range(adv[0], adv[0] + len(adv)))
+
+
+def index_put_rule(op, vals, bd, params, size):
+    """x[spec] = v on a batch: a leading full slice in spec, v aligned to the indexed region."""
+    items = params["spec"] if isinstance(params["spec"], tuple) else (params["spec"],)
+    if _adv_split(items):
+        return fallback_rule(op, vals, bd, params, size)
+    a, v = vals
+    a = a if bd[0] else _materialize(a, size)
+    if bd[1]:
+        region = len(a.shape) - 1 - sum(1 for s in items if s is not None and not isinstance(s, slice)
+                                        and not isinstance(s, (np.ndarray, list)) and s is not Ellipsis)
+        adv = [s for s in items if isinstance(s, (np.ndarray, list))]
+        if adv:  # the advanced indices' dims replace theirs
+            region += len(np.broadcast_shapes(*[np.shape(s) for s in adv])) - len(adv)
+        v = _pad_to(v, region)
+    return dispatch(op, (a, v), dict(params, spec=(slice(None),) + items)), True
+
+
+def index_backward_rule(op, vals, bd, params, size):
+    items = params["spec"] if isinstance(params["spec"], tuple) else (params["spec"],)
+    if _adv_split(items):
+        return fallback_rule(op, vals, bd, params, size)
+    return dispatch(op, (vals[0],), dict(params, shape=(size,) + tuple(params["shape"]),
+                                         spec=(slice(None),) + items)), True
+
+
+def batched_index(x, idx, value=None, setitem=False):
+    """x[idx] (or x[idx] = value) when an index tensor is batched by vmap. A single integer index
+    tensor becomes index_select (which has a batching rule); anything else loops over the batch."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    lvl = None
+    for it in items:
+        w = it._wr if isinstance(it, D.Tensor) else None
+        if w is not None and (lvl is None or w.index > lvl.index):
+            lvl = w
+    if getattr(lvl, "kind", None) != "vmap":
+        items = tuple(D.unwrap_at(it, lvl) for it in items)
+        if setitem:
+            x[items] = value
+            return None
+        return x[items]
+    if all(isinstance(it, D.Tensor) and it.dtype.category == 1 for it in items):  # integer tensors
+        # integer index tensors on the leading dims: one advanced index with a batch arange in front
+        from .._creation import arange
+        size = lvl.size
+        n = max(it.dim() for it in items)
+        ar = arange(size).reshape((size,) + (1,) * n)
+        phys = tuple(it._val if it._wr is lvl else it for it in items)
+        xb = isinstance(x, D.Tensor) and x._wr is lvl
+        if not setitem:
+            xv = x._val if xb else _materialize(x, size)
+            return lvl.wrap(xv[(ar,) + phys])
+        if not xb:
+            raise RuntimeError("vmap: in-place indexing (x[idx] = v) with a batched index needs x to be "
+                               "batched too; use the out-of-place index_put")
+        if isinstance(value, D.Tensor) and value._wr is lvl:
+            value = _pad_to(value._val, n + x.dim() - len(items))
+        x._val[(ar,) + phys] = value
+        x._bump("index_put_")
+        return None
+    _loop_note("indexing with batched index tensors")
+    from .shape import stack
+    size = lvl.size
+    xb = x._wr is lvl
+    if setitem and not xb:
+        raise RuntimeError("vmap: in-place indexing (x[idx] = v) with a batched index needs x to be batched "
+                           "too; use the out-of-place index_put")
+    xv = x._val if xb else x
+    vb = isinstance(value, D.Tensor) and value._wr is lvl
+    outs = []
+    for b in range(size):
+        xi = xv.select(0, b) if xb else x
+        ii = tuple(it._val.select(0, b) if isinstance(it, D.Tensor) and it._wr is lvl else it for it in items)
+        if setitem:
+            xi[ii] = value._val.select(0, b) if vb else value
+        else:
+            outs.append(xi[ii])
+    if setitem:
+        x._bump("index_put_")
+        return None
+    shapes = {tuple(o.shape) for o in outs}
+    if len(shapes) > 1:
+        raise RuntimeError(f"vmap: indexing with a batched boolean mask gives results of different shapes "
+                           f"{sorted(shapes)} across the batch (data-dependent shape); use ember.where or "
+                           f"masked_fill instead")
+    return lvl.wrap(stack(outs))
+
+
+def nonzero_rule(op, vals, bd, params, size):
+    raise RuntimeError(f"vmap: {op.name} has an output whose shape depends on the data, so it cannot be "
+                       f"batched (use a masked computation instead)")
+
+
+index_op.batch = index_rule
+index_put_op.batch = index_put_rule
+index_backward_op.batch = index_backward_rule
+index_select_op.batch = index_select_rule
+index_add_op.batch = index_add_rule
+masked_fill_op.batch = masked_fill_rule
+nonzero_op.batch = nonzero_rule
+for _op in (gather_op, scatter_op, scatter_add_op, sort_op, topk_op):
+    _op.batch = dim_shift_rule

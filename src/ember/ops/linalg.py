@@ -426,3 +426,88 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     shape = tuple(input.shape[:-1]) + (n, n)
     d1, d2 = U.wrap_dim(dim1, len(shape)), U.wrap_dim(dim2, len(shape))
     return dispatch(diagonal_backward_op, (input,), {"shape": shape, "offset": offset, "dim1": d1, "dim2": d2})
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+
+from ._batching import _pad_to, _ln, _prod, elementwise_rule  # noqa: E402
+
+
+def matmul_rule(op, vals, bd, params, size):
+    a, b = vals
+    ba, bb = bd
+    la, lb = _ln(a, ba), _ln(b, bb)
+    if la == 0 or lb == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D")
+    if la == 1:
+        a = a.unsqueeze(-2)
+    if lb == 1:
+        b = b.unsqueeze(-1)
+    n = max(max(la, 2), max(lb, 2))
+    if ba and not bb and lb <= 2:
+        # one GEMM: the batch (and a's other leading dims) fold into a's rows
+        s = tuple(a.shape)
+        r = dispatch(op, (a.reshape(_prod(s[:-1]), s[-1]), b), params)
+        r = r.reshape(s[:-1] + (r.shape[-1],))
+    else:
+        if ba:
+            a = _pad_to(a, n)
+        if bb:
+            b = _pad_to(b, n)
+        if a.shape[-1] == 1:  # outer products (per-sample weight gradients): a broadcast multiply
+            r = dispatch(D.REGISTRY["mul"], (a, b))
+        else:
+            r = dispatch(op, (a, b), params)
+    if la == 1:
+        r = r.squeeze(-2)
+    if lb == 1:
+        r = r.squeeze(-1)
+    return r, True
+
+
+def linear_rule(op, vals, bd, params, size):
+    x, w = vals[0], vals[1]
+    bias = vals[2] if len(vals) > 2 else None
+    bx, bw = bd[0], bd[1]
+    bb = bd[2] if len(bd) > 2 else False
+    if not bw and not bb:
+        if bx:  # one GEMM over the batch and the leading dims
+            s = tuple(x.shape)
+            r = dispatch(op, (x.reshape(_prod(s[:-1]), s[-1]),) + tuple(vals[1:]), params)
+            return r.reshape(s[:-1] + (r.shape[-1],)), True
+    if bw and not bx and w.dim() == 3:
+        # the same input to every member (ensembles): one GEMM against all members' rows stacked
+        out_f = w.shape[1]
+        bf = None
+        if bias is not None:
+            bf = bias.reshape(-1) if bb else bias.repeat(size)
+        r = dispatch(op, (x, w.reshape(size * out_f, w.shape[2])) + ((bf,) if bf is not None else ()), params)
+        r = r.reshape(tuple(r.shape[:-1]) + (size, out_f))
+        return r.movedim(-2, 0).contiguous(), True  # later GEMMs want each member's rows contiguous
+    # batched weight and input: x @ w^T (+ b) through the matmul rule
+    wt = w.transpose(-1, -2)
+    if bx or bw:
+        r, _ = matmul_rule(matmul_op, (x, wt), (bx, bw), {}, size)
+    else:
+        r = dispatch(matmul_op, (x, wt))
+    if bias is not None:
+        r, _ = elementwise_rule(D.REGISTRY["add"], (r, bias), (bx or bw, bb), {}, size)
+    return r, True
+
+
+def einsum_rule(op, vals, bd, params, size):
+    eq = params["eq"].replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if not arrow:
+        letters = [c for c in lhs if c.isalpha()]
+        rhs = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    used = set(eq)
+    z = next(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in used)
+    ins = [(z + s if b else s) for s, b in zip(ins, bd)]
+    return dispatch(op, tuple(vals), dict(params, eq=",".join(ins) + "->" + z + rhs)), True
+
+
+matmul_op.batch = matmul_rule
+linear_op.batch = linear_rule
+einsum_op.batch = einsum_rule

@@ -173,6 +173,38 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
 
 _BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache between copy and GEMM
 _BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) wants wider blocks
+_blas_nthreads = []
+
+
+def _blas_threads():
+    """Threads NumPy's BLAS (OpenBLAS) runs a GEMM on. Blocked kernels pay one GEMM call per block,
+    and a multi-threaded call synchronises its threads: on a busy machine that costs more than the
+    cache reuse gains, so blocking is used only with a single-threaded BLAS."""
+    if not _blas_nthreads:
+        n = None
+        try:
+            import ctypes
+            import glob
+            import os
+            libdir = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+            for path in glob.glob(os.path.join(libdir, "*openblas*")):
+                lib = ctypes.CDLL(path)
+                for sym in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                            "openblas_get_num_threads64_", "openblas_get_num_threads"):
+                    f = getattr(lib, sym, None)
+                    if f is not None:
+                        n = int(f())
+                        break
+                if n is not None:
+                    break
+        except Exception:  # pragma: no cover - any other BLAS build
+            n = None
+        if n is None:
+            import os
+            env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+            n = int(env) if env and env.isdigit() else (os.cpu_count() or 1)
+        _blas_nthreads.append(n)
+    return _blas_nthreads[0]
 
 
 def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
@@ -358,7 +390,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
     if _use_nhwc(x, w):
-        if G == 1 and (kh > 1 or kw > 1 or any(pad)):
+        if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blas_threads() == 1:
             wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
             return _conv_nhwc_blocked(xp, x, wm, b, kh, kw, stride, pad, dilation, Ho, Wo)
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
@@ -373,7 +405,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256:  # smaller images: one GEMM
+    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256 and _blas_threads() == 1:
         return _conv_nchw_blocked(xp, x, w.reshape(Cout, Cg * kh * kw), b, kh, kw, stride, pad, dilation, Ho, Wo)
     cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
@@ -394,6 +426,20 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     N, Cout, Ho, Wo = g.shape
     _, Cg, kh, kw = w.shape
     H, W = in_hw
+    full = (dilation[0] * (kh - 1), dilation[0] * (kh - 1), dilation[1] * (kw - 1), dilation[1] * (kw - 1))
+    if (groups == 1 and stride == (1, 1) and (kh > 1 or kw > 1) and all(p <= f for p, f in zip(pad, full))
+            and H * W >= (1024 if nhwc else 256)):
+        # stride 1: the input gradient is the forward convolution of g with the flipped, transposed
+        # kernel (padding d*(k-1) - p): one im2col + GEMM instead of GEMM + kh*kw scatter-adds
+        wf = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        if nhwc:
+            wf = xp.ascontiguousarray(wf.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        else:
+            wf = xp.ascontiguousarray(wf)
+            if is_channels_last(g):
+                g = xp.ascontiguousarray(g)
+        return _conv2d_impl(xp, g, wf, stride=stride, pad=tuple(f - p for p, f in zip(pad, full)),
+                            dilation=dilation, groups=1)
     G = groups
     C = Cg * G
     Coutg = Cout // G
@@ -1021,10 +1067,26 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"adaptive_max_pool2d: output_size must be positive, got ({Ho}, {Wo})")
-    if H % Ho or W % Wo:
-        raise NotImplementedError(f"adaptive_max_pool2d: ember supports output sizes that divide the input "
-                                  f"size; got input ({H}, {W}) and output ({Ho}, {Wo})")
-    return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    if H % Ho == 0 and W % Wo == 0:
+        return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    # uneven windows [floor(i*H/Ho), ceil((i+1)*H/Ho)): the winners' plane indices per output cell (a
+    # loop over the few output cells, each a whole-batch argmax), then a differentiable gather
+    x = input.unsqueeze(0) if input.dim() == 3 else input
+    a = x.detach()._data
+    N, C = a.shape[:2]
+    idx = np.empty((N, C, Ho, Wo), np.int64)
+    for i in range(Ho):
+        h0, h1 = (i * H) // Ho, -(-((i + 1) * H) // Ho)
+        for j in range(Wo):
+            w0, w1 = (j * W) // Wo, -(-((j + 1) * W) // Wo)
+            k = a[:, :, h0:h1, w0:w1].reshape(N, C, -1).argmax(-1)
+            idx[:, :, i, j] = (h0 + k // (w1 - w0)) * W + w0 + k % (w1 - w0)
+    from .._creation import tensor
+    it = tensor(idx)
+    out = x.reshape(N, C, H * W).gather(2, it.reshape(N, C, -1)).reshape(N, C, Ho, Wo)
+    if input.dim() == 3:
+        out, it = out.squeeze(0), it.squeeze(0)
+    return (out, it) if return_indices else out
 
 
 # ----------------------------------------------------------------------------- batch norm
@@ -1543,10 +1605,15 @@ def _channel_vec(v, b, size):
 
 def _bn_rule(op, vals, bd, params, size):
     x, w, b, rm, rv = vals
-    if params["training"] and params.get("momentum") and (rm is not None or rv is not None):
+    if params["training"] and params.get("momentum") and ((rm is not None and not bd[3]) or
+                                                          (rv is not None and not bd[4])):
         raise RuntimeError("vmap: batch_norm in training mode cannot update running statistics shared by "
                            "the vmapped members; pass running_mean=None and running_var=None (or use eval "
-                           "mode), as with torch.func")
+                           "mode), as with torch.func, or batch them (stack_module_state, ember.func.Ensemble)")
+    if params["training"] and params.get("momentum"):
+        for v in (rm, rv):  # per-member statistics are updated in place through a flat view
+            if v is not None and not v.is_contiguous():
+                raise RuntimeError("vmap: batch_norm needs contiguous batched running statistics")
     args = (_to_channels(_bm(x, bd[0], size), size),) + tuple(
         _channel_vec(v, bv, size) for v, bv in zip((w, b, rm, rv), bd[1:]))
     y, mean, invstd = dispatch(op, args, params)

@@ -297,7 +297,7 @@ def _zeros_arr(xp, shape, dtype, like=None):
 
 
 def _select_impl(xp, a, dim, index):
-    return a[(slice(None),) * dim + (index,)]
+    return a[(slice(None),) * dim + (index, Ellipsis)]  # the Ellipsis keeps a 0-d result a view
 
 
 select_op = defop("select", _select_impl, view=True, save=("shapes",), family=VIEW)
@@ -835,3 +835,85 @@ def contiguous(input, memory_format=None):
     if is_contiguous(input, mf):
         return input
     return clone(input, memory_format=mf)
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+# (rule signature and helpers: ember.ops._batching)
+
+from ._batching import (_pad_to, _materialize, dim_shift_rule, elementwise_rule)  # noqa: E402
+
+
+def view_rule(op, vals, bd, params, size):
+    x = vals[0]
+    shape = (size,) + tuple(params["shape"])
+    try:
+        return dispatch(op, (x,), {"shape": shape}), True
+    except RuntimeError:
+        return dispatch(reshape_copy_op, (x,), {"shape": shape}), True
+
+
+def permute_rule(op, vals, bd, params, size):
+    return dispatch(op, (vals[0],), {"dims": (0,) + tuple(d + 1 for d in params["dims"])}), True
+
+
+def expand_rule(op, vals, bd, params, size):
+    shape = tuple(params["shape"])
+    x = _pad_to(vals[0], len(shape))
+    return dispatch(op, (x,), {"shape": (size,) + shape}), True
+
+
+def repeat_rule(op, vals, bd, params, size):
+    reps = tuple(params["repeats"])
+    x = _pad_to(vals[0], len(reps))
+    return dispatch(op, (x,), {"repeats": (1,) + reps}), True
+
+
+def cat_rule(op, vals, bd, params, size):
+    if op.name == "cat":  # legacy: 1-d empty tensors are skipped by cat
+        keep = [(v, b) for v, b in zip(vals, bd) if tuple(v.shape[1 if b else 0:]) != (0,)]
+        if keep and len(keep) < len(vals):
+            vals, bd = [k[0] for k in keep], [k[1] for k in keep]
+    return dim_shift_rule(op, vals, bd, params, size)
+
+
+def _numel(shape):
+    n = 1
+    for v in shape:
+        n *= v
+    return n
+
+
+def as_strided_rule(op, vals, bd, params, size):
+    """Raw-memory geometry per sample: each sample starts one batch stride further."""
+    x = vals[0]
+    p = dict(params, size=(size,) + tuple(params["size"]), stride=(x.stride(0),) + tuple(params["stride"]))
+    return dispatch(op, (x,), p), True
+
+
+def as_strided_scatter_rule(op, vals, bd, params, size):
+    base = (vals[0] if bd[0] else _materialize(vals[0], size)).contiguous()
+    src = vals[1] if bd[1] else _materialize(vals[1], size)
+    per = _numel(base.shape[1:])
+    p = dict(params, size=(size,) + tuple(params["size"]), stride=(per,) + tuple(params["stride"]))
+    return dispatch(op, (base, src), p), True
+
+
+def as_strided_backward_rule(op, vals, bd, params, size):
+    shape = tuple(params["shape"])
+    p = dict(params, shape=(size,) + shape, size=(size,) + tuple(params["size"]),
+             stride=(_numel(shape),) + tuple(params["stride"]))
+    return dispatch(op, (vals[0],), p), True
+
+
+view_op.batch = reshape_copy_op.batch = view_rule
+as_strided_op.batch = as_strided_rule
+as_strided_scatter_op.batch = as_strided_scatter_rule
+as_strided_backward_op.batch = as_strided_backward_rule
+permute_op.batch = permute_rule
+expand_op.batch = expand_rule
+repeat_op.batch = repeat_rule
+cat_op.batch = stack_op.batch = cat_rule
+for _op in (squeeze_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
+            diagonal_backward_op, flip_op, roll_op):
+    _op.batch = dim_shift_rule  # dims shift by one; shape params gain the batch size
+tril_op.batch = triu_op.batch = elementwise_rule  # they act on the last two dims
