@@ -778,20 +778,23 @@ def _conv_prep(input, weight, bias, stride, padding, dilation, groups, op):
     C = input.shape[1]
     Cout = weight.shape[0]
     if C != weight.shape[1] * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
+        raise RuntimeError(f"{op}: Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
                            f"input{U.fmt_shape(input.shape)} to have {weight.shape[1] * groups} channels, but "
                            f"got {C} channels instead")
+    if Cout < 1:
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+                           f"weight of size {U.fmt_shape(weight.shape)} instead")
     if Cout % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
                            f"dimension 0, but got weight of size {U.fmt_shape(weight.shape)} instead")
     if bias is not None and tuple(bias.shape) != (Cout,):
-        raise RuntimeError(f"Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
+        raise RuntimeError(f"{op}: Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
                            f"with {Cout} elements, but got bias of size {U.fmt_shape(bias.shape)} instead")
     H, W = input.shape[2:]
     eh = dilation[0] * (k[0] - 1) + 1
     ew = dilation[1] * (k[1] - 1) + 1
     if H + pad[0] + pad[1] < eh or W + pad[2] + pad[3] < ew:
-        raise RuntimeError(f"Calculated padded input size per channel: ({H + pad[0] + pad[1]} x "
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: ({H + pad[0] + pad[1]} x "
                            f"{W + pad[2] + pad[3]}). Kernel size: ({eh} x {ew}). Kernel size can't be greater "
                            f"than actual input size")
     return input, unbatched, {"stride": stride, "pad": pad, "dilation": dilation, "groups": groups}
@@ -811,6 +814,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
                            f"{U.fmt_shape(input.shape)}")
+    if input.shape[-2] != weight.shape[1] * groups:
+        raise RuntimeError(f"conv1d: Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
+                           f"input{U.fmt_shape(input.shape)} to have {weight.shape[1] * groups} channels, but "
+                           f"got {input.shape[-2]} channels instead")
     s = _tuple(stride, 1, "stride", "conv1d")[0]
     d = _tuple(dilation, 1, "dilation", "conv1d")[0]
     pad = padding if isinstance(padding, str) else (0, _tuple(padding, 1, "padding", "conv1d")[0])
@@ -839,7 +846,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                f"output_padding={list(opad)}, stride={list(stride)}, dilation={list(dilation)}")
     Cin = x.shape[1]
     if weight.shape[0] != Cin:
-        raise RuntimeError(f"Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
                            f"{U.fmt_shape(x.shape)} to have {weight.shape[0]} channels, but got {Cin} channels "
                            f"instead")
     if Cin % groups:
@@ -1028,7 +1035,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     Wo = _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"{op}: Given input size: ({x.shape[1]}x{H}x{W}). Calculated output size: "
-                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small")
+                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small (kernel_size={list(k)}, "
+                           f"stride={list(s)}, padding={list(p)})")
     params = {"kernel": k, "stride": s, "pad": p, "dilation": d, "ceil_mode": bool(ceil_mode)}
     if return_indices or (x._rg and D.grad_mode.enabled) or not D.state.simple:
         out, idx = dispatch(max_pool2d_idx_op, (x,), params)
@@ -1140,7 +1148,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     Wo = _pool_out(W, k[1], s[1], p[1], 1, ceil_mode)
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"{op}: Given input size: ({x.shape[1]}x{H}x{W}). Calculated output size: "
-                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small")
+                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small (kernel_size={list(k)}, "
+                           f"stride={list(s)}, padding={list(p)})")
     out = dispatch(avg_pool2d_op, (x,), {"kernel": k, "stride": s, "pad": p, "ceil_mode": bool(ceil_mode),
                                          "count_include_pad": bool(count_include_pad),
                                          "divisor_override": divisor_override})
@@ -1374,12 +1383,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"batch_norm: {name} should contain {C} elements not {t.numel()}")
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"batch_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype}, got {t.dtype}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
     if training:
         n = input.numel() // C if C else 0
         if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+            raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
     if training and momentum:  # the op updates the running stats in place (versions move first, so
         for t in (running_mean, running_var):  # the node saves the post-update versions)
@@ -1400,7 +1412,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
     if k == 0 or tuple(input.shape[input.dim() - k:]) != normalized_shape:
-        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+        raise RuntimeError(f"layer_norm: Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size "
                            f"{U.fmt_shape(input.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -1423,7 +1435,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(f"group_norm: expected at least 2 dims, got input of size {U.fmt_shape(input.shape)}")
     N, C = input.shape[:2]
     if C % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {U.fmt_shape(input.shape)} and num_groups={num_groups}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (C,):
@@ -1462,7 +1474,8 @@ def _check_indices(op, idx, n):
         raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have one of the following "
                            f"scalar types: Long, Int; but got {dt.FROM_NP[idx.dtype].name} instead")
     if idx.size and (idx.max() >= n or idx.min() < 0):
-        raise IndexError("index out of range in self")
+        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+        raise IndexError(f"{op}: index out of range in self (index {bad}, table of {n} rows)")
 
 
 def _embedding_impl(xp, w, idx, *, padding_idx=None, scale_grad_by_freq=False):
