@@ -186,8 +186,9 @@ class Tensor:
             vc[1] = by
 
     def _shallow(self):
-        """A new tensor object sharing data and version counter, with no autograd history."""
-        t = _new(type(self))
+        """A new tensor object sharing data and version counter, with no autograd history.
+        A plain Tensor, as every op result is (p.detach() of a Parameter is no Parameter)."""
+        t = _new(Tensor)
         _init(t, self._data)
         if self._vc is None:
             self._vc = [0, None]
@@ -320,7 +321,15 @@ class Tensor:
 
     @property
     def data(self):
-        return self.detach()
+        # shares the array but not the version counter, and is no view: in-place changes
+        # through .data are invisible to autograd's checks (the difference from detach())
+        t = _new(Tensor)
+        _init(t, self._data)
+        if self._meta:
+            t._meta = True
+        if self._inference:
+            t._inference = True
+        return t
 
     @data.setter
     def data(self, value):
