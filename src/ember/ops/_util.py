@@ -58,7 +58,22 @@ def promote(a, b, floating=False):
             b = b.item()
         if floating and not isinstance(b, float):
             b = float(b)
+    if t.kind in "iu":
+        a = _wrap_int(a, t)
+        b = _wrap_int(b, t)
     return a, b
+
+
+def _wrap_int(x, t):
+    """A Python int outside the integer dtype's range wraps around as PyTorch's cast does
+    (int8 tensor + 1000 is int8, like uint8 tensor - 300); NumPy would raise OverflowError."""
+    if type(x) is int:
+        info = np.iinfo(t)
+        if not info.min <= x <= info.max:
+            if not -2 ** 63 <= x < 2 ** 64:
+                raise RuntimeError(f"value {x} cannot be converted to type {dt.from_numpy_dtype(t)} without overflow")
+            return np.array(x & (2 ** 64 - 1), np.uint64).astype(t)
+    return x
 
 
 def to_float(a):
