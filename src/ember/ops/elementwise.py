@@ -607,6 +607,8 @@ def _bitwise(name, uf):
 bitwise_and_op = _bitwise("bitwise_and", np.bitwise_and)
 bitwise_or_op = _bitwise("bitwise_or", np.bitwise_or)
 bitwise_xor_op = _bitwise("bitwise_xor", np.bitwise_xor)
+bitwise_left_shift_op = _bitwise("bitwise_left_shift", np.left_shift)
+bitwise_right_shift_op = _bitwise("bitwise_right_shift", np.right_shift)
 
 
 def _bitwise_not(xp, a):
@@ -623,6 +625,9 @@ def _where(xp, cond, a, b):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {U.dt.FROM_NP[cond.dtype].name.capitalize()}")
     if not _same(a, b):
+        if type(a) is not _nd and type(b) is not _nd:
+            # two Python numbers: the default dtype (float32), not NumPy's float64
+            return xp.where(cond, a, b).astype(U.result_dtype(a, b).np, copy=False)
         a, b = U.promote(a, b)
     try:
         return xp.where(cond, a, b)
@@ -884,6 +889,8 @@ logical_xor = _mk_cmp(logical_xor_op)
 bitwise_and = _mk_cmp(bitwise_and_op)
 bitwise_or = _mk_cmp(bitwise_or_op)
 bitwise_xor = _mk_cmp(bitwise_xor_op)
+bitwise_left_shift = _mk_cmp(bitwise_left_shift_op)
+bitwise_right_shift = _mk_cmp(bitwise_right_shift_op)
 
 
 def lerp(input, end, weight):
