@@ -178,13 +178,19 @@ def setitem(x, idx, value):
     if _batched_index_items(idx):
         from ._batching import batched_index
         return batched_index(x, idx, value, setitem=True)
-    spec = _spec_for_setitem(x, idx)
+    items = _normalize(idx, x.dim())
     if not U.is_tensor(value):
         if isinstance(value, (list, tuple)):
             from .._creation import tensor as _t
             value = _t(value, dtype=x.dtype)
         else:
             value = D._new_tensor(np.asarray(value, dtype=x._data.dtype))
+    if items and all(_is_basic(i) for i in items):
+        # basic indexing: x[idx] = v is a copy into the view x[idx], as in PyTorch (whose
+        # autograd then records CopySlices on x, not IndexPutBackward0)
+        _basic_getitem(x, items).copy_(value)
+        return
+    spec = tuple(_to_np_index(i) for i in items)
     inplace_apply(index_put_op, x, (value,), {"spec": spec}, "index_put_")
 
 
