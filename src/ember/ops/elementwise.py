@@ -32,6 +32,9 @@ def _binary_impl(uf, name, floating=False):
         elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
             a, b = U.promote(a, b, floating)
         try:
+            if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
+                    and a.shape == b.shape and b.flags.c_contiguous:
+                return _first_operand_layout(uf, a, b)
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -41,6 +44,20 @@ def _binary_impl(uf, name, floating=False):
                                f"{getattr(b, 'dtype', type(b).__name__)}): {e}") from None
     impl.ufunc = uf
     return impl
+
+
+def _first_operand_layout(uf, a, b):
+    """PyTorch's rule when two same-shape operands disagree on layout: the first one's wins
+    (channels_last + contiguous is channels_last); NumPy would pick C order. Computing on both
+    operands permuted so that ``a`` is C-ordered gives a C-ordered result in that order, which
+    permuted back has ``a``'s strides."""
+    if 0 in a.strides:
+        return uf(a, b)
+    perm = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+    inv = [0] * a.ndim
+    for i, d in enumerate(perm):
+        inv[d] = i
+    return uf(a.transpose(perm), b.transpose(perm)).transpose(inv)
 
 
 # ----------------------------------------------------------------------------- arithmetic
@@ -196,6 +213,9 @@ def _minmax_impl(uf, name):
         if not _same(a, b):
             a, b = U.promote(a, b)
         try:
+            if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
+                    and a.shape == b.shape and b.flags.c_contiguous:
+                return _first_operand_layout(uf, a, b)
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -572,6 +592,9 @@ clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 def _cmp(name, uf):
     def impl(xp, a, b):
         try:
+            if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
+                    and a.shape == b.shape and b.flags.c_contiguous:
+                return _first_operand_layout(uf, a, b)
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
