@@ -374,10 +374,17 @@ class Tensor:
             chk(self, what)
 
     def __float__(self):
+        self._check_scalar("float")
         return float(self.item())
 
     def __int__(self):
+        self._check_scalar("int")
         return int(self.item())
+
+    def _check_scalar(self, to):
+        if self._data.size != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars "
+                             f"(converting a tensor of {self._data.size} elements to {to})")
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

@@ -271,9 +271,17 @@ def _(ctx, ta, tb):
     return _tsum(None if ta is None else ta * b / den, None if tb is None else -tb * a / den)
 
 
+def _int_zero_check(a, b):
+    """Integer division by zero is an error in PyTorch (NumPy warns and returns 0)."""
+    if (b.dtype.kind in "iub" if type(b) is _nd else type(b) in (int, bool)) \
+            and (type(a) is not _nd or a.dtype.kind in "iub") and not np.all(b):
+        raise RuntimeError("ZeroDivisionError")
+
+
 def _remainder_impl(xp, a, b):
     if not _same(a, b):
         a, b = U.promote(a, b)
+    _int_zero_check(a, b)
     return xp.remainder(a, b)
 
 
@@ -295,6 +303,7 @@ def _(ctx, ta, tb):
 def _fmod_impl(xp, a, b):
     if not _same(a, b):
         a, b = U.promote(a, b)
+    _int_zero_check(a, b)
     return xp.fmod(a, b)
 
 
@@ -313,8 +322,15 @@ def _(ctx, ta, tb):
     return _tsum(ta, None if tb is None else -tb * (a / b).trunc())
 
 
-floor_divide_op = defop("floor_divide", _binary_impl(np.floor_divide, "floor_divide"),
-                        differentiable=False, family=EW)
+_floor_divide_ew = _binary_impl(np.floor_divide, "floor_divide")
+
+
+def _floor_divide_impl(xp, a, b):
+    _int_zero_check(a, b)
+    return _floor_divide_ew(xp, a, b)
+
+
+floor_divide_op = defop("floor_divide", _floor_divide_impl, differentiable=False, family=EW)
 
 
 def _tsum(a, b):
