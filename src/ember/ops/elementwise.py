@@ -663,10 +663,10 @@ def _where(xp, cond, a, b):
     if type(cond) is _nd and cond.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {U.dt.FROM_NP[cond.dtype].name.capitalize()}")
-    if not _same(a, b):
-        if type(a) is not _nd and type(b) is not _nd:
-            # two Python numbers: the default dtype (float32), not NumPy's float64
-            return xp.where(cond, a, b).astype(U.result_dtype(a, b).np, copy=False)
+    if type(a) is not _nd and type(b) is not _nd:  # two Python numbers: PyTorch's scalar type
+        r = U.result_dtype(a, b).np
+        a, b = r.type(a), r.type(b)
+    elif not _same(a, b):
         a, b = U.promote(a, b)
     try:
         return xp.where(cond, a, b)

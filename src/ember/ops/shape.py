@@ -286,9 +286,7 @@ def _zeros_arr(xp, shape, dtype, like=None):
 
 
 def _select_impl(xp, a, dim, index):
-    # the trailing Ellipsis keeps a 0-d result a view (NumPy would return a scalar copy), so
-    # x[0, 0].add_(1) writes into x as in PyTorch
-    return a[(slice(None),) * dim + (index, Ellipsis)]
+    return a[(slice(None),) * dim + (index, Ellipsis)]  # the Ellipsis keeps a 0-d result a view
 
 
 select_op = defop("select", _select_impl, view=True, save=("shapes",), family=VIEW)
