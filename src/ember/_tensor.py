@@ -58,6 +58,22 @@ class Size(tuple):
         r = tuple.__getitem__(self, i)
         return Size(r) if isinstance(i, slice) else r
 
+    # concatenation and repetition stay Sizes, as torch.Size's do
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to ember.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
 
 class Tensor:
     __slots__ = ("_data", "_rg", "_fn", "_nr", "_vc", "_base", "_grad", "__dict__", "__weakref__")
