@@ -593,3 +593,11 @@ def test_dataloader_loops(torch):
         out.append(list(data.DataLoader([(1, 2.), (3, 4.)], batch_size=2)))
         return out
     compare(torch, prog)
+
+
+def test_size_arithmetic_stays_a_size(torch):
+    def prog(L):
+        s = L.zeros(2, 3).shape
+        return [type(x).__name__ for x in (s + (4,), (1,) + s, s * 2, 2 * s, s[1:])] + \
+            [tuple(s + (4,)), _error(lambda: s + [4]), L.zeros(s + (1,)).shape == (2, 3, 1)]
+    compare(torch, prog)
