@@ -277,7 +277,8 @@ class Tensor:
                 raise RuntimeError(f"assigned grad has data of a different type: expected "
                                    f"{self.dtype}, got {value.dtype}")
         self._grad = value
-        self._grad_owned = False
+        # PyTorch accumulates into an assigned .grad in place (into its storage, a view's too)
+        self._grad_owned = value is not None
 
     @grad.deleter
     def grad(self):

@@ -174,6 +174,13 @@ def accumulate_into(var, g, stored=None):
                 # shared with another leaf, a view of another tensor, or an expanded read-only
                 # array: .grad gets its own writable copy
                 g = D._new_tensor(gd.copy())
+            else:
+                # the array is stored without a copy but in a tensor object of its own (a hook
+                # or the caller may hold g): the next accumulation can then update .grad in
+                # its place, as PyTorch's does
+                if stored is not None:
+                    stored.add(id(g))
+                g = D._new_tensor(gd)
         if stored is not None:
             stored.add(id(g))
         var._grad = g
@@ -186,7 +193,14 @@ def accumulate_into(var, g, stored=None):
         D.xp.add(old._data, g._data, out=old._data)
         old._bump()
     else:
-        var._grad = old + g
+        # .grad's array may be shared: a fresh array, but kept in the same .grad object (a
+        # reference to p.grad sees every accumulation, as in PyTorch)
+        r = old + g
+        if r.dtype is old.dtype and old._base is None and old._fw is None and old._wr is None:
+            old._data = r._data
+            old._bump()
+        else:
+            var._grad = r
         var._grad_owned = True
     if var._post_acc_hooks:
         for h in var._post_acc_hooks:
