@@ -601,3 +601,29 @@ def test_size_arithmetic_stays_a_size(torch):
         return [type(x).__name__ for x in (s + (4,), (1,) + s, s * 2, 2 * s, s[1:])] + \
             [tuple(s + (4,)), _error(lambda: s + [4]), L.zeros(s + (1,)).shape == (2, 3, 1)]
     compare(torch, prog)
+
+
+def test_grad_accumulates_into_the_same_tensor(torch):
+    """A second backward adds into the .grad object the first one made (a reference to p.grad
+    sees it), a hook's tensor is not written through, and an assigned .grad (a view too) is
+    accumulated into in place, as in PyTorch."""
+    def prog(L):
+        A = L.tensor(R(3), requires_grad=True)
+        (A * 2).sum().backward()
+        g = A.grad
+        (A * 2).sum().backward()
+        (A * 2).sum().backward()
+        seen = []
+        B = L.tensor(R(3), requires_grad=True)
+        B.register_hook(seen.append)
+        (B * 2).sum().backward()
+        (B * 2).sum().backward()
+        C, D = L.ones(2, requires_grad=True), L.ones(2, requires_grad=True)
+        (C + D).sum().backward()
+        (C + D).sum().backward()
+        base = L.zeros(4)
+        E = L.ones(2, requires_grad=True)
+        E.grad = base[:2]
+        (E * 3).sum().backward()
+        return [A.grad is g, g, seen, B.grad, B.grad is seen[0], C.grad, D.grad, E.grad, base]
+    compare(torch, prog)
