@@ -627,3 +627,17 @@ def test_grad_accumulates_into_the_same_tensor(torch):
         (E * 3).sum().backward()
         return [A.grad is g, g, seen, B.grad, B.grad is seen[0], C.grad, D.grad, E.grad, base]
     compare(torch, prog)
+
+
+def test_vector_to_parameters_makes_views_of_the_vector(torch):
+    def prog(L):
+        m = L.nn.Linear(2, 2)
+        old = m.weight.detach()
+        before = old.clone()
+        v = L.arange(6.)
+        L.nn.utils.vector_to_parameters(v, m.parameters())
+        v[0] = 100.
+        m(L.ones(1, 2)).sum().backward()
+        return [m.weight.detach(), m.bias.detach(), L.equal(old, before), m.weight.grad,
+                L.nn.utils.parameters_to_vector(m.parameters())]
+    compare(torch, prog)
