@@ -641,3 +641,25 @@ def test_vector_to_parameters_makes_views_of_the_vector(torch):
         return [m.weight.detach(), m.bias.detach(), L.equal(old, before), m.weight.grad,
                 L.nn.utils.parameters_to_vector(m.parameters())]
     compare(torch, prog)
+
+
+def test_linalg_norms(torch):
+    inf = float("inf")
+
+    def prog(L):
+        x = L.tensor(R(4, 5), requires_grad=True)
+        y = L.tensor(R(2, 3, 4), requires_grad=True)
+        LA = L.linalg
+        outs = [LA.norm(x), LA.norm(x, dim=1), LA.norm(x, ord=1), LA.norm(x, ord=inf), LA.norm(x, "fro"),
+                LA.norm(x, ord=-1), LA.norm(x, ord=-inf, keepdim=True), LA.norm(x[0], ord=3),
+                LA.norm(x[0], ord=0), LA.norm(y), LA.norm(y, dim=(1, 2), ord=1),
+                LA.vector_norm(x, 3), LA.vector_norm(x, dim=(0, 1), keepdim=True),
+                LA.vector_norm(x, keepdim=True), LA.vector_norm(x, 1, dim=-1), LA.vector_norm(x, -inf, 0),
+                LA.vector_norm(x, 0.5), LA.vector_norm(x, dtype=L.float64), LA.matrix_norm(x),
+                LA.matrix_norm(x, 1), LA.matrix_norm(x, -inf), LA.matrix_norm(x, 1, keepdim=True),
+                LA.matrix_norm(y, inf, dim=(0, 2)), LA.matrix_norm(y, -1, dim=(2, 0), keepdim=True)]
+        grads = L.autograd.grad(sum(o.sum() for o in outs), [x, y])
+        return outs + list(grads) + [
+            _error(lambda: LA.vector_norm(L.tensor([1, 2]))), _error(lambda: LA.norm(y, ord=1)),
+            _error(lambda: LA.matrix_norm(x[0]))]
+    compare(torch, prog)
