@@ -240,6 +240,7 @@ class OpNode(Node):
     _op = None
     _out_meta = None   # (shape, dtype) per output, kept for multi-output ops (zeros for unused ones)
     _argpos = None     # positions of the args that have edges, when scalars get none (pow)
+    _in_dtypes = None  # input dtypes, kept when some differ from the output's (mixed-dtype add)
 
     @property
     def needs_input_grad(self):
@@ -311,6 +312,10 @@ class OpNode(Node):
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
                         and g._data.shape != shapes[i] else g for i, g in enumerate(res))
+        dts = self._in_dtypes
+        if dts is not None:  # each input gets its gradient in its own dtype, as in PyTorch
+            res = tuple(g.to(dts[i]) if g is not None and dts[i] is not None and g.dtype is not dts[i]
+                        else g for i, g in enumerate(res))
         pos = self._argpos
         if pos is not None:
             res = tuple(res[i] for i in pos)
@@ -390,6 +395,14 @@ def record(op, args, params, out):
                 if isinstance(a, Tensor) and a._data.shape != osh:
                     node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
                     break
+    if op.bcast:
+        odt = out.dtype if single else out[0].dtype
+        for a in args:
+            if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind == "f":
+                from .._dtype import FROM_NP
+                node._in_dtypes = tuple(FROM_NP[a._data.dtype] if isinstance(a, Tensor) else None
+                                        for a in args)
+                break
     if "inputs" in save:
         node._saved = args
         vs = []
