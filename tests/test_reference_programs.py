@@ -663,3 +663,15 @@ def test_linalg_norms(torch):
             _error(lambda: LA.vector_norm(L.tensor([1, 2]))), _error(lambda: LA.norm(y, ord=1)),
             _error(lambda: LA.matrix_norm(x[0]))]
     compare(torch, prog)
+
+
+def test_gradients_arrive_in_each_inputs_dtype(torch):
+    def prog(L):
+        a = L.tensor(R(3), requires_grad=True)
+        b = L.tensor(R(3).astype(np.float64), requires_grad=True)
+        h = L.ones(3, dtype=L.float16, requires_grad=True)
+        (a * b + a + h).sum().backward()
+        x = L.tensor(R(3), requires_grad=True)
+        (x.sum() + x.double().sum() * 2).backward()
+        return [a.grad, b.grad, h.grad, x.grad]
+    compare(torch, prog)
