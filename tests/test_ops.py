@@ -97,6 +97,10 @@ def test_clamp_where_semantics(torch):
     np.testing.assert_array_equal(ember.tensor(x).clip(-1, 1).numpy(), [-1.0, 0.5, 1.0])
     w = ember.where(ember.tensor(x) > 0, ember.tensor(x), 0.0)
     assert w.tolist() == [0.0, 0.5, 3.0] and w.dtype is ember.float64
+    for a, b in ((1.0, 0.2), (1, 2), (True, False), (1, 0.5)):
+        e = ember.where(ember.tensor([True, False]), a, b)
+        t = torch.where(torch.tensor([True, False]), a, b)
+        assert e.dtype.name == str(t.dtype)[6:] and e.tolist() == t.tolist()
     i, = ember.where(ember.tensor(x) > 0)
     assert i.tolist() == [1, 2]
 

@@ -232,3 +232,23 @@ def test_backward_matches_torch(entry, torch):
             a = np.zeros(tuple(x.shape)) if a is None else a.numpy()
             b = np.zeros(tuple(x.shape)) if b is None else b.numpy()
             np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, err_msg=f"{entry.name} {s}")
+
+
+@pytest.mark.parametrize("entry", GRAD, ids=_ids(GRAD))
+def test_float32_gradients_keep_dtype_and_shape(entry):
+    """A float32 input gets a float32 gradient of its own shape (no silent float64 upcast)."""
+    rng = np.random.default_rng(4)
+    for s in sample_list(entry):
+        if not s.grad:
+            continue
+        inputs = s.tensors(ember, np.float32, requires_grad=True)
+        outs = diff_outputs(entry.fn(ember, *inputs, **s.kwargs))
+        if not outs:
+            continue
+        wrt = [x for x in inputs if isinstance(x, ember.Tensor) and x.requires_grad]
+        cots = [ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype) for o in outs]
+        grads = ember.autograd.grad(outs, wrt, cots, allow_unused=True)
+        for x, g in zip(wrt, grads):
+            if g is not None:
+                assert g.dtype is x.dtype, f"{entry.name} {s}: grad {g.dtype} for input {x.dtype}"
+                assert tuple(g.shape) == tuple(x.shape), f"{entry.name} {s}: grad shape {tuple(g.shape)}"

@@ -61,9 +61,10 @@ _new = object.__new__
 
 class Op:
     """One primitive and all its rules."""
-    __slots__ = ("name", "impl", "vjp", "jvp", "batch", "save", "nout", "view", "bcast",
+    __slots__ = ("name", "impl", "vjp", "jvp", "batch", "nout", "view", "bcast",
                  "diff_outputs", "node_cls", "family", "inplace_ufunc", "differentiable",
-                 "tensor_edges_only", "__dict__")
+                 "tensor_edges_only", "_save", "save_inputs", "save_out", "save_shapes",
+                 "__dict__")
 
     def __init__(self, name, impl, *, save=(), nout=1, view=False, bcast=False,
                  diff_outputs=None, family=None, differentiable=True, node_name=None,
@@ -84,6 +85,18 @@ class Op:
         self.tensor_edges_only = tensor_edges_only
         from .autograd.graph import make_node_class
         self.node_cls = make_node_class(node_name or _camel(name) + "Backward0", self)
+
+    @property
+    def save(self):
+        """What record() keeps for the rules: a subset of {"inputs", "out", "shapes"}."""
+        return self._save
+
+    @save.setter
+    def save(self, value):
+        self._save = tuple(value)
+        self.save_inputs = "inputs" in self._save
+        self.save_out = "out" in self._save
+        self.save_shapes = "shapes" in self._save
 
     def def_vjp(self, fn):
         self.vjp = fn

@@ -170,7 +170,8 @@ def accumulate_into(var, g, stored=None):
             gd = g._data
             if gd.shape != var._data.shape:
                 g = D._new_tensor(D.xp.broadcast_to(gd, var._data.shape).copy())
-            elif stored is None or id(g) in stored or g._base is not None or not gd.flags.writeable:
+            elif (stored is None or id(g) in stored or g._base is not None
+                  or (gd.base is not None and not gd.flags.writeable)):
                 # shared with another leaf, a view of another tensor, or an expanded read-only
                 # array: .grad gets its own writable copy
                 g = D._new_tensor(gd.copy())
@@ -354,6 +355,7 @@ def make_node_class(name, op):
 
 
 _NO_EDGE = (None, 0)
+_NEEDS1 = (True,)  # a one-input op is recorded only when its input requires grad
 _new = object.__new__
 
 
@@ -365,27 +367,47 @@ def record(op, args, params, out):
         out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
-    edges = []
-    needs = []
-    for a in args:
-        if isinstance(a, Tensor) and a._rg:
+    nargs = len(args)
+    if nargs == 1:
+        a = args[0]
+        fn = a._fn
+        node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
+        node.needs = _NEEDS1
+    elif nargs == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        a, b = args
+        if a._rg:
             fn = a._fn
-            edges.append((fn, a._nr) if fn is not None else (a, -1))
-            needs.append(True)
+            ea = (fn, a._nr) if fn is not None else (a, -1)
         else:
-            edges.append(_NO_EDGE)
-            needs.append(False)
-    if op.tensor_edges_only:
-        pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        if len(pos) != len(args):
-            node._argpos = pos
-            edges = [edges[i] for i in pos]
-    node._edges = tuple(edges)
-    node.needs = tuple(needs)
+            ea = _NO_EDGE
+        if b._rg:
+            fn = b._fn
+            eb = (fn, b._nr) if fn is not None else (b, -1)
+        else:
+            eb = _NO_EDGE
+        node._edges = (ea, eb)
+        node.needs = (a._rg, b._rg)
+    else:
+        edges = []
+        needs = []
+        for a in args:
+            if isinstance(a, Tensor) and a._rg:
+                fn = a._fn
+                edges.append((fn, a._nr) if fn is not None else (a, -1))
+                needs.append(True)
+            else:
+                edges.append(_NO_EDGE)
+                needs.append(False)
+        if op.tensor_edges_only:
+            pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+            if len(pos) != len(args):
+                node._argpos = pos
+                edges = [edges[i] for i in pos]
+        node._edges = tuple(edges)
+        node.needs = tuple(needs)
     node.params = params
     node._freed = False
-    save = op.save
-    if "shapes" in save:
+    if op.save_shapes:
         node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
     else:
         node.shapes = None
@@ -403,7 +425,7 @@ def record(op, args, params, out):
                 node._in_dtypes = tuple(FROM_NP[a._data.dtype] if isinstance(a, Tensor) else None
                                         for a in args)
                 break
-    if "inputs" in save:
+    if op.save_inputs:
         node._saved = args
         vs = []
         for a in args:
@@ -429,7 +451,7 @@ def record(op, args, params, out):
         if out.dtype.kind == "f":
             o._rg = True
             o._fn = node
-        if "out" in save:
+        if op.save_out:
             # an alias sharing data and version counter: the node must not keep o alive
             vc = o._vc
             if vc is None:
@@ -460,7 +482,7 @@ def record(op, args, params, out):
             o._rg = True
             o._fn = node
             o._nr = i
-    if "out" in save:
+    if op.save_out:
         node._out = tuple(_saved_alias(o, node, i) for i, o in enumerate(outs))
         node._outv = tuple(a._vc[0] for a in node._out)
     else:
@@ -648,9 +670,14 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                             changed = True
                             break
 
+    # incoming gradients: the tensor itself for single-output nodes, a list per output otherwise
     buffers = {}
     for (fn, nr), g in zip(roots, root_grads):
         if fn is None:
+            continue
+        if fn._nout == 1:
+            old = buffers.get(fn)
+            buffers[fn] = g if old is None else old + g
             continue
         buf = buffers.get(fn)
         if buf is None:
@@ -672,11 +699,17 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
     # the caller's gradients never become a .grad as they are (unless the engine made them:
     # own_roots, the implicit ones of loss.backward())
     stored = set() if own_roots else set(map(id, root_grads))
+    node = None
     try:
-        while ready:
-            node = pop(ready)[2]
+        while True:
+            if node is None:  # else: the one node the last step made ready, run at once
+                if not ready:
+                    break
+                node = pop(ready)[2]
             grads = buffers.pop(node, None)
-            if grads is None:
+            if node._nout == 1:
+                grads = [grads]
+            elif grads is None:
                 grads = [None] * node._nout
             hooked = node._hooked
             if hooked:
@@ -688,8 +721,10 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                         g = grads[nr]
                         captured[k] = g if captured[k] is None else captured[k] + g
                     if type(node) is AccumulateGrad:
+                        node = None
                         continue
                 if node not in needed:
+                    node = None
                     continue
             if hooked and node._pre_hooks:
                 for h in node._pre_hooks:
@@ -710,6 +745,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                         outs = tuple(r)
             if not keep_graph:
                 node._release()
+            node = None
             for (nxt, nr), g in zip(edges, outs):
                 if nxt is None:
                     continue
@@ -749,15 +785,22 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                                 accumulate_into(nxt, leaf_bufs.pop(nxt), stored)
                         continue
                 if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._nout
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                    if nxt._nout == 1:
+                        old = buffers.get(nxt)
+                        buffers[nxt] = g if old is None else old + g
+                    else:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt._nout
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    push(ready, (-nxt._seq, id(nxt), nxt))
+                    if node is None and not ready:
+                        node = nxt  # a chain: no queue round trip
+                    else:
+                        push(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         gm.enabled = prev_mode
     return captured
