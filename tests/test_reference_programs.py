@@ -675,3 +675,45 @@ def test_gradients_arrive_in_each_inputs_dtype(torch):
         (x.sum() + x.double().sum() * 2).backward()
         return [a.grad, b.grad, h.grad, x.grad]
     compare(torch, prog)
+
+
+def test_as_strided_of_a_non_contiguous_input_differentiates_through_storage(torch):
+    def prog(L):
+        x = L.arange(20.).reshape(4, 5).requires_grad_()
+        w = x.t().as_strided((2, 3), (1, 5), 1)
+        u = x.t().unfold(0, 3, 2)
+        g1, = L.autograd.grad((w * w).sum(), x, create_graph=True)
+        g2, = L.autograd.grad((g1 * L.arange(20.).reshape(4, 5)).sum(), x)
+        g3, = L.autograd.grad((u * L.arange(u.numel()).reshape(u.shape)).sum(), x)
+        return [w, u, u.stride(), g1, g2, g3]
+    compare(torch, prog)
+
+
+def test_composites_diff_cdist_quantile_unfold_and_friends(torch):
+    inf = float("inf")
+
+    def prog(L):
+        x = L.tensor(R(4, 5), requires_grad=True)
+        y = L.tensor(R(2, 3, 4), requires_grad=True)
+        xn = x.detach().clone()
+        xn[1, 2] = float("nan")
+        xn[3] = float("nan")
+        outs = [x.diff(), L.diff(x, dim=0), L.diff(x, n=2, dim=1),
+                L.diff(x, prepend=x[:, :1], append=x[:, :2]),
+                L.cdist(x, x), L.cdist(x, x[:3], p=1), L.cdist(x, x[:3], p=inf), L.cdist(y, y),
+                x.quantile(0.3), x.quantile(0.3, dim=1),
+                x.quantile(L.tensor([0.1, 0.5, 1.0]), dim=0, keepdim=True),
+                x.quantile(0.25, interpolation="lower"), x.quantile(0.25, dim=1, interpolation="higher"),
+                x.quantile(0.25, dim=1, interpolation="nearest"),
+                x.quantile(0.3, dim=1, interpolation="midpoint"), L.quantile(x, 0.5, keepdim=True),
+                L.block_diag(x[:2, :3], L.tensor(R(1, 2)), L.tensor(7.), L.tensor([1., 2.])),
+                x.unfold(1, 2, 1), x.unfold(0, 2, 2), y.unfold(-1, 2, 2)]
+        grads = L.autograd.grad(sum((o * (i + 1)).sum() for i, o in enumerate(outs)), [x, y])
+        return outs + list(grads) + [
+            L.diff(L.tensor([True, False, False])), L.diff(L.tensor([1, 4, 9])),
+            L.quantile(xn, 0.3, dim=1), L.nanquantile(xn, 0.3, dim=1),
+            L.nanquantile(xn, L.tensor([0.3, 0.9])), L.cartesian_prod(L.arange(2), L.arange(3)),
+            L.cartesian_prod(L.tensor([1., 2.]), L.tensor([3., 4.]), L.tensor([5.])),
+            L.arange(7.).unfold(0, 3, 3), _error(lambda: L.quantile(x, 1.5)),
+            _error(lambda: L.quantile(L.tensor([1, 2]), 0.5)), _error(lambda: x.unfold(1, 9, 1))]
+    compare(torch, prog)
