@@ -327,7 +327,8 @@ _floor_divide_ew = _binary_impl(np.floor_divide, "floor_divide")
 
 def _floor_divide_impl(xp, a, b):
     _int_zero_check(a, b)
-    return _floor_divide_ew(xp, a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):  # float // 0 is +-inf or nan, silently
+        return _floor_divide_ew(xp, a, b)
 
 
 floor_divide_op = defop("floor_divide", _floor_divide_impl, differentiable=False, family=EW)
