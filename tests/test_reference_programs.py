@@ -717,3 +717,16 @@ def test_composites_diff_cdist_quantile_unfold_and_friends(torch):
             L.arange(7.).unfold(0, 3, 3), _error(lambda: L.quantile(x, 1.5)),
             _error(lambda: L.quantile(L.tensor([1, 2]), 0.5)), _error(lambda: x.unfold(1, 9, 1))]
     compare(torch, prog)
+
+
+def test_p_norms_below_one_have_zero_gradient_at_zero(torch):
+    def prog(L):
+        out = []
+        for p in (0.5, 0.3, 1.5, 3):
+            x = L.tensor([0., 1., -2.], requires_grad=True)
+            L.linalg.vector_norm(x, p).backward()
+            out.append(x.grad)
+        y = L.tensor([[0., 1.], [2., 0.]], requires_grad=True)
+        L.cdist(y, y, p=0.5).sum().backward()
+        return out + [y.grad, L.tensor([1., -1., 0.]) // 0]
+    compare(torch, prog)
