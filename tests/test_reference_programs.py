@@ -730,3 +730,28 @@ def test_p_norms_below_one_have_zero_gradient_at_zero(torch):
         L.cdist(y, y, p=0.5).sum().backward()
         return out + [y.grad, L.tensor([1., -1., 0.]) // 0]
     compare(torch, prog)
+
+
+def test_cyclic_lr(torch):
+    def prog(L):
+        out = []
+        for kw, Opt, okw in ((dict(mode="triangular"), L.optim.SGD, dict(momentum=0.9)),
+                             (dict(mode="triangular2", step_size_down=3), L.optim.SGD, dict(momentum=0.5)),
+                             (dict(mode="exp_range", gamma=0.9), L.optim.Adam, {}),
+                             (dict(scale_fn=lambda x: 0.5 ** x, scale_mode="iterations",
+                                   cycle_momentum=False), L.optim.SGD, {})):
+            p = L.nn.Parameter(L.ones(2))
+            opt = Opt([p], lr=0.1, **okw)
+            sched = L.optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=2, **kw)
+            lrs, moms = [], []
+            for _ in range(9):
+                opt.zero_grad()
+                (p ** 2).sum().backward()
+                opt.step()
+                sched.step()
+                g = opt.param_groups[0]
+                lrs.append(round(g["lr"], 7))
+                moms.append(round(g["betas"][0] if "betas" in g else g.get("momentum", 0), 7))
+            out += [lrs, moms, p.detach()]
+        return out
+    compare(torch, prog)
