@@ -333,6 +333,10 @@ for _n, _o in (("bitwise_and", "__and__"), ("bitwise_or", "__or__"), ("bitwise_x
     add(_n, fn=(lambda o: lambda m, a, b: getattr(a, o)(b))(_o), grad=False,
         samples=fixed(lambda r: S((ints(r, (2, 3), 0, 16), ints(r, (3,), 0, 16))),
                       lambda r: S((bools(r, (4,)), bools(r, (4,))))))
+for _n, _o in (("bitwise_left_shift", "__lshift__"), ("bitwise_right_shift", "__rshift__")):
+    add(_n, fn=(lambda o: lambda m, a, b: getattr(a, o)(b))(_o), grad=False,
+        samples=fixed(lambda r: S((ints(r, (2, 3), -16, 16), ints(r, (3,), 0, 4))),
+                      lambda r: S((ints(r, (4,), 0, 100, np.uint8), ints(r, (4,), 0, 3, np.uint8)))))
 add("bitwise_not", fn=lambda m, a: ~a, grad=False,
     samples=fixed(lambda r: S((ints(r, (2, 3), 0, 16),)), lambda r: S((ints(r, (3,), 0, 100, np.uint8),))))
 add("logical_not", "invert_bool", fn=lambda m, a: ~a, grad=False, samples=fixed(lambda r: S((bools(r, (5,)),))))
@@ -680,7 +684,7 @@ add("embedding_backward", fn=_reg("embedding_backward"), oracle=False,
 NON_DIFFERENTIABLE = sorted(n for n in (
     "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isnan", "isinf", "isfinite", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero", "max_pool2d",
+    "bitwise_left_shift", "bitwise_right_shift", "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero", "max_pool2d",
     "batch_norm_backward"))
 INTERNAL = ("select_backward", "slice_backward", "diagonal_backward", "as_strided_backward",
             "as_strided_scatter", "index_backward", "conv2d_backward_weight", "max_pool2d_with_indices_backward",

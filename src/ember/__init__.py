@@ -27,6 +27,9 @@ from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
 from . import autograd  # noqa: F401
+# torch.linalg (the star import from .ops bound the name to ops.linalg, which `from . import`
+# would return)
+linalg = __import__("importlib").import_module(".linalg", __name__)
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled)
 from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401

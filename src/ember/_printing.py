@@ -63,9 +63,11 @@ def format_array(a, indent):
         width = max(len(str(int(x))) for x in sample)
         formatter = {"int": lambda x: str(int(x)).rjust(width)}
     summarize = a.size > _opts["threshold"]
-    return np.array2string(a, separator=", ", formatter=formatter, prefix=" " * indent,
+    text = np.array2string(a, separator=", ", formatter=formatter, prefix=" " * indent,
                            threshold=0 if summarize else a.size + 1, edgeitems=_opts["edgeitems"],
                            max_line_width=_opts["linewidth"])
+    # PyTorch pads the ellipsis inside a row like an element: "2,  ..., 1997"
+    return text.replace(", ..., ", ",  ..., ") if summarize else text
 
 
 def tensor_repr(t, prefix="tensor("):

@@ -58,6 +58,22 @@ class Size(tuple):
         r = tuple.__getitem__(self, i)
         return Size(r) if isinstance(i, slice) else r
 
+    # concatenation and repetition stay Sizes, as torch.Size's do
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to ember.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
 
 class Tensor:
     __slots__ = ("_data", "_rg", "_fn", "_nr", "_vc", "_base", "_grad", "__dict__", "__weakref__")
@@ -186,8 +202,9 @@ class Tensor:
             vc[1] = by
 
     def _shallow(self):
-        """A new tensor object sharing data and version counter, with no autograd history."""
-        t = _new(type(self))
+        """A new tensor object sharing data and version counter, with no autograd history.
+        A plain Tensor, as every op result is (p.detach() of a Parameter is no Parameter)."""
+        t = _new(Tensor)
         _init(t, self._data)
         if self._vc is None:
             self._vc = [0, None]
@@ -260,7 +277,8 @@ class Tensor:
                 raise RuntimeError(f"assigned grad has data of a different type: expected "
                                    f"{self.dtype}, got {value.dtype}")
         self._grad = value
-        self._grad_owned = False
+        # PyTorch accumulates into an assigned .grad in place (into its storage, a view's too)
+        self._grad_owned = value is not None
 
     @grad.deleter
     def grad(self):
@@ -320,7 +338,15 @@ class Tensor:
 
     @property
     def data(self):
-        return self.detach()
+        # shares the array but not the version counter, and is no view: in-place changes
+        # through .data are invisible to autograd's checks (the difference from detach())
+        t = _new(Tensor)
+        _init(t, self._data)
+        if self._meta:
+            t._meta = True
+        if self._inference:
+            t._inference = True
+        return t
 
     @data.setter
     def data(self, value):
@@ -365,16 +391,17 @@ class Tensor:
             chk(self, what)
 
     def __float__(self):
-        if self._data.size != 1:
-            raise ValueError(f"float(): only one element tensors can be converted to Python scalars "
-                             f"(got shape {list(self._data.shape)})")
+        self._check_scalar("float")
         return float(self.item())
 
     def __int__(self):
-        if self._data.size != 1:
-            raise ValueError(f"int(): only one element tensors can be converted to Python scalars "
-                             f"(got shape {list(self._data.shape)})")
+        self._check_scalar("int")
         return int(self.item())
+
+    def _check_scalar(self, to):
+        if self._data.size != 1:
+            raise ValueError(f"{to}(): only one element tensors can be converted to Python scalars "
+                             f"(got shape {list(self._data.shape)})")
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

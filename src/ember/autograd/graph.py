@@ -175,6 +175,13 @@ def accumulate_into(var, g, stored=None):
                 # shared with another leaf, a view of another tensor, or an expanded read-only
                 # array: .grad gets its own writable copy
                 g = D._new_tensor(gd.copy())
+            else:
+                # the array is stored without a copy but in a tensor object of its own (a hook
+                # or the caller may hold g): the next accumulation can then update .grad in
+                # its place, as PyTorch's does
+                if stored is not None:
+                    stored.add(id(g))
+                g = D._new_tensor(gd)
         if stored is not None:
             stored.add(id(g))
         var._grad = g
@@ -187,7 +194,14 @@ def accumulate_into(var, g, stored=None):
         D.xp.add(old._data, g._data, out=old._data)
         old._bump()
     else:
-        var._grad = old + g
+        # .grad's array may be shared: a fresh array, but kept in the same .grad object (a
+        # reference to p.grad sees every accumulation, as in PyTorch)
+        r = old + g
+        if r.dtype is old.dtype and old._base is None and old._fw is None and old._wr is None:
+            old._data = r._data
+            old._bump()
+        else:
+            var._grad = r
         var._grad_owned = True
     if var._post_acc_hooks:
         for h in var._post_acc_hooks:
@@ -227,6 +241,7 @@ class OpNode(Node):
     _op = None
     _out_meta = None   # (shape, dtype) per output, kept for multi-output ops (zeros for unused ones)
     _argpos = None     # positions of the args that have edges, when scalars get none (pow)
+    _in_dtypes = None  # input dtypes, kept when some differ from the output's (mixed-dtype add)
 
     @property
     def needs_input_grad(self):
@@ -298,6 +313,10 @@ class OpNode(Node):
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
                         and g._data.shape != shapes[i] else g for i, g in enumerate(res))
+        dts = self._in_dtypes
+        if dts is not None:  # each input gets its gradient in its own dtype, as in PyTorch
+            res = tuple(g.to(dts[i]) if g is not None and dts[i] is not None and g.dtype is not dts[i]
+                        else g for i, g in enumerate(res))
         pos = self._argpos
         if pos is not None:
             res = tuple(res[i] for i in pos)
@@ -398,6 +417,14 @@ def record(op, args, params, out):
                 if isinstance(a, Tensor) and a._data.shape != osh:
                     node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
                     break
+    if op.bcast:
+        odt = out.dtype if single else out[0].dtype
+        for a in args:
+            if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind == "f":
+                from .._dtype import FROM_NP
+                node._in_dtypes = tuple(FROM_NP[a._data.dtype] if isinstance(a, Tensor) else None
+                                        for a in args)
+                break
     if op.save_inputs:
         node._saved = args
         vs = []

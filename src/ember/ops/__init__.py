@@ -11,6 +11,7 @@ from . import shape as _S
 from . import indexing as _I
 from . import linalg as _L
 from . import inplace as _IP
+from . import composite as _C
 from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
@@ -23,7 +24,7 @@ from .linalg import *  # noqa: F401,F403
 from .shape import sum_to  # noqa: F401
 
 _public = {}
-for _m in (_E, _R, _S, _I, _L):
+for _m in (_E, _R, _S, _I, _L, _C):
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
             _public[_k] = _v
@@ -144,6 +145,10 @@ _ops = {
     "__and__": _and, "__rand__": _and,
     "__or__": _or, "__ror__": _or,
     "__xor__": _xor, "__rxor__": _xor,
+    "__lshift__": lambda self, other: dispatch(_E.bitwise_left_shift_op, (self, other)),
+    "__rlshift__": lambda self, other: dispatch(_E.bitwise_left_shift_op, (other, self)),
+    "__rshift__": lambda self, other: dispatch(_E.bitwise_right_shift_op, (self, other)),
+    "__rrshift__": lambda self, other: dispatch(_E.bitwise_right_shift_op, (other, self)),
     "__eq__": _eq,
     "__ne__": _ne,
     "__lt__": lambda self, other: dispatch(_E.lt_op, (self, other)),
@@ -172,6 +177,7 @@ _METHODS = [
     "sigmoid", "erf", "erfinv", "abs", "absolute", "sign", "sgn", "floor", "ceil", "trunc", "fix",
     "frac", "round", "relu", "neg", "negative", "square", "isnan", "isinf", "isfinite", "nan_to_num",
     "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_not", "bitwise_and",
+    "bitwise_left_shift", "bitwise_right_shift",
     "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less",
     "greater_equal", "less_equal", "not_equal", "lerp", "addcmul", "addcdiv", "hypot", "logit",
     "xlogy", "logaddexp", "isclose", "allclose", "equal", "where", "subtract", "multiply", "divide",
@@ -192,10 +198,13 @@ _METHODS = [
     # linalg
     "matmul", "mm", "bmm", "mv", "dot", "inner", "vdot", "outer", "ger", "addmm", "addmv", "baddbmm",
     "addbmm", "addr", "kron", "cross", "trace", "diag", "diag_embed",
+    # composites
+    "diff", "quantile", "nanquantile",
 ]
 for _name in _METHODS:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])
+Tensor.unfold = _C._tensor_unfold
 
 
 def _view_as(self, other):

@@ -75,6 +75,9 @@ def wrap_int_scalars(a, b):
     wrapped around (two's complement), which is what PyTorch's scalar conversion gives."""
     def conv(x, other):
         if type(x) is int and type(other) is _ndarray and other.dtype.kind in "iu":
+            if not -2 ** 63 <= x < 2 ** 64:
+                raise RuntimeError(f"value {x} cannot be converted to type "
+                                   f"{dt.FROM_NP[other.dtype].name} without overflow")
             return np.array(x & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(other.dtype)
         return x
     return conv(a, b), conv(b, a)

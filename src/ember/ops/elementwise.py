@@ -48,6 +48,9 @@ def _binary_impl(uf, name, floating=False, nobool=False):
                 _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
         try:
+            if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
+                    and a.shape == b.shape and b.flags.c_contiguous:
+                return _first_operand_layout(uf, a, b)
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -62,6 +65,20 @@ def _binary_impl(uf, name, floating=False, nobool=False):
                                f"{getattr(b, 'dtype', type(b).__name__)}): {e}") from None
     impl.ufunc = uf
     return impl
+
+
+def _first_operand_layout(uf, a, b):
+    """PyTorch's rule when two same-shape operands disagree on layout: the first one's wins
+    (channels_last + contiguous is channels_last); NumPy would pick C order. Computing on both
+    operands permuted so that ``a`` is C-ordered gives a C-ordered result in that order, which
+    permuted back has ``a``'s strides."""
+    if 0 in a.strides:
+        return uf(a, b)
+    perm = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+    inv = [0] * a.ndim
+    for i, d in enumerate(perm):
+        inv[d] = i
+    return uf(a.transpose(perm), b.transpose(perm)).transpose(inv)
 
 
 # ----------------------------------------------------------------------------- arithmetic
@@ -224,6 +241,9 @@ def _minmax_impl(uf, name):
         if not _same(a, b):
             a, b = U.promote(a, b)
         try:
+            if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
+                    and a.shape == b.shape and b.flags.c_contiguous:
+                return _first_operand_layout(uf, a, b)
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -617,6 +637,9 @@ clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 def _cmp(name, uf):
     def impl(xp, a, b):
         try:
+            if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
+                    and a.shape == b.shape and b.flags.c_contiguous:
+                return _first_operand_layout(uf, a, b)
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -652,6 +675,8 @@ def _bitwise(name, uf):
 bitwise_and_op = _bitwise("bitwise_and", np.bitwise_and)
 bitwise_or_op = _bitwise("bitwise_or", np.bitwise_or)
 bitwise_xor_op = _bitwise("bitwise_xor", np.bitwise_xor)
+bitwise_left_shift_op = _bitwise("bitwise_left_shift", np.left_shift)
+bitwise_right_shift_op = _bitwise("bitwise_right_shift", np.right_shift)
 
 
 def _bitwise_not(xp, a):
@@ -937,6 +962,8 @@ logical_xor = _mk_cmp(logical_xor_op)
 bitwise_and = _mk_cmp(bitwise_and_op)
 bitwise_or = _mk_cmp(bitwise_or_op)
 bitwise_xor = _mk_cmp(bitwise_xor_op)
+bitwise_left_shift = _mk_cmp(bitwise_left_shift_op)
+bitwise_right_shift = _mk_cmp(bitwise_right_shift_op)
 
 
 def lerp(input, end, weight):

@@ -170,29 +170,31 @@ def _basic_getitem(x, items):
     return r
 
 
-def _spec_for_setitem(x, idx):
-    items = _normalize(idx, x.dim())
-    spec = []
-    for i in items:
-        spec.append(_to_np_index(i))
-    return tuple(spec)
-
-
 def setitem(x, idx, value):
     from .inplace import inplace_apply
     if _batched_index_items(idx):
         return batched_index(x, idx, value, setitem=True)
-    spec = _spec_for_setitem(x, idx)
-    if U.is_tensor(value) and any(isinstance(i, np.ndarray) for i in spec) and not (
-            value.dim() == 0 and len(spec) == 1 and spec[0].dtype.kind == "b"):
-        _same_values(x, value)  # advanced indexing is index_put_ in PyTorch (no implicit cast), except
-        #                         x[mask] = scalar tensor, which is masked_fill
+    items = _normalize(idx, x.dim())
     if not U.is_tensor(value):
         if isinstance(value, (list, tuple)):
             from .._creation import tensor as _t
             value = _t(value, dtype=x.dtype)
         else:
             value = D._new_tensor(np.asarray(value, dtype=x._data.dtype))
+    if items and all(_is_basic(i) for i in items):
+        # basic indexing: x[idx] = v is a copy into the view x[idx], as in PyTorch (whose
+        # autograd then records CopySlices on x, not IndexPutBackward0)
+        try:
+            _basic_getitem(x, items).copy_(value)
+        except RuntimeError as e:
+            raise RuntimeError(f"setitem (a copy into the indexed view of shape "
+                               f"{list(_basic_getitem(x, items).shape)}): {e}") from None
+        return
+    spec = tuple(_to_np_index(i) for i in items)
+    if any(isinstance(i, np.ndarray) for i in spec) and not (
+            value.dim() == 0 and len(spec) == 1 and spec[0].dtype.kind == "b"):
+        _same_values(x, value)  # advanced indexing is index_put_ in PyTorch (no implicit cast), except
+        #                         x[mask] = scalar tensor, which is masked_fill
     inplace_apply(index_put_op, x, (value,), {"spec": spec}, "index_put_")
 
 

@@ -637,7 +637,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return sum((input != 0).to(input.dtype), dim, keepdim)
     if p == 1:
         return sum(input.abs(), dim, keepdim)
-    return sum(input.abs() ** p, dim, keepdim) ** (1.0 / p)
+    a = input.abs()
+    if p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
+        from .elementwise import where
+        zero = a == 0
+        a = where(zero, 0.0, where(zero, 1.0, a) ** p)
+        return sum(a, dim, keepdim) ** (1.0 / p)
+    return sum(a ** p, dim, keepdim) ** (1.0 / p)
 
 
 def _l2(x, dim, keepdim):

@@ -466,7 +466,7 @@ def _root(a):
     return a
 
 
-def _as_strided_impl(xp, a, size, stride, offset):
+def _as_strided_impl(xp, a, size, stride, offset, in_stride=None):
     isz = a.itemsize
     root = _root(a)
     start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
@@ -497,19 +497,49 @@ as_strided_scatter_op = defop("as_strided_scatter", _as_strided_scatter_impl, fa
                               node_name="CopySlices")
 
 
-def _as_strided_backward_impl(xp, g, shape, size, stride, offset):
+def _as_strided_index(xp, shape, in_stride, size, stride, offset):
+    """For each element of the as_strided view, the flat index of the input element at the same
+    storage position (-1 where the view reaches memory outside the input), the input laid out
+    with its own strides (``in_stride``; None: contiguous)."""
+    n = int(np.prod(shape))
+    if in_stride is None:
+        return _as_strided_impl(xp, xp.arange(n).reshape(shape), size, stride, offset)
+    in_ext = 1 + sum((s - 1) * abs(st) for s, st in zip(shape, in_stride)) if n else 0
+    out_ext = offset + 1 + sum((s - 1) * st for s, st in zip(size, stride)) if 0 not in size else 0
+    store = xp.full(max(in_ext, out_ext, 1), -1, np.int64)
+    isz = store.itemsize
+    np.lib.stride_tricks.as_strided(store, shape, tuple(st * isz for st in in_stride))[...] = \
+        xp.arange(n).reshape(shape)
+    return np.lib.stride_tricks.as_strided(store[offset:], size, tuple(st * isz for st in stride))
+
+
+def _as_strided_backward_impl(xp, g, shape, size, stride, offset, in_stride=None):
     # overlapping windows accumulate: add through a flat index map of the input's elements
     z = xp.zeros(shape, g.dtype)
-    idx = _as_strided_impl(xp, xp.arange(z.size).reshape(shape), size, stride, offset)
-    xp.add.at(z.reshape(-1), idx.reshape(-1), g.reshape(-1))
+    idx = _as_strided_index(xp, shape, in_stride, size, stride, offset).reshape(-1)
+    gf = g.reshape(-1)
+    if in_stride is not None:
+        keep = idx >= 0
+        idx, gf = idx[keep], gf[keep]
+    xp.add.at(z.reshape(-1), idx, gf)
     return z
 
 
 as_strided_backward_op = defop("as_strided_backward", _as_strided_backward_impl, family=VIEW)
 as_strided_op.vjp = lambda ctx, g: dispatch(as_strided_backward_op, (g,), dict(shape=ctx.shapes[0], **ctx.params))
 as_strided_op.jvp = lambda ctx, t: dispatch(as_strided_op, (t,), ctx.params)
-as_strided_backward_op.vjp = lambda ctx, g: dispatch(
-    as_strided_op, (g,), {k: ctx.params[k] for k in ("size", "stride", "offset")})
+
+
+@as_strided_backward_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    if p.get("in_stride") is None:
+        return dispatch(as_strided_op, (g,), {k: p[k] for k in ("size", "stride", "offset")})
+    # the input was not contiguous: read g (input-shaped) through the same element map
+    from .._creation import tensor
+    idx = _as_strided_index(np, tuple(g.shape), p["in_stride"], p["size"], p["stride"], p["offset"])
+    keep = tensor(idx >= 0)
+    return reshape(g, (-1,))[tensor(np.maximum(idx, 0))] * keep
 as_strided_backward_op.jvp = lambda ctx, t: dispatch(as_strided_backward_op, (t,), ctx.params)
 
 
@@ -540,7 +570,11 @@ def _(ctx, tb, ts):
 def as_strided(input, size, stride, storage_offset=None):
     size, stride = tuple(size), tuple(stride)
     off = (input.storage_offset() if storage_offset is None else storage_offset) - input.storage_offset()
-    return dispatch(as_strided_op, (input,), {"size": size, "stride": stride, "offset": off})
+    params = {"size": size, "stride": stride, "offset": off}
+    if not input.is_contiguous() and input.dim():
+        # backward maps gradients through storage positions, so it needs the input's layout
+        params["in_stride"] = input.stride()
+    return dispatch(as_strided_op, (input,), params)
 
 
 # ----------------------------------------------------------------------------- joins

@@ -1,7 +1,6 @@
 """parameters_to_vector / vector_to_parameters."""
 from ..._tensor import Tensor
 from ... import ops as _ops
-from ...autograd.grad_mode import no_grad
 
 
 def parameters_to_vector(parameters):
@@ -18,8 +17,9 @@ def vector_to_parameters(vec, parameters):
         raise RuntimeError(f"vector_to_parameters: expected a 1-d vector of {total} elements, got shape "
                            f"{list(vec.shape)}")
     ptr = 0
-    with no_grad():
-        for p in parameters:
-            n = p.numel()
-            p.copy_(vec[ptr:ptr + n].view_as(p))
-            ptr += n
+    for p in parameters:
+        n = p.numel()
+        # as in PyTorch, each parameter's data becomes a view of vec (no copy; tensors taken
+        # from the old parameter data keep the old values)
+        p.data = vec[ptr:ptr + n].view_as(p).data
+        ptr += n
