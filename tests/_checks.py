@@ -10,6 +10,8 @@
 
 ember.autograd.gradcheck is not used here: these callers check <cot, f> against a fixed random
 cotangent (one backward per case, not one per output element), with their own tolerances."""
+import contextlib
+
 import numpy as np
 
 import ember
@@ -77,10 +79,7 @@ def numeric_vjp(f, arrays, positions, cots=None, eps=1e-6):
             return float(outs[0].detach().numpy())
         return sum(_dot(o, c) for o, c in zip(outs, cots))
 
-    if cots is not None:
-        with ember.no_grad():
-            grads = fd_grad(scalar, [arrs[p] for p in positions], eps)
-    else:
+    with ember.no_grad() if cots is not None else contextlib.nullcontext():
         grads = fd_grad(scalar, [arrs[p] for p in positions], eps)
     return dict(zip(positions, grads))
 
