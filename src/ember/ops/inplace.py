@@ -67,15 +67,20 @@ def inplace_apply(op, self, others, params, name):
         arrs = [o._data if isinstance(o, Tensor) else o for o in others]
         fast = getattr(op, "inplace_fast", None)
         dst = self._data
-        if fast is not None and not params:
-            try:
-                fast(dst, *arrs)
-            except (TypeError, ValueError):  # casting or broadcasting: let the checked path explain
+        try:
+            if fast is not None and not params:
+                try:
+                    fast(dst, *arrs)
+                except OverflowError:  # a Python int outside self's dtype: wrapped around, as PyTorch does
+                    fast(dst, U.wrap_int_scalars(dst, arrs[0])[1])
+                except (TypeError, ValueError):  # casting or broadcasting: let the checked path explain
+                    r = op.impl(D.xp, dst, *arrs, **params)
+                    _write(self, np.asarray(r), name)
+            else:
                 r = op.impl(D.xp, dst, *arrs, **params)
                 _write(self, np.asarray(r), name)
-        else:
-            r = op.impl(D.xp, dst, *arrs, **params)
-            _write(self, np.asarray(r), name)
+        except Exception as e:
+            raise D.op_error(op, e, (self,) + tuple(others), name) from D._cause(e)
         self._bump(name)
         return self
     src = self

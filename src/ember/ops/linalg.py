@@ -91,7 +91,8 @@ def mm(input, mat2):
 
 def bmm(input, mat2):
     if input.dim() != 3 or mat2.dim() != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError(f"bmm: batch{1 if input.dim() != 3 else 2} must be a 3D tensor (got "
+                           f"{input.dim() if input.dim() != 3 else mat2.dim()}D)")
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}")
     return dispatch(matmul_op, (input, mat2))
@@ -99,15 +100,15 @@ def bmm(input, mat2):
 
 def mv(input, vec):
     if input.dim() != 2 or vec.dim() != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+        raise RuntimeError(f"mv: vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     return dispatch(matmul_op, (input, vec))
 
 
 def dot(input, other):
     if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+        raise RuntimeError(f"dot: 1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{other.shape[0]}] to have the same number of elements, but got "
                            f"{input.shape[0]} and {other.shape[0]} elements respectively")
     return dispatch(matmul_op, (input, other))
@@ -125,6 +126,8 @@ ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if U.is_tensor(input) and input.dtype != mat1.dtype:
+        raise RuntimeError(f"addmm: self and mat1 must have the same dtype, but got {input.dtype} and {mat1.dtype}")
     p = mm(mat1, mat2)
     if alpha != 1:
         p = p * alpha
@@ -166,6 +169,9 @@ def _linear_impl(xp, x, w, b=None):
     if x.dtype is not w.dtype:
         raise RuntimeError(f"linear: expected input and weight to have the same dtype, but got "
                            f"{U.dt.FROM_NP[x.dtype].name} and {U.dt.FROM_NP[w.dtype].name}")
+    if x.ndim == 0 or w.ndim not in (1, 2):
+        raise RuntimeError(f"linear: expected an input of at least 1 dimension and a 1-D or 2-D weight, got "
+                           f"input {list(x.shape)} and weight {list(w.shape)}")
     if x.shape[-1] != w.shape[-1]:
         lead = int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
@@ -375,8 +381,17 @@ def kron(input, other):
 
 
 def cross(input, other, dim=None):
+    if input.dim() != other.dim():
+        raise RuntimeError(f"cross: inputs must have the same number of dimensions, got {input.dim()} and "
+                           f"{other.dim()}")
     if dim is None:
-        dim = next(i for i, s in enumerate(input.shape) if s == 3)
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"cross: no dimension of size 3 in input of shape {list(input.shape)}")
+    d = U.wrap_dim(dim, input.dim(), "cross")
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"cross: inputs dimension {dim} must have length 3, got {list(input.shape)} and "
+                           f"{list(other.shape)}")
     a0, a1, a2 = input.unbind(dim)
     b0, b1, b2 = other.unbind(dim)
     from .shape import stack
@@ -384,10 +399,14 @@ def cross(input, other, dim=None):
 
 
 def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return input.diagonal().sum()
 
 
 def diag(input, diagonal=0):
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D (shape {list(input.shape)})")
     if input.dim() == 1:
         return _diag_embed(input, diagonal)
     return input.diagonal(diagonal)

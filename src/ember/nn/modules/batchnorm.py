@@ -97,16 +97,16 @@ class _BatchNorm(_NormBase):
 class BatchNorm1d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected 2D or 3D input (got {input.dim()}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
-            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected 4D input (got {input.dim()}D input)")
 
 
 class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
-            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected 5D input (got {input.dim()}D input)")
