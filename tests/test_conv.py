@@ -5,7 +5,7 @@ import pytest
 
 import ember
 from ember.ops import nn as F
-from _nn_check import compare_with_torch, finite_diff_check
+from _checks import check_grads, compare_with_torch
 
 rng = np.random.default_rng(1)
 
@@ -76,7 +76,7 @@ def test_conv2d_finite_differences(kw, cl):
     def fn(x, w, b):
         xx = x.to(memory_format=ember.channels_last) if cl else x
         return F.conv2d(xx, w, b, **kw)
-    finite_diff_check(fn, [x, w, b])
+    check_grads(fn, [x, w, b])
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1),
@@ -96,7 +96,7 @@ def test_conv_transpose2d_matches_torch(torch, kw, cl):
 def test_conv_transpose2d_finite_differences():
     x = rng.standard_normal((1, 2, 3, 3))
     w = rng.standard_normal((2, 3, 3, 3))
-    finite_diff_check(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), [x, w])
+    check_grads(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), [x, w])
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=2, dilation=2), dict(padding="same", groups=2)])
@@ -109,7 +109,7 @@ def test_conv1d_matches_torch(torch, kw):
 
 
 def test_conv1d_finite_differences():
-    finite_diff_check(lambda x, w: F.conv1d(x, w, stride=2, padding=1),
+    check_grads(lambda x, w: F.conv1d(x, w, stride=2, padding=1),
                       [rng.standard_normal((1, 2, 7)), rng.standard_normal((3, 2, 3))])
 
 
@@ -143,7 +143,7 @@ def test_conv2d_wide_rows(torch, k, kw, cl):
 
 def test_conv2d_wide_rows_finite_differences():
     x, w, b = _conv_arrays(1, (3, 3), N=1, C=2, H=3, W=18, Cout=2)
-    finite_diff_check(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b])
+    check_grads(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b])
 
 
 @pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=2, dilation=2), dict(padding=(0, 1))])

@@ -5,7 +5,7 @@ import pytest
 
 import ember
 from ember.nn import functional as F
-from _nn_testing import check_fd
+from _checks import PER_ELEMENT, check_grads
 
 rs = np.random.RandomState(0)
 
@@ -86,11 +86,11 @@ def test_dropout_variants():
 def test_functional_fd():
     ember.set_default_dtype(ember.float64)
     x = ember.randn(2, 3, 4, requires_grad=True)
-    check_fd(lambda a: F.pad(a, (1, 2), mode="reflect"), [x])
-    check_fd(lambda a: F.normalize(a, dim=-1), [x])
-    check_fd(lambda a: F.mish(a), [x])
+    check_grads(lambda a: F.pad(a, (1, 2), mode="reflect"), [x], **PER_ELEMENT)
+    check_grads(lambda a: F.normalize(a, dim=-1), [x], **PER_ELEMENT)
+    check_grads(lambda a: F.mish(a), [x], **PER_ELEMENT)
     w = ember.randn(5, 4, requires_grad=True)
-    check_fd(lambda a, b: F.linear(a, b), [x, w])
+    check_grads(lambda a, b: F.linear(a, b), [x, w], **PER_ELEMENT)
 
 
 def test_inplace_flags(torch):

@@ -8,7 +8,7 @@ import pytest
 import ember
 from ember import nn
 from ember.nn import functional as F
-from _nn_testing import check_fd, compare_module
+from _checks import PER_ELEMENT, check_grads, compare_module
 
 rs = np.random.RandomState(0)
 
@@ -167,13 +167,13 @@ def test_layer_gradients_finite_differences(make, shape):
 
         def fn(a, b, *ps):
             return m(a, b)
-        check_fd(fn, [x1, x2] + params)
+        check_grads(fn, [x1, x2] + params, **PER_ELEMENT)
         return
     x = ember.randn(*shape, requires_grad=True)
 
     def fn(a, *ps):
         return m(a)
-    check_fd(fn, [x] + params)
+    check_grads(fn, [x] + params, **PER_ELEMENT)
 
 
 @needs("conv2d")
@@ -181,7 +181,7 @@ def test_conv2d_finite_differences():
     ember.set_default_dtype(ember.float64)
     m = nn.Conv2d(2, 2, 3, padding=1, groups=2)
     x = ember.randn(1, 2, 4, 4, requires_grad=True)
-    check_fd(lambda a, w, b: m(a), [x, m.weight, m.bias])
+    check_grads(lambda a, w, b: m(a), [x, m.weight, m.bias], **PER_ELEMENT)
 
 
 # ----------------------------------------------------------------------------- default initialisation

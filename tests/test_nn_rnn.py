@@ -4,7 +4,7 @@ import pytest
 
 import ember
 from ember import nn
-from _nn_testing import check_fd, to_torch_state
+from _checks import PER_ELEMENT, check_grads, to_torch_state
 
 rs = np.random.RandomState(0)
 
@@ -66,7 +66,7 @@ def test_lstm_finite_differences():
     ember.set_default_dtype(ember.float64)
     m = nn.LSTM(3, 2, bidirectional=True)
     x = ember.randn(4, 2, 3, requires_grad=True)
-    check_fd(lambda a, *ps: m(a)[0], [x] + list(m.parameters()))
+    check_grads(lambda a, *ps: m(a)[0], [x] + list(m.parameters()), **PER_ELEMENT)
 
 
 def test_errors():

@@ -4,7 +4,7 @@ import pytest
 
 import ember
 from ember import nn
-from _nn_testing import to_torch_state
+from _checks import to_torch_state
 
 rs = np.random.RandomState(0)
 

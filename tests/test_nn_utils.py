@@ -76,7 +76,7 @@ def test_pad_sequence_matches_torch(torch):
 
 def test_weight_norm_matches_torch(torch):
     from ember.nn.utils import weight_norm, remove_weight_norm
-    from _nn_testing import to_torch_state
+    from _checks import to_torch_state
     import warnings
     e = weight_norm(nn.Linear(4, 3))
     with warnings.catch_warnings():

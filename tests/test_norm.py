@@ -5,7 +5,7 @@ import pytest
 
 import ember
 from ember.ops import nn as F
-from _nn_check import compare_with_torch, finite_diff_check
+from _checks import check_grads, compare_with_torch
 
 rng = np.random.default_rng(3)
 
@@ -49,7 +49,7 @@ def test_batch_norm_finite_differences(training, cl):
     def fn(x, w, b):
         xx = x.to(memory_format=ember.channels_last) if cl else x
         return F.batch_norm(xx, rm, rv, w, b, training, 0.0, 1e-5)
-    finite_diff_check(fn, [x, w, b])
+    check_grads(fn, [x, w, b])
 
 
 def test_batch_norm_float32_fast_backward_matches_composite(torch):
@@ -81,7 +81,7 @@ def test_layer_norm_matches_torch(torch, nshape, affine):
 
 
 def test_layer_norm_finite_differences():
-    finite_diff_check(lambda x, w, b: F.layer_norm(x, (4,), w, b),
+    check_grads(lambda x, w, b: F.layer_norm(x, (4,), w, b),
                       [rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(4)])
 
 
@@ -94,7 +94,7 @@ def test_group_norm_matches_torch(torch, groups):
 
 
 def test_group_norm_finite_differences():
-    finite_diff_check(lambda x, w, b: F.group_norm(x, 2, w, b),
+    check_grads(lambda x, w, b: F.group_norm(x, 2, w, b),
                       [rng.standard_normal((2, 4, 3)), rng.standard_normal(4), rng.standard_normal(4)])
 
 

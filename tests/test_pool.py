@@ -5,7 +5,7 @@ import pytest
 
 import ember
 from ember.ops import nn as F
-from _nn_check import compare_with_torch, finite_diff_check
+from _checks import check_grads, compare_with_torch
 
 rng = np.random.default_rng(2)
 
@@ -51,7 +51,7 @@ def test_max_pool2d_finite_differences(cl):
 
     def fn(x):
         return F.max_pool2d(x.to(memory_format=ember.channels_last) if cl else x, 3, 2, 1)
-    finite_diff_check(fn, [x], eps=1e-3)
+    check_grads(fn, [x], eps=1e-3)
 
 
 AVG_CASES = [
@@ -78,7 +78,7 @@ def test_avg_pool2d_finite_differences(cl):
     def fn(x):
         return F.avg_pool2d(x.to(memory_format=ember.channels_last) if cl else x, 3, 2, 1, ceil_mode=True,
                             count_include_pad=False)
-    finite_diff_check(fn, [rng.standard_normal((1, 2, 6, 5))])
+    check_grads(fn, [rng.standard_normal((1, 2, 6, 5))])
 
 
 @pytest.mark.parametrize("size", [1, (2, 3), (3, 5), (None, 2), 4])
