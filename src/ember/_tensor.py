@@ -511,4 +511,5 @@ class _Storage:
 
 
 D.Tensor = Tensor
+G.Tensor = Tensor
 D._new_tensor = new_tensor

@@ -20,6 +20,8 @@ from .. import _dispatch as D
 
 _ndarray = np.ndarray
 _asarray = np.asarray
+_state = D.state
+Tensor = None  # bound by ember._tensor at import
 
 _seq = itertools.count()
 _FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -223,8 +225,9 @@ def _live_acc(t):
 
 class OpNode(Node):
     """A node recorded for a registry primitive; its class is named `<Op>Backward0`."""
-    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_outv", "_freed")
+    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_outv")
     _op = None
+    _freed = False     # True once backward has released the saved values
     _out_meta = None   # (shape, dtype) per output, kept for multi-output ops (zeros for unused ones)
     _argpos = None     # positions of the args that have edges, when scalars get none (pow)
 
@@ -240,12 +243,12 @@ class OpNode(Node):
             if self._freed:
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its inputs")
-        vs = self._versions
-        for i, a in enumerate(saved):
-            if vs[i] is not None:
+        for a, v in zip(saved, self._versions):
+            if v is not None:
                 vc = a._vc
-                if (vc[0] if vc is not None else 0) != vs[i]:
-                    _version_error(self, a, i, vs[i], vc)
+                if (vc[0] if vc is not None else 0) != v:
+                    i = next(k for k, x in enumerate(saved) if x is a)
+                    _version_error(self, a, i, v, vc)
         return saved
 
     @property
@@ -342,88 +345,101 @@ _new = object.__new__
 
 def record(op, args, params, out):
     """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
-    Tensor = D.Tensor
     single = op.nout == 1
     if single and type(out) is not _ndarray:
         out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
+    node.params = params
     nargs = len(args)
-    if nargs == 1:
-        a = args[0]
-        fn = a._fn
-        node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
-        node.needs = _NEEDS1
-    elif nargs == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+    if nargs == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        # the common binary case, straight-line
         a, b = args
-        if a._rg:
+        ra = a._rg
+        rb = b._rg
+        if ra:
             fn = a._fn
             ea = (fn, a._nr) if fn is not None else (a, -1)
         else:
             ea = _NO_EDGE
-        if b._rg:
+        if rb:
             fn = b._fn
             eb = (fn, b._nr) if fn is not None else (b, -1)
         else:
             eb = _NO_EDGE
         node._edges = (ea, eb)
-        node.needs = (a._rg, b._rg)
-    else:
-        edges = []
-        needs = []
-        for a in args:
-            if isinstance(a, Tensor) and a._rg:
-                fn = a._fn
-                edges.append((fn, a._nr) if fn is not None else (a, -1))
-                needs.append(True)
-            else:
-                edges.append(_NO_EDGE)
-                needs.append(False)
-        if op.tensor_edges_only:
-            pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-            if len(pos) != len(args):
-                node._argpos = pos
-                edges = [edges[i] for i in pos]
-        node._edges = tuple(edges)
-        node.needs = tuple(needs)
-    node.params = params
-    node._freed = False
-    if op.save_shapes:
-        node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
-    else:
-        node.shapes = None
-        if op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
+        node.needs = (ra, rb)
+        if op.save_shapes:
+            node.shapes = (a._data.shape, b._data.shape)
+        elif op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
             osh = out.shape if single else np.shape(out[0])
-            for a in args:
-                if isinstance(a, Tensor) and a._data.shape != osh:
-                    node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
-                    break
-    if op.save_inputs:
-        node._saved = args
-        vs = []
-        for a in args:
-            if isinstance(a, Tensor):
-                vc = a._vc
-                vs.append(vc[0] if vc is not None else 0)
-            else:
-                vs.append(None)
-        node._versions = vs
+            sa = a._data.shape
+            sb = b._data.shape
+            node.shapes = (sa, sb) if sa != osh or sb != osh else None
+        else:
+            node.shapes = None
+        if op.save_inputs:
+            node._saved = args
+            va = a._vc
+            vb = b._vc
+            node._versions = (va[0] if va is not None else 0, vb[0] if vb is not None else 0)
+        else:
+            node._saved = None
     else:
-        node._saved = None
+        if nargs == 1:
+            a = args[0]
+            fn = a._fn
+            node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
+            node.needs = _NEEDS1
+        else:
+            edges = []
+            needs = []
+            for a in args:
+                if isinstance(a, Tensor) and a._rg:
+                    fn = a._fn
+                    edges.append((fn, a._nr) if fn is not None else (a, -1))
+                    needs.append(True)
+                else:
+                    edges.append(_NO_EDGE)
+                    needs.append(False)
+            if op.tensor_edges_only:
+                pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+                if len(pos) != len(args):
+                    node._argpos = pos
+                    edges = [edges[i] for i in pos]
+            node._edges = tuple(edges)
+            node.needs = tuple(needs)
+        if op.save_shapes:
+            node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+        else:
+            node.shapes = None
+            if op.bcast:
+                osh = out.shape if single else np.shape(out[0])
+                for a in args:
+                    if isinstance(a, Tensor) and a._data.shape != osh:
+                        node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+                        break
+        if op.save_inputs:
+            node._saved = args
+            node._versions = tuple((a._vc[0] if a._vc is not None else 0) if isinstance(a, Tensor) else None
+                                   for a in args)
+        else:
+            node._saved = None
     if single:
         o = _new(Tensor)
         o._data = out
-        o._rg = False
-        o._fn = None
+        if out.dtype.kind == "f":
+            o._rg = True
+            o._fn = node
+        else:
+            o._rg = False
+            o._fn = None
         o._nr = 0
         o._vc = None
         o._base = None
         o._grad = None
         if op.view:
             D._link_view(o, args[0])
-        if out.dtype.kind == "f":
-            o._rg = True
-            o._fn = node
         if op.save_out:
             # an alias sharing data and version counter: the node must not keep o alive
             vc = o._vc
@@ -443,7 +459,7 @@ def record(op, args, params, out):
             node._outv = (vc[0],)
         else:
             node._out = None
-        if D.state.anomaly:
+        if _state.anomaly:
             node._trace = capture_forward_stack()
             node._parent_trace = _current_parent_trace[0]
         return o
@@ -460,7 +476,7 @@ def record(op, args, params, out):
         node._outv = tuple(a._vc[0] for a in node._out)
     else:
         node._out = None
-    if D.state.anomaly:
+    if _state.anomaly:
         node._trace = capture_forward_stack()
         node._parent_trace = _current_parent_trace[0]
     return outs
