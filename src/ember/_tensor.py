@@ -291,6 +291,7 @@ class Tensor:
             return self._fn._tensor_hook(self._nr, hook)
         if self._hooks is None:
             self._hooks = []
+            G.mark_hooked_leaf(self)
         self._hooks.append(hook)
         return G._RemovableHandle(self._hooks, hook)
 
@@ -299,6 +300,7 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = []
+            G.mark_hooked_leaf(self)
         self._post_acc_hooks.append(hook)
         return G._RemovableHandle(self._post_acc_hooks, hook)
 

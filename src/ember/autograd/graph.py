@@ -6,13 +6,13 @@ PyTorch. ``next_functions`` is a tuple of ``(node, output_nr)`` edges, one per i
 from the roots, how many gradients it will receive, and runs a node once all have arrived
 (a ready queue ordered by creation, newest first): iterative, so deep graphs need no recursion.
 """
-import heapq
 import itertools
 import os
 import sys
 import traceback
 import warnings
 import weakref
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -159,6 +159,15 @@ def accumulate_into(var, g, stored=None):
             r = h(g)
             if r is not None:
                 g = r
+    _accumulate(var, g, stored)
+    if var._post_acc_hooks:
+        for h in var._post_acc_hooks:
+            h(var)
+
+
+def _accumulate(var, g, stored):
+    """The .grad update of accumulate_into, without the hooks (the engine calls it directly for
+    leaves that have none)."""
     old = var._grad
     if old is None:
         if D.grad_mode.enabled:  # create_graph: .grad keeps its history
@@ -191,9 +200,6 @@ def accumulate_into(var, g, stored=None):
     else:
         var._grad = old + g
         var._grad_owned = True
-    if var._post_acc_hooks:
-        for h in var._post_acc_hooks:
-            h(var)
 
 
 def grad_accumulator(t):
@@ -211,6 +217,17 @@ def edge(t):
     if fn is not None:
         return (fn, t._nr)
     return (grad_accumulator(t), 0)
+
+
+def _no_acc():
+    return None
+
+
+def mark_hooked_leaf(t):
+    """A leaf whose ``_acc`` is None is plain (no AccumulateGrad ever made, no hooks): the engine
+    accumulates into it directly. Registering a hook makes it take the hook-aware path."""
+    if t._acc is None:
+        t._acc = _no_acc
 
 
 def _live_acc(t):
@@ -621,7 +638,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
             if nxt is None:
                 continue
             if nr < 0:
-                if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                if nxt._acc is None:
                     continue  # a plain leaf: each gradient is accumulated as it arrives
                 acc = _live_acc(nxt)
                 if acc is not None:
@@ -674,13 +691,16 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
         buf[nr] = g if buf[nr] is None else buf[nr] + g
 
     ready = []
-    push, pop = heapq.heappush, heapq.heappop
+    node = None  # the node to run next without a queue round trip (a single root, a chain)
     for fn, _ in roots:
         if fn is not None and deps.get(fn, 0) == 0 and fn in buffers:
-            push(ready, (-fn._seq, id(fn), fn))
             deps[fn] = -1  # queued
-    listeners = D.state.listeners
-    anomaly = D.state.anomaly
+            if len(roots) == 1:
+                node = fn
+            else:
+                heappush(ready, (-fn._seq, id(fn), fn))
+    listeners = _state.listeners
+    anomaly = _state.anomaly
     gm = D.grad_mode
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
@@ -688,13 +708,12 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
     # the caller's gradients never become a .grad as they are (unless the engine made them:
     # own_roots, the implicit ones of loss.backward())
     stored = set() if own_roots else set(map(id, root_grads))
-    node = None
     try:
         while True:
             if node is None:  # else: the one node the last step made ready, run at once
                 if not ready:
                     break
-                node = pop(ready)[2]
+                node = heappop(ready)[2]
             grads = buffers.pop(node, None)
             if node._nout == 1:
                 grads = [grads]
@@ -739,13 +758,13 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                 if nxt is None:
                     continue
                 if nr < 0:  # a leaf
-                    if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                    if nxt._acc is None:
                         # no hook sees the sum: accumulating each part into .grad is the same
                         if g is not None and needed is None:
                             if listeners:
                                 _accumulate_listened(nxt, g, listeners, stored)
                             else:
-                                accumulate_into(nxt, g, stored)
+                                _accumulate(nxt, g, stored)
                         continue
                     if nxt._acc is not None:
                         acc = _live_acc(nxt)
@@ -789,7 +808,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                     if node is None and not ready:
                         node = nxt  # a chain: no queue round trip
                     else:
-                        push(ready, (-nxt._seq, id(nxt), nxt))
+                        heappush(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         gm.enabled = prev_mode
     return captured
