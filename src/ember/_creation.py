@@ -8,6 +8,7 @@ from ._tensor import Tensor, device as _device_cls
 from .ops import _util as U
 
 _new = D._new_tensor
+_new_obj = object.__new__
 
 
 # ----------------------------------------------------------------------------- generators
@@ -154,9 +155,14 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         tp = type(data)
         if tp is float or (tp is list and data and (
                 type(data[0]) is float if len(data) == 1 else _all_floats(data))):
-            t = _new(np.array(data, dt._default[0].np))
-            if requires_grad:
-                t._rg = True
+            t = _new_obj(Tensor)
+            t._data = np.array(data, dt._default[0].np)
+            t._rg = True if requires_grad else False
+            t._fn = None
+            t._nr = 0
+            t._vc = None
+            t._base = None
+            t._grad = None
             if D.grad_mode.inference and not D.grad_mode.enabled:
                 t._inference = True
                 if requires_grad:

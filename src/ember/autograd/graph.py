@@ -242,9 +242,9 @@ def _live_acc(t):
 
 class OpNode(Node):
     """A node recorded for a registry primitive; its class is named `<Op>Backward0`."""
-    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_outv")
+    # _freed is set (True) only when backward releases the saved values: read it with getattr
+    __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_outv", "_freed")
     _op = None
-    _freed = False     # True once backward has released the saved values
     _out_meta = None   # (shape, dtype) per output, kept for multi-output ops (zeros for unused ones)
     _argpos = None     # positions of the args that have edges, when scalars get none (pow)
 
@@ -257,7 +257,7 @@ class OpNode(Node):
     def inputs(self):
         saved = self._saved
         if saved is None:
-            if self._freed:
+            if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its inputs")
         for a, v in zip(saved, self._versions):
@@ -281,7 +281,7 @@ class OpNode(Node):
     def outs(self):
         o = self._out
         if o is None:
-            if self._freed:
+            if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its output")
         for i, a in enumerate(o):
@@ -318,9 +318,10 @@ class OpNode(Node):
             shapes = self.shapes
             res = tuple(_sum_to(g, shapes[i]) if g is not None and shapes[i] is not None
                         and g._data.shape != shapes[i] else g for i, g in enumerate(res))
-        pos = self._argpos
-        if pos is not None:
-            res = tuple(res[i] for i in pos)
+        if op.tensor_edges_only:
+            pos = self._argpos
+            if pos is not None:
+                res = tuple(res[i] for i in pos)
         return res
 
 
