@@ -21,6 +21,7 @@ from .. import _dispatch as D
 _ndarray = np.ndarray
 _asarray = np.asarray
 _state = D.state
+_grad_mode = D.grad_mode
 Tensor = None  # bound by ember._tensor at import
 
 _seq = itertools.count()
@@ -170,7 +171,7 @@ def _accumulate(var, g, stored):
     leaves that have none)."""
     old = var._grad
     if old is None:
-        if D.grad_mode.enabled:  # create_graph: .grad keeps its history
+        if _grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:
                 g = g.expand(var.shape).contiguous()
             elif stored is None or id(g) in stored or g._base is not None:
@@ -358,6 +359,9 @@ def make_node_class(name, op):
 
 _NO_EDGE = (None, 0)
 _NEEDS1 = (True,)  # a one-input op is recorded only when its input requires grad
+_NEEDS2 = (True, True)
+_V0 = (0,)  # the saved versions of never-modified inputs
+_V00 = (0, 0)
 _new = object.__new__
 
 
@@ -386,7 +390,7 @@ def record(op, args, params, out):
         else:
             eb = _NO_EDGE
         node._edges = (ea, eb)
-        node.needs = (ra, rb)
+        node.needs = _NEEDS2 if ra and rb else (ra, rb)
         if op.save_shapes:
             node.shapes = (a._data.shape, b._data.shape)
         elif op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
@@ -400,7 +404,8 @@ def record(op, args, params, out):
             node._saved = args
             va = a._vc
             vb = b._vc
-            node._versions = (va[0] if va is not None else 0, vb[0] if vb is not None else 0)
+            node._versions = (_V00 if va is None and vb is None else
+                              (va[0] if va is not None else 0, vb[0] if vb is not None else 0))
         else:
             node._saved = None
     else:
@@ -439,8 +444,18 @@ def record(op, args, params, out):
                         break
         if op.save_inputs:
             node._saved = args
-            node._versions = tuple((a._vc[0] if a._vc is not None else 0) if isinstance(a, Tensor) else None
-                                   for a in args)
+            if nargs == 1:
+                vc = args[0]._vc
+                node._versions = _V0 if vc is None else (vc[0],)
+            else:
+                vs = []
+                for a in args:
+                    if isinstance(a, Tensor):
+                        vc = a._vc
+                        vs.append(vc[0] if vc is not None else 0)
+                    else:
+                        vs.append(None)
+                node._versions = vs
         else:
             node._saved = None
     if single:
