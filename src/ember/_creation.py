@@ -9,6 +9,7 @@ from .ops import _util as U
 
 _new = D._new_tensor
 _new_obj = object.__new__
+_state = D.state
 _one_elem = [np.zeros(1, np.float32)]  # tensor([x])'s template, in the default dtype
 
 
@@ -176,7 +177,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             t._vc = None
             t._base = None
             t._grad = None
-            if D.grad_mode.inference and not D.grad_mode.enabled:
+            # (inference mode is on only inside a block that also turns state.simple off)
+            if not _state.simple and D.grad_mode.inference and not D.grad_mode.enabled:
                 t._inference = True
                 if requires_grad:
                     t.requires_grad_(True)  # raises as PyTorch does

@@ -305,7 +305,7 @@ class Tensor:
         return G._RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def detach(self):
         t = self._shallow()

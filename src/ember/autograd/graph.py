@@ -261,7 +261,10 @@ class OpNode(Node):
             if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its inputs")
-        for a, v in zip(saved, self._versions):
+        vs = self._versions
+        if vs is _V00 and saved[0]._vc is None and saved[1]._vc is None:
+            return saved  # two inputs, never modified in place
+        for a, v in zip(saved, vs):
             if v is not None:
                 vc = a._vc
                 if (vc[0] if vc is not None else 0) != v:
