@@ -1,69 +1,12 @@
 """FX: ResNet-18 inference (batch 5, 224x224) eager, traced (GraphModule) and with conv+bn folded
 by fx.experimental.optimization.fuse; symbolic tracing itself. PyTorch runs the same model
 (torchvision's structure, written here since torchvision is not a dependency) through torch.fx."""
+import _models
 from _harness import Workload
 
 
-def _torch_resnet18(torch):
-    nn = torch.nn
-
-    class BasicBlock(nn.Module):
-        def __init__(self, inplanes, planes, stride=1, downsample=None):
-            super().__init__()
-            self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(planes)
-            self.relu = nn.ReLU(inplace=True)
-            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(planes)
-            self.downsample = downsample
-
-        def forward(self, x):
-            identity = x
-            out = self.relu(self.bn1(self.conv1(x)))
-            out = self.bn2(self.conv2(out))
-            if self.downsample is not None:
-                identity = self.downsample(x)
-            out += identity
-            return self.relu(out)
-
-    class ResNet18(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.inplanes = 64
-            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-            self.bn1 = nn.BatchNorm2d(64)
-            self.relu = nn.ReLU(inplace=True)
-            self.maxpool = nn.MaxPool2d(3, 2, 1)
-            self.layer1 = self._layer(64, 1)
-            self.layer2 = self._layer(128, 2)
-            self.layer3 = self._layer(256, 2)
-            self.layer4 = self._layer(512, 2)
-            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-            self.fc = nn.Linear(512, 1000)
-
-        def _layer(self, planes, stride):
-            ds = None
-            if stride != 1 or self.inplanes != planes:
-                ds = nn.Sequential(nn.Conv2d(self.inplanes, planes, 1, stride, bias=False),
-                                   nn.BatchNorm2d(planes))
-            blocks = [BasicBlock(self.inplanes, planes, stride, ds), BasicBlock(planes, planes)]
-            self.inplanes = planes
-            return nn.Sequential(*blocks)
-
-        def forward(self, x):
-            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-            return self.fc(torch.flatten(self.avgpool(x), 1))
-
-    return ResNet18()
-
-
 def _model(lib):
-    lib.manual_seed(0)
-    if lib.__name__ == "ember":
-        from ember.models import resnet18
-        return resnet18().eval()
-    return _torch_resnet18(lib).eval()
+    return _models.resnet18(lib).eval()
 
 
 def _resnet(kind):
@@ -86,10 +29,7 @@ def _resnet(kind):
 def _mlp(traced):
     """Small MLP at batch 8: per-call overhead of a GraphModule against the hand-written module."""
     def make(lib):
-        lib.manual_seed(0)
-        nn = lib.nn
-        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 128),
-                              nn.ReLU(), nn.Linear(128, 10)).eval()
+        model = lib.nn.Sequential(lib.nn.Flatten(), *_models.mlp(lib)).eval()
         if traced:
             model = lib.fx.symbolic_trace(model)
         x = lib.randn(8, 1, 28, 28)

@@ -1,36 +1,21 @@
-"""Gradient tools: the cost of anomaly mode on an MLP train step (784-128-128-10, batch 64, SGD),
+"""Gradient tools: the cost of anomaly mode on an MLP train step (784-128-128-10, batch 64, SGD with momentum),
 for ember and PyTorch side by side, and the jacobian / hessian of autograd.functional.
 
 Compare `grad/mlp_step_anomaly` with `grad/mlp_step_plain` within each column: their ratio is
 anomaly mode's overhead (PyTorch's is documented as 2-3x).
 """
+import _models
 from _harness import Workload
 
 
 def _mlp_step(anomaly):
     def make(lib):
-        lib.manual_seed(0)
+        step = _models.mlp_train_step(lib)
 
-        def param(*shape):
-            return (lib.randn(*shape) * 0.05).requires_grad_()
-
-        params = [param(128, 784), param(128), param(128, 128), param(128), param(10, 128), param(10)]
-        w1, b1, w2, b2, w3, b3 = params
-        x = lib.randn(64, 784)
-        y = lib.randint(0, 10, (64,))
-
-        def step():
+        def run():
             with lib.autograd.set_detect_anomaly(anomaly):
-                h = (x @ w1.t() + b1).relu()
-                h = (h @ w2.t() + b2).relu()
-                z = h @ w3.t() + b3
-                loss = -z.log_softmax(1).gather(1, y[:, None]).mean()
-                loss.backward()
-            with lib.no_grad():
-                for p in params:
-                    p -= 0.01 * p.grad
-                    p.grad = None
-        return step
+                step()
+        return run
     return make
 
 

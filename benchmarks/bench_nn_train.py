@@ -4,37 +4,13 @@
 On a shared, loaded machine multi-threaded BLAS (OpenBLAS for ember, PyTorch's pool) spins and
 the timings swing by 10-100x; compare with OPENBLAS_NUM_THREADS=1 and one PyTorch thread there.
 """
-import numpy as np
-
+import _models
 from _harness import Workload
 
 
-def _mlp_step(lib, batch=64, opt="SGD"):
-    nn = lib.nn
-    lib.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
-    rs = np.random.RandomState(0)
-    x = lib.tensor(rs.randn(batch, 784).astype(np.float32))
-    y = lib.tensor(rs.randint(0, 10, batch).astype(np.int64))
-    if opt == "SGD":
-        optimizer = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    else:
-        optimizer = lib.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-    return step
-
-
 def _mlp_forward(lib, batch=64):
-    nn = lib.nn
-    lib.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
-    x = lib.tensor(np.random.RandomState(0).randn(batch, 784).astype(np.float32))
+    model = _models.mlp(lib)
+    x, _ = _models.mlp_batch(lib, batch)
 
     def step():
         with lib.no_grad():
@@ -43,9 +19,8 @@ def _mlp_forward(lib, batch=64):
 
 
 WORKLOADS = [
-    Workload("mlp_train_step_sgd_b64", ember=lambda lib: _mlp_step(lib), torch=lambda lib: _mlp_step(lib),
+    Workload("mlp_train_step_sgd_b64", ember=_models.mlp_train_step,
              notes="784-128-128-10, CrossEntropyLoss, SGD(momentum=0.9)"),
-    Workload("mlp_train_step_adam_b64", ember=lambda lib: _mlp_step(lib, opt="Adam"),
-             torch=lambda lib: _mlp_step(lib, opt="Adam")),
-    Workload("mlp_inference_b64", ember=lambda lib: _mlp_forward(lib), torch=lambda lib: _mlp_forward(lib)),
+    Workload("mlp_train_step_adam_b64", ember=lambda lib: _models.mlp_train_step(lib, opt="Adam")),
+    Workload("mlp_inference_b64", ember=_mlp_forward),
 ]

@@ -1,4 +1,4 @@
-"""The profiler's cost: an MLP train step (784-128-128-10, batch 64, nn modules, SGD) plain and
+"""The profiler's cost: an MLP train step (784-128-128-10, batch 64, nn modules, SGD with momentum) plain and
 under the profiler, for ember and PyTorch side by side, plus the per-op cost on a tiny add.
 
 Within each column, `profiler/mlp_step_profiled` over `profiler/mlp_step_plain` is the profiled /
@@ -9,6 +9,7 @@ dispatch fast path is back (no listener left behind).
 """
 import atexit
 
+import _models
 from _harness import Workload
 
 _open = []
@@ -31,29 +32,13 @@ def _session(lib):
     return prof
 
 
-def _mlp(lib):
-    lib.manual_seed(0)
-    nn = lib.nn
-    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
-    opt = lib.optim.SGD(model.parameters(), lr=0.01)
-    x = lib.randn(64, 784)
-    y = lib.randint(0, 10, (64,))
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-    return step
-
-
 def _plain(lib):
     _close_open()
-    return _mlp(lib)
+    return _models.mlp_train_step(lib)
 
 
 def _profiled(lib):
-    step = _mlp(lib)
+    step = _models.mlp_train_step(lib)
     _session(lib)
     return step
 

@@ -148,8 +148,78 @@ def test_conv2d_wide_rows_finite_differences():
 
 @pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=2, dilation=2), dict(padding=(0, 1))])
 @pytest.mark.parametrize("cl", [False, True])
-def test_conv2d_blocked_rows(torch, kw, cl):
-    """Images large enough that the forward runs in several blocks of output rows."""
+@pytest.mark.parametrize("blas_threads", [1, 2])
+def test_conv2d_blocked_rows(torch, kw, cl, blas_threads, monkeypatch):
+    """Images large enough that the forward runs in several blocks of output rows (the blocked kernels
+    run with a single-threaded BLAS; the one-GEMM kernels otherwise)."""
+    from ember.ops import nn as K
+    monkeypatch.setattr(K, "_blas_nthreads", [blas_threads])
     x, w, b = _conv_arrays(1, (3, 3), N=2, C=3, H=47, W=45, Cout=5)
     compare_with_torch(torch, lambda x, w, b: F.conv2d(x, w, b, **kw),
                        lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kw), [x, w, b], [cl, False, False])
+
+
+@pytest.mark.parametrize("shape,pad", [((2, 5, 9, 8, 6), (1, 1, 1, 1)), ((1, 3, 7, 7, 4), (0, 0, 0, 0)),
+                                       ((2, 4, 6, 11, 3), (2, 1, 0, 3)), ((3, 2, 14, 14, 5), (1, 1, 1, 1))])
+@pytest.mark.parametrize("nhwc", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv2d_winograd_kernel(torch, shape, pad, nhwc, bias):
+    """Winograd F(2x2, 3x3) forward (odd and even output sizes, asymmetric padding, both layouts)
+    against float64 direct convolution and PyTorch's float32 conv2d."""
+    from ember.ops import nn as K
+    N, C, H, W, Cout = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((Cout, C, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(Cout).astype(np.float32) if bias else None
+    if nhwc:  # channels_last input and weight (the filter transform's strided branch)
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        w = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    xp = torch.nn.functional.pad(torch.tensor(np.ascontiguousarray(x)), (pad[2], pad[3], pad[0], pad[1]))
+    tb = None if b is None else torch.tensor(b)
+    tw = torch.tensor(np.ascontiguousarray(w))
+    ref32 = torch.nn.functional.conv2d(xp, tw, tb).numpy()
+    ref64 = torch.nn.functional.conv2d(xp.double(), tw.double(), None if b is None else tb.double()).numpy()
+    Ho, Wo = ref64.shape[2:]
+    y = K._conv_winograd(np, x, w, b, pad, Ho, Wo, nhwc)
+    assert y.dtype == np.float32 and y.shape == ref64.shape
+    assert (y.transpose(0, 2, 3, 1) if nhwc else y).flags.c_contiguous
+    np.testing.assert_allclose(y, ref64, rtol=1e-5, atol=1e-5 * np.abs(ref64).max())
+    np.testing.assert_allclose(y, ref32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "cl_input", "cl_both"])
+def test_conv2d_winograd_dispatch(torch, layout, monkeypatch):
+    """conv2d picks Winograd for float32 stride-1 3x3 convolutions within the thresholds (lowered
+    here), never for float64, strides or dilations; results and gradients match PyTorch."""
+    from ember.ops import nn as K
+    monkeypatch.setattr(K, "_blas_nthreads", [1])
+    monkeypatch.setattr(K, "_WINO_MIN_C", 1)
+    monkeypatch.setattr(K, "_WINO_MIN_C_CL", 1)
+    monkeypatch.setattr(K, "_WINO_MIN_HW", 1)
+    calls = []
+    real = K._conv_winograd
+    monkeypatch.setattr(K, "_conv_winograd", lambda *a: calls.append(a[-1]) or real(*a))
+    x = rng.standard_normal((2, 4, 10, 9)).astype(np.float32)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    cl_x, cl_w = {"nchw": (False, False), "cl_input": (True, False), "cl_both": (True, True)}[layout]
+    ex = ember.tensor(x, requires_grad=True)
+    ew = ember.tensor(w, requires_grad=True)
+    xi = ex.contiguous(memory_format=ember.channels_last) if cl_x else ex
+    wi = ew.contiguous(memory_format=ember.channels_last) if cl_w else ew
+    y = F.conv2d(xi, wi, ember.tensor(b), padding=1)
+    assert calls == [cl_x or cl_w]
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    g = rng.standard_normal(ty.shape).astype(np.float32)
+    y.backward(ember.tensor(g))
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    calls.clear()
+    F.conv2d(ember.tensor(x.astype(np.float64)), ember.tensor(w.astype(np.float64)), padding=1)
+    F.conv2d(ember.tensor(x), ember.tensor(w), padding=1, stride=2)
+    F.conv2d(ember.tensor(x), ember.tensor(w), padding=2, dilation=2)
+    assert calls == []

@@ -158,3 +158,22 @@ def test_inplace_on_dual():
         y = d.clone()
         y.mul_(d)
         np.testing.assert_allclose(_np(fwAD.unpack_dual(y).tangent), [2.0, 4.0])
+
+
+def test_inplace_into_views_updates_the_base_tangent(torch):
+    import torch.autograd.forward_ad as tfw
+    res = {}
+    for lib, fa in ((ember, fwAD), (torch, tfw)):
+        x = lib.tensor([1.5, 2.0, 3.0], dtype=lib.float64)
+        t = lib.tensor([1.0, 10.0, 100.0], dtype=lib.float64)
+        with fa.dual_level():
+            d = fa.make_dual(x, t)
+            y = d * 2
+            y[1:].mul_(d[:2])      # the view has the base's tangent
+            z = x * 1
+            z[0] = d[2]            # the base had no tangent
+            w = d * 1
+            w[1:] = 5.0            # a constant write zeroes that part of the tangent
+            res[lib.__name__] = [fa.unpack_dual(v).tangent.numpy() for v in (y, z, w)]
+    for a, b in zip(res["ember"], res["torch"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

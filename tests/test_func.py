@@ -282,3 +282,38 @@ def test_has_aux_and_argnums_for_jacobians(torch):
         res[lib.__name__] = [_np(jr[0]), _np(jr[1]), _np(auxr), _np(jf[0]), _np(jf[1]), _np(auxf)]
     for a, b in zip(res["ember"], res["torch"]):
         _close(a, b)
+
+
+def test_inplace_on_views_inside_grad(torch):
+    res = {}
+    for lib, F in _both(torch):
+        x = lib.tensor([1.5, 2.0, 3.0], dtype=lib.float64)
+
+        def f(x):
+            y = x * 2
+            y[0].mul_(x[1])
+            return (y * y).sum()
+
+        def g(x):
+            y = x.sin()
+            y[1:].mul_(x[:2])
+            y[0] = x[2] * 2
+            return (y * x).sum()
+        res[lib.__name__] = [_np(F.grad(f)(x)), _np(F.grad(g)(x)), _np(F.jacfwd(F.grad(g))(x))]
+    for a, b in zip(res["ember"], res["torch"]):
+        _close(a, b)
+
+
+def test_ensemble_of_batchnorm_models_updates_each_members_statistics():
+    models = [nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)) for _ in range(3)]
+    ens = EF.Ensemble(models)
+    x = ember.randn(16, 4)
+    out = ens(x)
+    ref = ember.stack([m(x) for m in models])
+    _close(_np(out), _np(ref), rtol=1e-5, atol=1e-6)
+    _close(_np(ens._buffers["1__running_mean"]), np.stack([_np(m[1].running_mean) for m in models]), 1e-6, 1e-7)
+    assert ens._buffers["1__num_batches_tracked"].tolist() == [1, 1, 1]
+    ens.eval()
+    for m in models:
+        m.eval()
+    _close(_np(ens(x)), _np(ember.stack([m(x) for m in models])), rtol=1e-5, atol=1e-6)

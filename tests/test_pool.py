@@ -88,10 +88,14 @@ def test_adaptive_avg_pool2d_matches_torch(torch, size):
                        lambda x: torch.nn.functional.adaptive_avg_pool2d(x, size), [x])
 
 
-def test_adaptive_max_pool2d_matches_torch(torch):
+@pytest.mark.parametrize("size", [(4, 5), (3, 4), (5, 7), 1])
+def test_adaptive_max_pool2d_matches_torch(torch, size):
     x = rng.standard_normal((2, 3, 8, 10))
-    compare_with_torch(torch, lambda x: F.adaptive_max_pool2d(x, (4, 5)),
-                       lambda x: torch.nn.functional.adaptive_max_pool2d(x, (4, 5)), [x])
+    compare_with_torch(torch, lambda x: F.adaptive_max_pool2d(x, size),
+                       lambda x: torch.nn.functional.adaptive_max_pool2d(x, size), [x])
+    _, ie = F.adaptive_max_pool2d(ember.tensor(x), size, return_indices=True)
+    _, it = torch.nn.functional.adaptive_max_pool2d(torch.tensor(x), size, return_indices=True)
+    np.testing.assert_array_equal(ie.numpy(), it.numpy())
 
 
 def test_pool1d_matches_torch(torch):

@@ -15,8 +15,9 @@ from ember.ops import _batching
 from op_db import ENTRIES, sample_list, flat_outputs
 
 B = 3
-# ops whose batching is a loop on purpose (raw-memory geometry), or that cannot be batched
-LOOP_OK = {"as_strided", "as_strided_scatter", "as_strided_backward", "index_put", "index_backward",
+# what may still loop: advanced indices split by a slice or boolean masks (NumPy moves their dims
+# to the front), in index_put/index_backward and in indexing with batched index tensors
+LOOP_OK = {"index_put", "index_backward",
            # advanced indexing mixing batched index tensors with slices or boolean masks
            "indexing with batched index tensors"}
 DATA_DEPENDENT = {"nonzero"}
@@ -69,7 +70,7 @@ def _check(entry, group, batched_pos):
         if "in-place" in str(e) and 0 not in batched_pos:
             return
         # batch_norm's running stats updated in place must be batched too (as in torch.func)
-        if "shared across the batch" in str(e) and len(batched_pos) < len(tpos):
+        if "running statistics shared" in str(e) and len(batched_pos) < len(tpos):
             return
         # a batched boolean mask selecting different counts per sample has no batched shape
         if "data-dependent" in str(e):

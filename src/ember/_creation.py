@@ -110,7 +110,7 @@ def _infer(data):
             d = _infer(x)
             r = d if r is None else dt.promote_types(r, d)
         return r if r is not None else dt.get_default_dtype()
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    raise TypeError(f"tensor(): Could not infer dtype of {type(data).__name__}")
 
 
 def _flatten_tensors(data):
@@ -127,8 +127,16 @@ def _to_array(data, dtype=None):
         return a.astype(dtype.np) if dtype is not None else a.copy()
     if dtype is None:
         dtype = _infer(data)
+    flat = _flatten_tensors(data)
     try:
-        a = np.array(_flatten_tensors(data), dtype=dtype.np)
+        a = np.array(flat, dtype=dtype.np)
+    except OverflowError as e:
+        if dtype.np.kind not in "iu":
+            raise
+        try:  # an explicit integer dtype wraps around as PyTorch's conversion does (-1 -> 255 for uint8)
+            a = np.array(flat, dtype=np.int64).astype(dtype.np)
+        except OverflowError:
+            raise ValueError(f"tensor(): Overflow when unpacking long long ({e})") from None
     except (ValueError, TypeError) as e:
         raise ValueError(f"tensor(): could not build a tensor from the data ({e})") from None
     if a.dtype == object:
@@ -236,7 +244,7 @@ def _dtype(dtype, default=None):
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
           layout=None, pin_memory=False):
-    shape = U.shape_tuple(size, "empty")
+    shape = U.shape_tuple(size, "empty", nonneg=True)
     return _finish(empty_array(np, shape, _dtype(dtype), memory_format), requires_grad, device)
 
 
@@ -250,22 +258,26 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
-    shape = U.shape_tuple(size, "zeros")
+    shape = U.shape_tuple(size, "zeros", nonneg=True)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=0)
     return _finish(a, requires_grad, device)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
-    shape = U.shape_tuple(size, "ones")
+    shape = U.shape_tuple(size, "ones", nonneg=True)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=1)
     return _finish(a, requires_grad, device)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    shape = U.shape_tuple((size,), "full")
+    shape = U.shape_tuple((size,), "full", nonneg=True)
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    a = np.full(shape, fill_value.item() if isinstance(fill_value, Tensor) else fill_value, _dtype(dtype))
+    v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    try:
+        a = np.full(shape, v, _dtype(dtype))
+    except OverflowError:
+        raise RuntimeError(f"full: value {v} cannot be converted to type {dtype} without overflow") from None
     return _finish(a, requires_grad, device)
 
 
@@ -307,7 +319,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
             else dt.get_default_dtype()
     s, e, st = vals
     if (e - s) * st < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
+                           f"end={end}, step={step})")
     n = max(int(np.ceil((e - s) / st)), 0)
     a = (s + st * np.arange(n, dtype=np.float64)).astype(dtype.np) if dtype.is_floating_point \
         else np.arange(s, e, st, dtype=dtype.np)
@@ -368,7 +381,7 @@ def _float_np(dtype):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
-    shape = U.shape_tuple(size, "rand")
+    shape = U.shape_tuple(size, "rand", nonneg=True)
     r = D.batched_draw(lambda s: rand(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
@@ -378,7 +391,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, me
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
-    shape = U.shape_tuple(size, "randn")
+    shape = U.shape_tuple(size, "randn", nonneg=True)
     r = D.batched_draw(lambda s: randn(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
@@ -450,7 +463,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
         ref = mean if isinstance(mean, Tensor) else std
         a = (g.standard_normal(shape) * s + m).astype(ref._data.dtype)
         return _finish(a, requires_grad)
-    shape = U.shape_tuple((size,), "normal")
+    shape = U.shape_tuple((size,), "normal", nonneg=True)
     gen_d, d = _float_np(dtype)
     return _finish((g.standard_normal(shape, dtype=gen_d) * std + mean).astype(d), requires_grad)
 

@@ -141,41 +141,44 @@ def _camel(name):
 def dispatch(op, args, params=_EMPTY):
     if state.simple:
         # the fast path: plain arrays, no transform, no listener
-        n = len(args)
-        if n == 2:
-            a, b = args
-            rg = False
-            if isinstance(a, Tensor):
-                if a._meta:
-                    return _meta_eval(op, args, params)
-                rg = a._rg
-                a = a._data
-            if isinstance(b, Tensor):
-                if b._meta:
-                    return _meta_eval(op, args, params)
-                if b._rg:
-                    rg = True
-                b = b._data
-            out = op.impl(xp, a, b, **params) if params else op.impl(xp, a, b)
-        elif n == 1 and isinstance(args[0], Tensor):
-            a = args[0]
-            if a._meta:
-                return _meta_eval(op, args, params)
-            rg = a._rg
-            out = op.impl(xp, a._data, **params) if params else op.impl(xp, a._data)
-        else:
-            rg = False
-            arrs = []
-            for a in args:
+        try:  # (costs nothing in CPython 3.11+ until something raises)
+            n = len(args)
+            if n == 2:
+                a, b = args
+                rg = False
                 if isinstance(a, Tensor):
                     if a._meta:
                         return _meta_eval(op, args, params)
-                    arrs.append(a._data)
-                    if a._rg:
+                    rg = a._rg
+                    a = a._data
+                if isinstance(b, Tensor):
+                    if b._meta:
+                        return _meta_eval(op, args, params)
+                    if b._rg:
                         rg = True
-                else:
-                    arrs.append(a)
-            out = op.impl(xp, *arrs, **params)
+                    b = b._data
+                out = op.impl(xp, a, b, **params) if params else op.impl(xp, a, b)
+            elif n == 1 and isinstance(args[0], Tensor):
+                a = args[0]
+                if a._meta:
+                    return _meta_eval(op, args, params)
+                rg = a._rg
+                out = op.impl(xp, a._data, **params) if params else op.impl(xp, a._data)
+            else:
+                rg = False
+                arrs = []
+                for a in args:
+                    if isinstance(a, Tensor):
+                        if a._meta:
+                            return _meta_eval(op, args, params)
+                        arrs.append(a._data)
+                        if a._rg:
+                            rg = True
+                    else:
+                        arrs.append(a)
+                out = op.impl(xp, *arrs, **params)
+        except Exception as e:
+            raise op_error(op, e, args) from _cause(e)
         if rg and grad_mode.enabled and op.differentiable:
             return record(op, args, params, out)
         if op.nout == 1 and not op.view:
@@ -253,7 +256,10 @@ def _eager(op, args, params):
                 rg = True
         else:
             arrs.append(a)
-    out = op.impl(xp, *arrs, **params)
+    try:
+        out = op.impl(xp, *arrs, **params)
+    except Exception as e:
+        raise op_error(op, e, args) from _cause(e)
     if rg and grad_mode.enabled and op.differentiable:
         return record(op, args, params, out)
     res = wrap_outputs(op, out, args)
@@ -266,7 +272,10 @@ def _eager(op, args, params):
 def _meta_eval(op, args, params):
     """Ops on 'meta' tensors: shapes and dtypes without storage (zero-strided inputs)."""
     arrs = [a._data if isinstance(a, Tensor) else a for a in args]
-    out = op.impl(xp, *arrs, **params)
+    try:
+        out = op.impl(xp, *arrs, **params)
+    except Exception as e:
+        raise op_error(op, e, args) from _cause(e)
     outs = (out,) if op.nout == 1 else tuple(out)
     res = []
     for o in outs:
@@ -275,6 +284,86 @@ def _meta_eval(op, args, params):
         t._meta = True
         res.append(t)
     return res[0] if op.nout == 1 else tuple(res)
+
+
+# ----------------------------------------------------------------------------- errors with op context
+
+_NP_DIR = np.__file__.rsplit("/", 1)[0]
+# NumPy's own wording, for errors raised from its C code (no NumPy frame in the traceback)
+_NP_PHRASES = ("could not be broadcast", "cannot reshape array", "negative dimensions",
+               "out of bounds for axis", "for array of dimension", "Cannot cast", "ufunc",
+               "inhomogeneous", "Input operand", "einsum()", "broadcastable", "numpy boolean")
+
+
+def _from_numpy(e):
+    if type(e).__module__.startswith("numpy"):
+        return True
+    tb = e.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is not None and last.tb_frame.f_code.co_filename.startswith(_NP_DIR):
+        return True
+    msg = str(e)
+    return any(p in msg for p in _NP_PHRASES)
+
+
+def _describe(args):
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            out.append(f"Tensor[{', '.join(map(str, d.shape))}] {d.dtype}")
+        elif isinstance(a, (list, tuple)) and a and all(isinstance(x, Tensor) for x in a):
+            out.append(type(a).__name__ + " of " + ", ".join(_describe(a)))
+        elif isinstance(a, (bool, int, float, complex)):
+            out.append(repr(a))
+        else:
+            out.append(type(a).__name__)
+    return out
+
+
+def _cause(e):
+    """The chained cause of a rewritten error: NumPy's original, kept for debugging."""
+    return e if getattr(e, "_ember_rewritten", False) else None
+
+
+def op_error(op, e, args, name=None):
+    """``e`` raised by ``op``'s impl, with the op's name and the arguments' shapes and dtypes.
+
+    Errors ember raises itself keep their type (the name is prefixed when missing); errors that
+    come from NumPy become the type PyTorch raises (shape errors RuntimeError, dims IndexError,
+    unusable argument types TypeError), so no bare NumPy error reaches the user."""
+    if getattr(e, "_ember_op", None) is not None:
+        return e
+    name = name or op.name
+    msg = str(e)
+    np_err = isinstance(e, (ValueError, IndexError, TypeError, AttributeError)) and _from_numpy(e)
+    if isinstance(e, OverflowError):  # a Python number that does not fit the tensor's dtype
+        new = RuntimeError(f"{name}: value cannot be converted without overflow ({msg}; arguments: "
+                           f"{', '.join(_describe(args))})")
+    elif isinstance(e, AttributeError) or (np_err and isinstance(e, TypeError) and any(
+            not isinstance(a, (Tensor, bool, int, float, complex, np.generic)) and a is not None
+            for a in args)):
+        new = TypeError(f"{name}: unsupported argument types ({', '.join(_describe(args))})")
+    elif np_err:
+        if type(e).__name__ == "AxisError":
+            cls = IndexError
+        elif isinstance(e, IndexError):
+            cls = IndexError
+        else:
+            cls = RuntimeError
+        new = cls(f"{name}: {msg} (arguments: {', '.join(_describe(args))})")
+    else:
+        if (type(e) in (RuntimeError, IndexError, ValueError, TypeError) and len(e.args) == 1
+                and isinstance(e.args[0], str) and name not in msg):
+            e.args = (f"{name}: {msg}",)
+        e._ember_op = name
+        return e
+    e._ember_rewritten = True
+    new._ember_op = name
+    return new
 
 
 def _top_level(args):

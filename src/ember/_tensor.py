@@ -346,7 +346,7 @@ class Tensor:
 
     def item(self):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+            raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
         lv = D.state.levels
         if lv:
             for l in lv:
@@ -367,9 +367,15 @@ class Tensor:
             chk(self, what)
 
     def __float__(self):
+        if self._data.size != 1:
+            raise ValueError(f"float(): only one element tensors can be converted to Python scalars "
+                             f"(got shape {list(self._data.shape)})")
         return float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError(f"int(): only one element tensors can be converted to Python scalars "
+                             f"(got shape {list(self._data.shape)})")
         return int(self.item())
 
     def __index__(self):

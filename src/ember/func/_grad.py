@@ -43,6 +43,30 @@ class GradLevel(D.Level):
         return _record(self, op, args, vals, params, out)
 
 
+    def rebase_view(self, view, r):
+        """view (a wrapper here, of a base wrapper here) is about to hold r: record the base's new
+        history (r scattered into the old base, PyTorch's CopySlices) before the write; returns
+        the step that makes view a strided view of the new base once the values are written."""
+        base = view._base
+        if base._wr is not self:
+            return None
+        v = view._val
+        while v is not None and v._wr is not None:
+            if getattr(v._wr, "kind", None) == "vmap":
+                raise NotImplementedError("in-place operations on a view of a differentiated tensor are not "
+                                          "supported inside vmap(grad(...)) in ember; write the update out "
+                                          "of place (e.g. with torch.where or index_put)")
+            v = v._val
+        from ..ops.shape import as_strided_scatter_op, as_strided_op
+        geo = {"size": tuple(view.shape), "stride": view.stride(), "offset": view.storage_offset()}
+        nb = D.dispatch(as_strided_scatter_op, (base, r), geo)
+
+        def finish():
+            base._fn, base._nr, base._rg = nb._fn, nb._nr, True
+            vh = D.dispatch(as_strided_op, (base,), geo)
+            view._fn, view._nr, view._rg = vh._fn, vh._nr, True
+        return finish
+
     def run_custom_function(self, cls, ctx, args, forward):
         """A custom Function whose inputs are tracked here: its forward runs on the values one level
         down (forward() runs without grad, so the ops unwrap), and its outputs are wrapped at this
@@ -105,6 +129,10 @@ def _record(level, op, args, vals, params, out):
             w = wrap(level, o, True)
             w._fn = node
             w._nr = i
+            if op.view and isinstance(args[0], Tensor) and args[0]._wr is level:
+                src = args[0]  # views of a tracked tensor know their base (in-place on views)
+                w._base = src._base if src._base is not None else src
+                w._vc = src._vc if src._vc is not None else src.__setattr__("_vc", [0, None]) or src._vc
             res.append(w)
         else:
             res.append(o)

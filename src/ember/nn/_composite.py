@@ -7,7 +7,8 @@ from .. import ops as _ops
 
 def pad(input, pad, mode="constant", value=None):
     if len(pad) % 2 or len(pad) // 2 > input.dim():
-        raise ValueError("Padding length must be divisible by 2 and at most twice the number of dims")
+        raise RuntimeError(f"pad: Padding length must be divisible by 2 and at most twice the number of dims "
+                           f"(got padding length {len(pad)} for input of {input.dim()} dims)")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode {mode!r} is not one of constant, reflect, replicate, circular")
     if mode != "constant":

@@ -156,8 +156,9 @@ def one_hot(tensor, num_classes=-1):
     if num_classes == -1:
         num_classes = int(a.max()) + 1 if a.size else 0
     if a.size and (a.min() < 0 or a.max() >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes." if a.max() >= num_classes
-                           else "Class values must be non-negative.")
+        raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), got "
+                           f"{int(a.max())}." if a.max() >= num_classes
+                           else f"one_hot: Class values must be non-negative, got {int(a.min())}.")
     out = np.zeros(a.shape + (num_classes,), np.int64)
     np.put_along_axis(out, a[..., None], 1, axis=-1)
     return D._new_tensor(out)
@@ -325,7 +326,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     _check_target_shape("binary_cross_entropy", input, target)
     a = input._data
     if a.size and not D.state.levels and ((a < 0).any() or (a > 1).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+        raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 and 1 (got values "
+                           f"in [{float(a.min())}, {float(a.max())}])")
     # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
     with np.errstate(divide="ignore"):
         logp = _ops.clamp_min(input.log(), -100.0)
@@ -470,7 +472,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
     if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined")
+        raise ValueError("interpolate: exactly one of size or scale_factor should be defined")
     in_sizes = list(input.shape[2:])
     if size is not None:
         out_sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nsp

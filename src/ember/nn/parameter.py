@@ -24,7 +24,8 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): expected a Tensor as data, got {type(data).__name__}")
         if requires_grad and data._data.dtype.kind != "f":
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(f"Parameter(): Only Tensors of floating point and complex dtype can require "
+                               f"gradients, got {data.dtype}")
         return _share(_new(cls), data, requires_grad)
 
     def __init__(self, data=None, requires_grad=True):

@@ -85,6 +85,8 @@ def _rmod(self, other):
 def _invert(self):
     if self.dtype.name == "bool":
         return dispatch(_E.logical_not_op, (self,))
+    if self._data.dtype.kind not in "iu":
+        raise TypeError(f"bitwise_not (~): only implemented on integer and Boolean tensors, got {self.dtype}")
     return dispatch(_E.bitwise_not_op, (self,))
 
 

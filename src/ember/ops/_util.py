@@ -61,6 +61,33 @@ def promote(a, b, floating=False):
     return a, b
 
 
+def check_int_divisor(op, a, b):
+    """Integer division by zero raises in PyTorch (NumPy would return 0 with a warning)."""
+    if type(b) is _ndarray:
+        if b.dtype.kind in "iub" and (type(a) is not _ndarray or a.dtype.kind in "iub") and not b.all():
+            raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero, dtype {b.dtype})")
+    elif b == 0 and type(b) in (int, bool) and type(a) is _ndarray and a.dtype.kind in "iub":
+        raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero, dtype {a.dtype})")
+
+
+def wrap_int_scalars(a, b):
+    """Python ints that overflow the other operand's integer dtype, as 0-d arrays of that dtype
+    wrapped around (two's complement), which is what PyTorch's scalar conversion gives."""
+    def conv(x, other):
+        if type(x) is int and type(other) is _ndarray and other.dtype.kind in "iu":
+            return np.array(x & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(other.dtype)
+        return x
+    return conv(a, b), conv(b, a)
+
+
+def float_only(op, a):
+    """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises)."""
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(f"{op}: not implemented for dtype {dt.FROM_NP[a.dtype].name} (a floating point "
+                           f"input is expected)")
+    return a
+
+
 def to_float(a):
     """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32)."""
     if a.dtype.kind != "f":
@@ -93,6 +120,17 @@ def wrap_dim(dim, ndim, op=None):
     return dim + n if dim < 0 else dim
 
 
+def check_bounds(op, index, size, dim, cls=RuntimeError):
+    """Every entry of the integer array ``index`` in [0, size): PyTorch's gather, scatter,
+    index_select and embedding refuse negative indices (NumPy would wrap them around)."""
+    if index.size:
+        lo = index.min()
+        hi = index.max()
+        if lo < 0 or hi >= size:
+            bad = int(lo) if lo < 0 else int(hi)
+            raise cls(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
 def wrap_dims(dim, ndim, op=None):
     """None -> all dims; int or sequence -> sorted tuple of non-negative dims."""
     if dim is None:
@@ -101,12 +139,13 @@ def wrap_dims(dim, ndim, op=None):
         ds = tuple(wrap_dim(d, ndim, op) for d in dim)
         if len(set(ds)) != len(ds):
             raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of dims")
-        return tuple(sorted(ds))
-    return (wrap_dim(dim, ndim, op),)
+        return tuple(sorted(ds)) if ndim else ()
+    d = wrap_dim(dim, ndim, op)
+    return (d,) if ndim else ()  # a 0-d tensor's dim 0/-1: nothing to reduce
 
 
-def shape_tuple(size, op="shape"):
-    """Accept f(2, 3), f((2, 3)), f([2, 3]) and Size."""
+def shape_tuple(size, op="shape", nonneg=False):
+    """Accept f(2, 3), f((2, 3)), f([2, 3]) and Size. ``nonneg``: sizes of a new tensor (no -1)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     out = []
@@ -115,6 +154,9 @@ def shape_tuple(size, op="shape"):
             out.append(s.__index__())
         except AttributeError:
             raise TypeError(f"{op}: expected a sequence of ints, got {type(s).__name__}") from None
+    if nonneg and any(s < 0 for s in out):
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
+                           f"{min(out)}: {list(out)}")
     return tuple(out)
 
 

@@ -20,23 +20,44 @@ def _same(a, b):
     return type(a) is _nd and type(b) is _nd and a.dtype is b.dtype
 
 
-def _binary_impl(uf, name, floating=False):
+def _no_bool(name, a, b):
+    if (type(a) is _nd and a.dtype.kind == "b") or (type(b) is _nd and b.dtype.kind == "b"):
+        raise RuntimeError(f"{name}: Subtraction, the `-` operator, with a bool tensor is not supported "
+                           f"(got {getattr(a, 'dtype', type(a).__name__)} and "
+                           f"{getattr(b, 'dtype', type(b).__name__)}). If you are trying to invert a mask, "
+                           f"use the `~` or `logical_not()` operator instead.")
+
+
+def _binary_impl(uf, name, floating=False, nobool=False):
+    # nobool (sub): a bool operand raises; checked only where promotion happens (bool - bool has
+    # one dtype and NumPy itself refuses it), so the common float path pays nothing
     def impl(xp, a, b):
         if type(a) is _nd:
             if type(b) is _nd:
                 if floating or a.dtype is not b.dtype:
+                    if nobool:
+                        _no_bool(name, a, b)
                     a, b = U.promote(a, b, floating)
             elif not ((type(b) is float or type(b) is int) and a.dtype.kind == "f"):
                 # (a floating array with a Python number keeps its dtype: NumPy's weak scalars
                 #  agree with PyTorch there, so no promotion is needed)
+                if nobool:
+                    _no_bool(name, a, b)
                 a, b = U.promote(a, b, floating)
         elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
+            if nobool:
+                _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
         try:
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
+        except OverflowError:  # a Python int outside the array's dtype: PyTorch wraps it around
+            a, b = U.wrap_int_scalars(a, b)
+            return uf(a, b)
         except TypeError as e:
+            if nobool:
+                _no_bool(name, a, b)
             raise RuntimeError(f"{name}: not supported for these dtypes "
                                f"({getattr(a, 'dtype', type(a).__name__)}, "
                                f"{getattr(b, 'dtype', type(b).__name__)}): {e}") from None
@@ -59,7 +80,7 @@ def _(ctx, ta, tb):
     return _tsum(ta, tb)
 
 
-sub_op = defop("sub", _binary_impl(np.subtract, "sub"), bcast=True, family=EW)
+sub_op = defop("sub", _binary_impl(np.subtract, "sub", nobool=True), bcast=True, family=EW)
 
 
 @sub_op.def_vjp
@@ -104,6 +125,7 @@ def _div_impl(xp, a, b, rounding_mode=None):
             return _true_div(xp, a, b)
         if not _same(a, b):
             a, b = U.promote(a, b)
+        U.check_int_divisor("div", a, b)
         if rounding_mode == "floor":
             return xp.floor_divide(a, b)
         if rounding_mode == "trunc":
@@ -144,8 +166,14 @@ def _(ctx, ta, tb):
 
 def _pow_impl(xp, a, b):
     if type(a) is _nd and a.dtype.kind in "iub" and type(b) is _nd and b.dtype.kind in "iub":
-        if (b < 0).any():
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        neg = b < 0
+        if neg.any():  # PyTorch computes these (a tensor exponent): 1 ** -k = 1, (-1) ** -k = (-1) ** k, else 0
+            a, b = U.promote(a, b)
+            try:
+                r = xp.power(a, xp.abs(b))
+            except ValueError:
+                raise U.broadcast_error("pow", a, b) from None
+            return xp.where(neg & (xp.abs(a) > 1), 0, r).astype(r.dtype, copy=False)
     a, b = U.promote(a, b)
     try:
         return xp.power(a, b)
@@ -256,6 +284,7 @@ def _(ctx, ta, tb):
 def _remainder_impl(xp, a, b):
     if not _same(a, b):
         a, b = U.promote(a, b)
+    U.check_int_divisor("remainder", a, b)
     return xp.remainder(a, b)
 
 
@@ -277,6 +306,7 @@ def _(ctx, ta, tb):
 def _fmod_impl(xp, a, b):
     if not _same(a, b):
         a, b = U.promote(a, b)
+    U.check_int_divisor("fmod", a, b)
     return xp.fmod(a, b)
 
 
@@ -295,7 +325,12 @@ def _(ctx, ta, tb):
     return _tsum(ta, None if tb is None else -tb * (a / b).trunc())
 
 
-floor_divide_op = defop("floor_divide", _binary_impl(np.floor_divide, "floor_divide"),
+def _floor_divide(a, b):
+    U.check_int_divisor("floor_divide", a, b)
+    return np.floor_divide(a, b)
+
+
+floor_divide_op = defop("floor_divide", _binary_impl(_floor_divide, "floor_divide"),
                         differentiable=False, family=EW)
 
 
@@ -425,9 +460,18 @@ sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
     _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
            lambda c: _x(c) * 0, floating=False)
-_unary("round", lambda xp, a, decimals=0: xp.round(a, decimals) if a.dtype.kind == "f" else a.copy(),
+def _round(xp, a, decimals=0):
+    if a.dtype.kind == "f":
+        return xp.round(a, decimals)
+    if decimals:
+        raise RuntimeError(f"round: decimals={decimals} is not implemented for dtype {a.dtype} (floating point "
+                           f"inputs only)")
+    return a.copy()
+
+
+_unary("round", _round,
        lambda c: _x(c) * 0, floating=False)
-_unary("frac", lambda xp, a: a - xp.trunc(a), lambda c: _x(c) * 0 + 1)
+_unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
 
 
 def _relu(xp, a):
@@ -442,6 +486,7 @@ relu_op.jvp = lambda ctx, t: t * (ctx.out > 0)
 
 
 def _leaky_relu(xp, a, negative_slope=0.01):
+    U.float_only("leaky_relu", a)
     return xp.where(a > 0, a, a * a.dtype.type(negative_slope))
 
 
@@ -451,7 +496,7 @@ leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.
 
 
 def _elu(xp, a, alpha=1.0):
-    a = U.to_float(a)
+    a = U.float_only("elu", a)
     return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
 
 
@@ -467,7 +512,7 @@ elu_op.jvp = lambda ctx, t: t * _elu_deriv(ctx)
 
 
 def _hardtanh(xp, a, min_val=-1.0, max_val=1.0):
-    return xp.clip(a, min_val, max_val)
+    return xp.clip(a, min_val, max_val).astype(a.dtype, copy=False)
 
 
 def _hardtanh_deriv(c):
@@ -485,7 +530,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def _gelu(xp, a, approximate="none"):
-    a = U.to_float(a)
+    a = U.float_only("gelu", a)
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1.0 + xp.tanh(inner))
@@ -512,7 +557,7 @@ gelu_op.jvp = lambda ctx, t: t * _gelu_deriv(ctx)
 
 
 def _silu(xp, a):
-    a = U.to_float(a)
+    a = U.float_only("silu", a)
     return a * _sigmoid(xp, a)
 
 
@@ -528,7 +573,7 @@ silu_op.jvp = lambda ctx, t: t * _silu_deriv(ctx)
 
 
 def _softplus(xp, a, beta=1.0, threshold=20.0):
-    a = U.to_float(a)
+    a = U.float_only("softplus", a)
     z = a * beta
     soft = xp.logaddexp(0, z) / beta
     return xp.where(z > threshold, a, soft).astype(a.dtype, copy=False)
@@ -671,22 +716,27 @@ nan_to_num_op.jvp = lambda ctx, t: t * ctx.inputs[0].isfinite()
 # ----------------------------------------------------------------------------- public functions
 
 
-def _alpha(other, alpha):
-    return other if alpha == 1 else other * alpha
+def _alpha(other, alpha, input=None):
+    if alpha == 1:
+        return other
+    if isinstance(alpha, float) and all(not U.is_tensor(t) or t._data.dtype.kind in "iub" for t in (input, other)):
+        raise RuntimeError(f"add/sub: For integral input tensors, argument alpha must not be a floating point "
+                           f"number (got alpha={alpha})")
+    return other * alpha
 
 
 def add(input, other, *, alpha=1, out=None):
     if not U.is_tensor(input) and U.is_tensor(other):
         input, other = other, input
-        r = dispatch(add_op, (_alpha(other, alpha) if alpha != 1 else other, input)) if alpha != 1 \
+        r = dispatch(add_op, (_alpha(other, alpha, input) if alpha != 1 else other, input)) if alpha != 1 \
             else dispatch(add_op, (other, input))
         return _out(r, out)
-    r = dispatch(add_op, (input, _alpha(other, alpha)))
+    r = dispatch(add_op, (input, _alpha(other, alpha, input)))
     return _out(r, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    return _out(dispatch(sub_op, (input, _alpha(other, alpha))), out)
+    return _out(dispatch(sub_op, (input, _alpha(other, alpha, input))), out)
 
 
 subtract = sub

@@ -33,7 +33,7 @@ def _index_put_impl(xp, a, v, spec, accumulate=False):
         else:
             out[spec] = v
     except ValueError:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
+        raise RuntimeError(f"index_put: shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
                            f"to indexing result of shape {list(out[spec].shape)}") from None
     return out
 
@@ -78,14 +78,20 @@ def _to_np_index(item, dim_size=None):
     if isinstance(item, D.Tensor):
         a = item._data
         if a.dtype.kind not in "iub":
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            raise IndexError(f"index: tensors used as indices must be long, int, byte or bool tensors, "
+                             f"got {item.dtype}")
         return a
     if isinstance(item, (list, tuple)):
         arr = np.asarray([x._data if isinstance(x, D.Tensor) else x for x in item])
-        if arr.dtype.kind == "f":
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if arr.dtype.kind not in "iub":
+            raise IndexError(f"index: tensors used as indices must be long, int, byte or bool tensors, "
+                             f"got a list of {arr.dtype}")
         return arr
-    return item
+    if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer, np.ndarray)):
+        return item
+    raise (IndexError if isinstance(item, float) else TypeError)(
+        f"index: only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are valid "
+        f"indices (got {type(item).__name__})")
 
 
 def _normalize(idx, ndim):
@@ -105,7 +111,7 @@ def _normalize(idx, ndim):
         else:
             used += 1
     if used > ndim:
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+        raise IndexError(f"index: too many indices for tensor of dimension {ndim} (got {used})")
     out = []
     for i in idx:
         if i is Ellipsis:
@@ -131,7 +137,6 @@ def _batched_index_items(idx):
 
 def getitem(x, idx):
     if _batched_index_items(idx):
-        from ._batching import batched_index
         return batched_index(x, idx)
     items = _normalize(idx, x.dim())
     if all(_is_basic(i) for i in items):
@@ -152,13 +157,13 @@ def _basic_getitem(x, items):
                 size = r.shape[d]
                 start, stop, step = i.indices(size)
                 if i.step is not None and i.step <= 0:
-                    raise ValueError("step must be greater than zero")
+                    raise ValueError(f"index: slice step must be greater than zero, got {i.step}")
                 r = slice_dim(r, d, start, stop, step)
             d += 1
         else:
             size = r.shape[d]
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+                raise IndexError(f"index: index {i} is out of bounds for dimension {d} with size {size}")
             r = select(r, d, i)
     if r is x:
         return dispatch(view_op, (x,), {"shape": tuple(x.shape)})
@@ -176,9 +181,12 @@ def _spec_for_setitem(x, idx):
 def setitem(x, idx, value):
     from .inplace import inplace_apply
     if _batched_index_items(idx):
-        from ._batching import batched_index
         return batched_index(x, idx, value, setitem=True)
     spec = _spec_for_setitem(x, idx)
+    if U.is_tensor(value) and any(isinstance(i, np.ndarray) for i in spec) and not (
+            value.dim() == 0 and len(spec) == 1 and spec[0].dtype.kind == "b"):
+        _same_values(x, value)  # advanced indexing is index_put_ in PyTorch (no implicit cast), except
+        #                         x[mask] = scalar tensor, which is masked_fill
     if not U.is_tensor(value):
         if isinstance(value, (list, tuple)):
             from .._creation import tensor as _t
@@ -188,13 +196,21 @@ def setitem(x, idx, value):
     inplace_apply(index_put_op, x, (value,), {"spec": spec}, "index_put_")
 
 
+def _same_values(input, values):
+    if U.is_tensor(values) and values.dtype != input.dtype:
+        raise RuntimeError(f"index_put: Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype} for the destination and {values.dtype} for the source")
+
+
 def index_put(input, indices, values, accumulate=False):
+    _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
 
 
 def index_put_(input, indices, values, accumulate=False):
     from .inplace import inplace_apply
+    _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return inplace_apply(index_put_op, input, (values,), {"spec": spec, "accumulate": accumulate},
                          "index_put_")
@@ -205,9 +221,14 @@ def index_put_(input, indices, values, accumulate=False):
 
 def _check_index(op, x, dim, index):
     if index.dtype.kind not in "iu":
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as input tensor")
+        raise RuntimeError(f"{op}: Index tensor must have the same number of dimensions as input tensor "
+                           f"(index {list(index.shape)}, input {list(x.shape)})")
+    if index.ndim == x.ndim and any(i > s for d, (i, s) in enumerate(zip(index.shape, x.shape)) if d != dim):
+        raise RuntimeError(f"{op}: Size does not match at dimension {dim}: expected index {list(index.shape)} "
+                           f"to be smaller than self {list(x.shape)} apart from dimension {dim}")
+    U.check_bounds(op, index, x.shape[dim] if x.ndim else 1, dim)
 
 
 def _fit(a, shape, skip):
@@ -219,9 +240,6 @@ def _fit(a, shape, skip):
 
 def _gather_impl(xp, a, index, dim):
     _check_index("gather", a, dim, index)
-    if index.size and (index.max() >= a.shape[dim] or index.min() < -a.shape[dim]):
-        raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {dim} with size "
-                           f"{a.shape[dim]}")
     return xp.take_along_axis(_fit(a, index.shape, dim), index, axis=dim)
 
 
@@ -246,8 +264,14 @@ def _grid(index, dim):
     return tuple(idx)
 
 
+def _same_src(op, a, src):
+    if type(src) is np.ndarray and src.dtype != a.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got {a.dtype} and {src.dtype})")
+
+
 def _scatter_impl(xp, a, index, src, dim, reduce=None):
     _check_index("scatter", a, dim, index)
+    _same_src("scatter", a, src)
     out = a.copy(order="K")
     if type(src) is np.ndarray:
         src = _fit(src, index.shape, -1).astype(a.dtype, copy=False)
@@ -287,6 +311,7 @@ def _(ctx, tx, ti, ts):
 
 def _scatter_add_impl(xp, a, index, src, dim):
     _check_index("scatter_add", a, dim, index)
+    _same_src("scatter_add", a, src)
     out = a.copy(order="K")
     xp.add.at(out, _grid(index, dim), _fit(src, index.shape, -1).astype(a.dtype, copy=False))
     return out
@@ -339,9 +364,10 @@ def take_along_dim(input, indices, dim=None):
 
 def _index_select_impl(xp, a, index, dim):
     if index.ndim > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
-    if index.size and (index.max() >= a.shape[dim] or index.min() < -a.shape[dim]):
-        raise IndexError(f"index out of range in self")
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {list(index.shape)}")
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index, got {index.dtype}")
+    U.check_bounds("index_select", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
     return xp.take(a, index, axis=dim)
 
 
@@ -359,6 +385,14 @@ index_select_op.jvp = lambda ctx, t, ti: t.index_select(ctx.params["dim"], ctx.i
 
 
 def _index_add_impl(xp, a, index, src, dim, alpha=1):
+    U.check_bounds("index_add", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
+    if type(src) is np.ndarray:
+        if src.dtype != a.dtype:
+            raise RuntimeError(f"index_add_(): self ({a.dtype}) and source ({src.dtype}) must have the same "
+                               f"scalar type")
+        if src.ndim and index.size != src.shape[dim if src.ndim > dim else -1]:
+            raise RuntimeError(f"index_add_(): Number of indices ({index.size}) should be equal to "
+                               f"source.size(dim) ({src.shape[dim]}), for dim: {dim}")
     out = a.copy(order="K")
     if alpha != 1:
         src = src * alpha
@@ -398,7 +432,13 @@ def index_add(input, dim, index, source, *, alpha=1):
 def index_fill(input, dim, index, value):
     U.check_plain("index_fill", index)
     d = U.wrap_dim(dim, input.dim(), "index_fill")
-    mask = np.zeros(input.shape[d], bool)
+    n = input.shape[d] if input.dim() else 1
+    if index._data.dtype.kind not in "iu":
+        raise IndexError(f"index_fill(): Expected dtype int64 for index, got {index.dtype}")
+    if index._data.size and (index._data.min() < -n or index._data.max() >= n):
+        bad = int(index._data.min()) if index._data.min() < -n else int(index._data.max())
+        raise IndexError(f"index_fill: index {bad} is out of bounds for dimension {d} with size {n}")
+    mask = np.zeros(n, bool)
     mask[index._data] = True
     shape = [1] * input.dim()
     shape[d] = -1
@@ -448,14 +488,22 @@ def masked_fill(input, mask, value):
 def masked_select(input, mask):
     U.check_plain("masked_select", input, mask)
     from .shape import broadcast_tensors
-    x, m = broadcast_tensors(input, mask)
+    try:
+        x, m = broadcast_tensors(input, mask)
+    except RuntimeError:
+        raise RuntimeError(f"masked_select: the mask of shape {list(mask.shape)} is not broadcastable with the "
+                           f"input of shape {list(input.shape)}") from None
     return dispatch(index_op, (x,), {"spec": (m._data,)})
 
 
 def masked_scatter(input, mask, source):
     U.check_plain("masked_scatter", input, mask, source)
     from .shape import broadcast_tensors
-    x, m = broadcast_tensors(input, mask)
+    try:
+        x, m = broadcast_tensors(input, mask)
+    except RuntimeError:
+        raise RuntimeError(f"masked_select: the mask of shape {list(mask.shape)} is not broadcastable with the "
+                           f"input of shape {list(input.shape)}") from None
     n = int(m._data.sum())
     return dispatch(index_put_op, (x, source.reshape(-1)[:n]), {"spec": (m._data,)})
 
@@ -463,6 +511,12 @@ def masked_scatter(input, mask, source):
 def take(input, index):
     if index._wr is not None:  # a batched index: advanced indexing has the batching rules
         return getitem(input.reshape(-1), index)
+    a, n = index._data, input.numel()
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"take: expected a long index tensor, got {index.dtype}")
+    if a.size and (a.min() < -n or a.max() >= n):
+        bad = int(a.min()) if a.min() < -n else int(a.max())
+        raise IndexError(f"take: out of range: tried to access index {bad} on a tensor of {n} elements")
     return dispatch(index_op, (input.reshape(-1),), {"spec": (index._data,)})
 
 
@@ -533,7 +587,7 @@ def msort(input):
 def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
     n = a.shape[dim] if a.ndim else 1
     if not 0 <= k <= n:
-        raise RuntimeError(f"selected index k out of range")
+        raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
     v, i = _sort_impl(xp, a, dim, descending=largest)
     sl = (slice(None),) * dim + (slice(0, k),)
     return v[sl], i[sl]
@@ -552,8 +606,14 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     from .reduce import _MinMax
+    d = U.wrap_dim(dim, input.dim(), "kthvalue")
+    n = input.shape[d] if input.dim() else 1
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size (input shape "
+                         f"{list(input.shape)})")
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue: selected number k={k} out of range for dimension {d} of size {n}")
     v, i = sort(input, dim)
-    d = U.wrap_dim(dim, input.dim())
     v, i = v.select(d, k - 1), i.select(d, k - 1)
     if keepdim:
         v, i = v.unsqueeze(d), i.unsqueeze(d)
@@ -564,8 +624,13 @@ def median(input, dim=None, keepdim=False):
     from .reduce import _MinMax
     if dim is None:
         flat = input.reshape(-1)
+        if flat.numel() == 0:  # PyTorch: nan
+            return D._new_tensor(np.array(np.nan, dtype=input._data.dtype))
         return sort(flat)[0][(flat.numel() - 1) // 2]
-    d = U.wrap_dim(dim, input.dim())
+    d = U.wrap_dim(dim, input.dim(), "median")
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size (input shape "
+                         f"{list(input.shape)})")
     return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
 
 
@@ -588,6 +653,12 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 def bincount(input, weights=None, minlength=0):
     U.check_plain("bincount", input, weights)
     w = None if weights is None else weights._data
+    a = input._data
+    if a.ndim != 1 or a.dtype.kind not in "iu":
+        raise RuntimeError(f"bincount: only 1-d non-negative integral inputs are supported, got shape "
+                           f"{list(a.shape)} and dtype {input.dtype}")
+    if a.size and a.min() < 0:
+        raise RuntimeError(f"bincount: input must be non-negative, got {int(a.min())}")
     return D._new_tensor(np.bincount(input._data, w, minlength))
 
 
@@ -609,3 +680,196 @@ def bucketize(input, boundaries, *, right=False):
 
 
 from .elementwise import where  # noqa: E402
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+
+from ._batching import (_pad_to, _materialize, _ln, _loop_note, dim_shift_rule,  # noqa: E402
+                        elementwise_rule, fallback_rule)
+
+
+def _flat_batch_index(a, idx, dim, size):
+    """(a viewed as (B*n, rest...) with dim moved first, idx shifted per sample and flattened)."""
+    from .._creation import arange
+    am = a.movedim(dim + 1, 1)
+    n = am.shape[1]
+    rest = tuple(am.shape[2:])
+    offs = (arange(size, dtype=idx.dtype) * n).reshape((size,) + (1,) * (idx.dim() - 1))
+    return am.reshape((size * n,) + rest), (idx + offs).reshape(-1), n, rest
+
+
+def index_select_rule(op, vals, bd, params, size):
+    a, idx = vals
+    ba, bi = bd
+    n = _ln(a, ba)
+    dim = params["dim"] % max(n, 1)
+    if not bi:
+        return dispatch(op, (a, idx), {"dim": dim + 1}), True
+    if not ba:
+        a = _materialize(a, size)
+    flat, gidx, _, rest = _flat_batch_index(a, idx, dim, size)
+    r = dispatch(op, (flat, gidx), {"dim": 0})
+    k = idx.shape[1] if idx.dim() > 1 else 1
+    return r.reshape((size, k) + rest).movedim(1, dim + 1), True
+
+
+def index_add_rule(op, vals, bd, params, size):
+    a, idx, src = vals
+    ba, bi, bs = bd
+    n = _ln(a, ba)
+    dim = params["dim"] % max(n, 1)
+    if not ba:
+        a = _materialize(a, size)
+    if not bi:
+        if not bs:
+            src = _materialize(src, size)
+        return dispatch(op, (a, idx, src), dict(params, dim=dim + 1)), True
+    if not bs:
+        src = _materialize(src, size)
+    flat, gidx, nn_, rest = _flat_batch_index(a, idx, dim, size)
+    sm = src.movedim(dim + 1, 1)
+    sm = sm.reshape((-1,) + tuple(sm.shape[2:]))
+    r = dispatch(op, (flat, gidx, sm), dict(params, dim=0))
+    return r.reshape((size, nn_) + rest).movedim(1, dim + 1), True
+
+
+def masked_fill_rule(op, vals, bd, params, size):
+    vals = list(vals)
+    bd = list(bd)
+    if not bd[0] and any(bd[1:]):
+        n = max(_ln(v, b) for v, b in zip(vals, bd) if isinstance(v, D.Tensor))
+        a = vals[0]
+        a = a.reshape((1,) * (n - a.dim()) + tuple(a.shape)) if a.dim() < n else a
+        vals[0] = _materialize(a, size)
+        bd[0] = True
+    return elementwise_rule(op, vals, bd, params, size)
+
+
+def index_rule(op, vals, bd, params, size):
+    """x[spec] with x batched: a leading full slice; when the advanced indices are split by a
+    slice NumPy puts their dims first, so the batch dim is moved back to the front."""
+    if any(bd[1:]):
+        return fallback_rule(op, vals, bd, params, size)
+    import numpy as np
+    spec = params["spec"]
+    items = spec if isinstance(spec, tuple) else (spec,)
+    adv = [i for i, s in enumerate(items) if isinstance(s, (np.ndarray, list))]
+    r = dispatch(op, (vals[0],), dict(params, spec=(slice(None),) + items))
+    if adv and adv != list(range(adv[0], adv[0] + len(adv))):
+        shapes = [np.shape(items[i]) if getattr(items[i], "dtype", None) != bool else
+                  (int(np.count_nonzero(items[i])),) for i in adv]
+        nd = len(np.broadcast_shapes(*shapes))
+        r = r.movedim(nd, 0)
+    return r, True
+
+
+def _adv_split(items):
+    """True when NumPy would move the advanced-index dims to the front after a leading slice (the
+    advanced indices are separated by a slice, or a bool mask is involved)."""
+    adv = [i for i, s in enumerate(items) if isinstance(s, (np.ndarray, list))]
+    if any(getattr(items[i], "dtype", None) == bool for i in adv):
+        return True
+    return bool(adv) and adv != list(range(adv[0], adv[0] + len(adv)))
+
+
+def index_put_rule(op, vals, bd, params, size):
+    """x[spec] = v on a batch: a leading full slice in spec, v aligned to the indexed region."""
+    items = params["spec"] if isinstance(params["spec"], tuple) else (params["spec"],)
+    if _adv_split(items):
+        return fallback_rule(op, vals, bd, params, size)
+    a, v = vals
+    a = a if bd[0] else _materialize(a, size)
+    if bd[1]:
+        region = len(a.shape) - 1 - sum(1 for s in items if s is not None and not isinstance(s, slice)
+                                        and not isinstance(s, (np.ndarray, list)) and s is not Ellipsis)
+        adv = [s for s in items if isinstance(s, (np.ndarray, list))]
+        if adv:  # the advanced indices' dims replace theirs
+            region += len(np.broadcast_shapes(*[np.shape(s) for s in adv])) - len(adv)
+        v = _pad_to(v, region)
+    return dispatch(op, (a, v), dict(params, spec=(slice(None),) + items)), True
+
+
+def index_backward_rule(op, vals, bd, params, size):
+    items = params["spec"] if isinstance(params["spec"], tuple) else (params["spec"],)
+    if _adv_split(items):
+        return fallback_rule(op, vals, bd, params, size)
+    return dispatch(op, (vals[0],), dict(params, shape=(size,) + tuple(params["shape"]),
+                                         spec=(slice(None),) + items)), True
+
+
+def batched_index(x, idx, value=None, setitem=False):
+    """x[idx] (or x[idx] = value) when an index tensor is batched by vmap. A single integer index
+    tensor becomes index_select (which has a batching rule); anything else loops over the batch."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    lvl = None
+    for it in items:
+        w = it._wr if isinstance(it, D.Tensor) else None
+        if w is not None and (lvl is None or w.index > lvl.index):
+            lvl = w
+    if getattr(lvl, "kind", None) != "vmap":
+        items = tuple(D.unwrap_at(it, lvl) for it in items)
+        if setitem:
+            x[items] = value
+            return None
+        return x[items]
+    if all(isinstance(it, D.Tensor) and it.dtype.category == 1 for it in items):  # integer tensors
+        # integer index tensors on the leading dims: one advanced index with a batch arange in front
+        from .._creation import arange
+        size = lvl.size
+        n = max(it.dim() for it in items)
+        ar = arange(size).reshape((size,) + (1,) * n)
+        phys = tuple(it._val if it._wr is lvl else it for it in items)
+        xb = isinstance(x, D.Tensor) and x._wr is lvl
+        if not setitem:
+            xv = x._val if xb else _materialize(x, size)
+            return lvl.wrap(xv[(ar,) + phys])
+        if not xb:
+            raise RuntimeError("vmap: in-place indexing (x[idx] = v) with a batched index needs x to be "
+                               "batched too; use the out-of-place index_put")
+        if isinstance(value, D.Tensor) and value._wr is lvl:
+            value = _pad_to(value._val, n + x.dim() - len(items))
+        x._val[(ar,) + phys] = value
+        x._bump("index_put_")
+        return None
+    _loop_note("indexing with batched index tensors")
+    from .shape import stack
+    size = lvl.size
+    xb = x._wr is lvl
+    if setitem and not xb:
+        raise RuntimeError("vmap: in-place indexing (x[idx] = v) with a batched index needs x to be batched "
+                           "too; use the out-of-place index_put")
+    xv = x._val if xb else x
+    vb = isinstance(value, D.Tensor) and value._wr is lvl
+    outs = []
+    for b in range(size):
+        xi = xv.select(0, b) if xb else x
+        ii = tuple(it._val.select(0, b) if isinstance(it, D.Tensor) and it._wr is lvl else it for it in items)
+        if setitem:
+            xi[ii] = value._val.select(0, b) if vb else value
+        else:
+            outs.append(xi[ii])
+    if setitem:
+        x._bump("index_put_")
+        return None
+    shapes = {tuple(o.shape) for o in outs}
+    if len(shapes) > 1:
+        raise RuntimeError(f"vmap: indexing with a batched boolean mask gives results of different shapes "
+                           f"{sorted(shapes)} across the batch (data-dependent shape); use ember.where or "
+                           f"masked_fill instead")
+    return lvl.wrap(stack(outs))
+
+
+def nonzero_rule(op, vals, bd, params, size):
+    raise RuntimeError(f"vmap: {op.name} has an output whose shape depends on the data, so it cannot be "
+                       f"batched (use a masked computation instead)")
+
+
+index_op.batch = index_rule
+index_put_op.batch = index_put_rule
+index_backward_op.batch = index_backward_rule
+index_select_op.batch = index_select_rule
+index_add_op.batch = index_add_rule
+masked_fill_op.batch = masked_fill_rule
+nonzero_op.batch = nonzero_rule
+for _op in (gather_op, scatter_op, scatter_add_op, sort_op, topk_op):
+    _op.batch = dim_shift_rule

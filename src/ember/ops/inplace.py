@@ -67,15 +67,20 @@ def inplace_apply(op, self, others, params, name):
         arrs = [o._data if isinstance(o, Tensor) else o for o in others]
         fast = getattr(op, "inplace_fast", None)
         dst = self._data
-        if fast is not None and not params:
-            try:
-                fast(dst, *arrs)
-            except (TypeError, ValueError):  # casting or broadcasting: let the checked path explain
+        try:
+            if fast is not None and not params:
+                try:
+                    fast(dst, *arrs)
+                except OverflowError:  # a Python int outside self's dtype: wrapped around, as PyTorch does
+                    fast(dst, U.wrap_int_scalars(dst, arrs[0])[1])
+                except (TypeError, ValueError):  # casting or broadcasting: let the checked path explain
+                    r = op.impl(D.xp, dst, *arrs, **params)
+                    _write(self, np.asarray(r), name)
+            else:
                 r = op.impl(D.xp, dst, *arrs, **params)
                 _write(self, np.asarray(r), name)
-        else:
-            r = op.impl(D.xp, dst, *arrs, **params)
-            _write(self, np.asarray(r), name)
+        except Exception as e:
+            raise D.op_error(op, e, (self,) + tuple(others), name) from D._cause(e)
         self._bump(name)
         return self
     src = self
@@ -108,11 +113,49 @@ def _commit(self, r, name):
             _rebase_view(self, r)
         else:
             self._fn, self._nr, self._rg = r._fn, r._nr, True
-    if r._fw is not None:
-        self._fw = r._fw
-    else:
-        if self._fw:
-            self._fw = None
+    if r._fw or self._fw:
+        _commit_tangents(self, r)
+
+
+def _commit_tangents(self, r):
+    """Forward mode: self's tangents become r's. A view's tangent is a view of its base's tangent,
+    so the write goes into that memory and the base sees it (as PyTorch's forward AD does)."""
+    rf = r._fw or {}
+    sf = dict(self._fw or {})
+    base = self._base
+    for lvl in set(rf) | set(sf):
+        if not lvl.alive:
+            sf.pop(lvl, None)
+            continue
+        rt = rf.get(lvl)
+        if base is None:
+            if rt is None:
+                sf.pop(lvl, None)
+            else:
+                sf[lvl] = rt
+            continue
+        st = sf.get(lvl)
+        if st is None:
+            bt = base._fw.get(lvl) if base._fw else None
+            if bt is None:
+                from .._creation import zeros_like
+                bt = zeros_like(base)
+                base._fw = {**(base._fw or {}), lvl: bt}
+            if bt.stride() != base.stride():
+                raise NotImplementedError("forward AD: in-place write into a view whose base's tangent has "
+                                          "another memory layout is not supported; clone the base first")
+            st = bt.as_strided(tuple(self.shape), self.stride(), self.storage_offset())
+            sf[lvl] = st
+        prev = lvl.active
+        lvl.active = False
+        try:
+            if rt is None:
+                st.zero_()
+            else:
+                st.copy_(rt)
+        finally:
+            lvl.active = prev
+    self._fw = sf or None
 
 
 def _commit_wrapped(self, r, name):
@@ -124,9 +167,16 @@ def _commit_wrapped(self, r, name):
         raise RuntimeError(f"{name}: an in-place operation would write a value that varies at a "
                            f"{kind} level into a tensor that does not take part in it (e.g. a batched "
                            f"value into an unbatched tensor inside vmap); use the out-of-place op")
+    rebase = None
+    if rl is lv and r._rg and self._base is not None:
+        hook = getattr(lv, "rebase_view", None)  # a view written in place: its base's history too
+        if hook is not None:
+            rebase = hook(self, r)
     self._val.copy_(r._val if rl is lv else r)
     self._bump(name)
-    if rl is lv and r._rg:
+    if rebase is not None:
+        rebase()
+    elif rl is lv and r._rg:
         self._fn, self._nr, self._rg = r._fn, r._nr, True
     if r._fw is not None:
         self._fw = r._fw
@@ -363,3 +413,20 @@ def _random_fill(self, values, name):
     np.copyto(self._data, src._data, casting="unsafe")
     self._bump(name)
     return self
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+
+from ._batching import _materialize, elementwise_rule  # noqa: E402
+
+
+def copy_like_rule(op, vals, bd, params, size):
+    """copy/fill_tensor: the destination takes the batch when the source has it."""
+    vals, bd = list(vals), list(bd)
+    if not bd[0] and any(bd[1:]):
+        vals[0] = _materialize(vals[0], size)
+        bd[0] = True
+    return elementwise_rule(op, vals, bd, params, size)
+
+
+copy_op.batch = fill_t_op.batch = copy_like_rule

@@ -91,7 +91,8 @@ def mm(input, mat2):
 
 def bmm(input, mat2):
     if input.dim() != 3 or mat2.dim() != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError(f"bmm: batch{1 if input.dim() != 3 else 2} must be a 3D tensor (got "
+                           f"{input.dim() if input.dim() != 3 else mat2.dim()}D)")
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}")
     return dispatch(matmul_op, (input, mat2))
@@ -99,15 +100,15 @@ def bmm(input, mat2):
 
 def mv(input, vec):
     if input.dim() != 2 or vec.dim() != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+        raise RuntimeError(f"mv: vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     return dispatch(matmul_op, (input, vec))
 
 
 def dot(input, other):
     if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+        raise RuntimeError(f"dot: 1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{other.shape[0]}] to have the same number of elements, but got "
                            f"{input.shape[0]} and {other.shape[0]} elements respectively")
     return dispatch(matmul_op, (input, other))
@@ -125,6 +126,8 @@ ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if U.is_tensor(input) and input.dtype != mat1.dtype:
+        raise RuntimeError(f"addmm: self and mat1 must have the same dtype, but got {input.dtype} and {mat1.dtype}")
     p = mm(mat1, mat2)
     if alpha != 1:
         p = p * alpha
@@ -166,6 +169,9 @@ def _linear_impl(xp, x, w, b=None):
     if x.dtype is not w.dtype:
         raise RuntimeError(f"linear: expected input and weight to have the same dtype, but got "
                            f"{U.dt.FROM_NP[x.dtype].name} and {U.dt.FROM_NP[w.dtype].name}")
+    if x.ndim == 0 or w.ndim not in (1, 2):
+        raise RuntimeError(f"linear: expected an input of at least 1 dimension and a 1-D or 2-D weight, got "
+                           f"input {list(x.shape)} and weight {list(w.shape)}")
     if x.shape[-1] != w.shape[-1]:
         lead = int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
@@ -375,8 +381,17 @@ def kron(input, other):
 
 
 def cross(input, other, dim=None):
+    if input.dim() != other.dim():
+        raise RuntimeError(f"cross: inputs must have the same number of dimensions, got {input.dim()} and "
+                           f"{other.dim()}")
     if dim is None:
-        dim = next(i for i, s in enumerate(input.shape) if s == 3)
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"cross: no dimension of size 3 in input of shape {list(input.shape)}")
+    d = U.wrap_dim(dim, input.dim(), "cross")
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"cross: inputs dimension {dim} must have length 3, got {list(input.shape)} and "
+                           f"{list(other.shape)}")
     a0, a1, a2 = input.unbind(dim)
     b0, b1, b2 = other.unbind(dim)
     from .shape import stack
@@ -384,10 +399,14 @@ def cross(input, other, dim=None):
 
 
 def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return input.diagonal().sum()
 
 
 def diag(input, diagonal=0):
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D (shape {list(input.shape)})")
     if input.dim() == 1:
         return _diag_embed(input, diagonal)
     return input.diagonal(diagonal)
@@ -407,3 +426,88 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     shape = tuple(input.shape[:-1]) + (n, n)
     d1, d2 = U.wrap_dim(dim1, len(shape)), U.wrap_dim(dim2, len(shape))
     return dispatch(diagonal_backward_op, (input,), {"shape": shape, "offset": offset, "dim1": d1, "dim2": d2})
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+
+from ._batching import _pad_to, _ln, _prod, elementwise_rule  # noqa: E402
+
+
+def matmul_rule(op, vals, bd, params, size):
+    a, b = vals
+    ba, bb = bd
+    la, lb = _ln(a, ba), _ln(b, bb)
+    if la == 0 or lb == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D")
+    if la == 1:
+        a = a.unsqueeze(-2)
+    if lb == 1:
+        b = b.unsqueeze(-1)
+    n = max(max(la, 2), max(lb, 2))
+    if ba and not bb and lb <= 2:
+        # one GEMM: the batch (and a's other leading dims) fold into a's rows
+        s = tuple(a.shape)
+        r = dispatch(op, (a.reshape(_prod(s[:-1]), s[-1]), b), params)
+        r = r.reshape(s[:-1] + (r.shape[-1],))
+    else:
+        if ba:
+            a = _pad_to(a, n)
+        if bb:
+            b = _pad_to(b, n)
+        if a.shape[-1] == 1:  # outer products (per-sample weight gradients): a broadcast multiply
+            r = dispatch(D.REGISTRY["mul"], (a, b))
+        else:
+            r = dispatch(op, (a, b), params)
+    if la == 1:
+        r = r.squeeze(-2)
+    if lb == 1:
+        r = r.squeeze(-1)
+    return r, True
+
+
+def linear_rule(op, vals, bd, params, size):
+    x, w = vals[0], vals[1]
+    bias = vals[2] if len(vals) > 2 else None
+    bx, bw = bd[0], bd[1]
+    bb = bd[2] if len(bd) > 2 else False
+    if not bw and not bb:
+        if bx:  # one GEMM over the batch and the leading dims
+            s = tuple(x.shape)
+            r = dispatch(op, (x.reshape(_prod(s[:-1]), s[-1]),) + tuple(vals[1:]), params)
+            return r.reshape(s[:-1] + (r.shape[-1],)), True
+    if bw and not bx and w.dim() == 3:
+        # the same input to every member (ensembles): one GEMM against all members' rows stacked
+        out_f = w.shape[1]
+        bf = None
+        if bias is not None:
+            bf = bias.reshape(-1) if bb else bias.repeat(size)
+        r = dispatch(op, (x, w.reshape(size * out_f, w.shape[2])) + ((bf,) if bf is not None else ()), params)
+        r = r.reshape(tuple(r.shape[:-1]) + (size, out_f))
+        return r.movedim(-2, 0).contiguous(), True  # later GEMMs want each member's rows contiguous
+    # batched weight and input: x @ w^T (+ b) through the matmul rule
+    wt = w.transpose(-1, -2)
+    if bx or bw:
+        r, _ = matmul_rule(matmul_op, (x, wt), (bx, bw), {}, size)
+    else:
+        r = dispatch(matmul_op, (x, wt))
+    if bias is not None:
+        r, _ = elementwise_rule(D.REGISTRY["add"], (r, bias), (bx or bw, bb), {}, size)
+    return r, True
+
+
+def einsum_rule(op, vals, bd, params, size):
+    eq = params["eq"].replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if not arrow:
+        letters = [c for c in lhs if c.isalpha()]
+        rhs = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    used = set(eq)
+    z = next(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in used)
+    ins = [(z + s if b else s) for s, b in zip(ins, bd)]
+    return dispatch(op, tuple(vals), dict(params, eq=",".join(ins) + "->" + z + rhs)), True
+
+
+matmul_op.batch = matmul_rule
+linear_op.batch = linear_rule
+einsum_op.batch = einsum_rule

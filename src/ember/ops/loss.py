@@ -32,7 +32,7 @@ def _check_index_target(op, input, target, ignore_index, values=True):
         C = input.shape[0]
     else:
         if target.dim() == 0 or target.shape[0] != input.shape[0]:
-            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            raise ValueError(f"{op}: Expected input batch_size ({input.shape[0]}) to match target batch_size "
                              f"({target.shape[0] if target.dim() else 0}).")
         if tuple(target.shape[1:]) != tuple(input.shape[2:]):
             raise RuntimeError(f"{op}: expected target of shape {[input.shape[0]] + list(input.shape[2:])}, "
@@ -43,7 +43,8 @@ def _check_index_target(op, input, target, ignore_index, values=True):
         if t.size and (t.min() < 0 or t.max() >= C):
             bad = (t != ignore_index) & ((t < 0) | (t >= C))
             if bad.any():
-                raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+                raise IndexError(f"{op}: Target {int(t[bad].reshape(-1)[0])} is out of bounds (classes "
+                                 f"0..{C - 1}).")
     return C
 
 
@@ -82,6 +83,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if input.dim() == 0:
         raise ValueError("cross_entropy: input tensor should be 1D or 2D (or N-d with class dim 1)")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"cross_entropy: expected a floating point input (logits), got {input.dtype}")
     cdim = 0 if input.dim() == 1 else 1
     C = input.shape[cdim]
     if target.is_floating_point():

@@ -4,7 +4,9 @@ Convolution is im2col by strided views plus one BLAS matmul. Both memory layouts
 channels_last (NHWC memory viewed as NCHW) gathers windows whose innermost run is the kw*C
 contiguous pixels, and its output is the matmul's result as is; NCHW gathers (C, kh, kw) x
 (Ho*Wo) columns and multiplies per image. 1x1 convolutions are plain matmuls (no copy at all in
-channels_last). The three convolution primitives -- forward, input gradient (which is also
+channels_last). float32 stride-1 3x3 convolutions with enough channels run the forward as Winograd
+F(2x2, 3x3) instead (16 batched GEMMs over tiles, 2.25x fewer multiplications; see _use_winograd);
+the gradients stay im2col. The three convolution primitives -- forward, input gradient (which is also
 conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph works at any order.
 
 Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
@@ -173,6 +175,38 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
 
 _BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache between copy and GEMM
 _BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) wants wider blocks
+_blas_nthreads = []
+
+
+def _blas_threads():
+    """Threads NumPy's BLAS (OpenBLAS) runs a GEMM on. Blocked kernels pay one GEMM call per block,
+    and a multi-threaded call synchronises its threads: on a busy machine that costs more than the
+    cache reuse gains, so blocking is used only with a single-threaded BLAS."""
+    if not _blas_nthreads:
+        n = None
+        try:
+            import ctypes
+            import glob
+            import os
+            libdir = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+            for path in glob.glob(os.path.join(libdir, "*openblas*")):
+                lib = ctypes.CDLL(path)
+                for sym in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                            "openblas_get_num_threads64_", "openblas_get_num_threads"):
+                    f = getattr(lib, sym, None)
+                    if f is not None:
+                        n = int(f())
+                        break
+                if n is not None:
+                    break
+        except Exception:  # pragma: no cover - any other BLAS build
+            n = None
+        if n is None:
+            import os
+            env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+            n = int(env) if env and env.isdigit() else (os.cpu_count() or 1)
+        _blas_nthreads.append(n)
+    return _blas_nthreads[0]
 
 
 def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
@@ -336,6 +370,139 @@ def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
             dst[_sp(nhwc, rh[0], rw[0])] += src
 
 
+# Winograd F(2x2, 3x3) for stride-1, dilation-1, 3x3, groups-1 float32 convolutions. With the
+# interpolation points 0, 1, -1 and infinity, a 4x4 input tile d and a 3x3 filter g give the 2x2
+# output tile Y = A^T [(G g G^T) * (B^T d B)] A with
+#   B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
+#   G   = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]
+#   A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
+# (rows of G: the filter polynomial evaluated at 0, 1, -1 with the 1/2 of the Lagrange
+# denominators folded in, and its leading coefficient for infinity). The elementwise product summed
+# over input channels is one GEMM per tile position (16 of them) with 16 multiplications per 2x2
+# outputs instead of 36; the transforms are additions over strided views.
+
+
+_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+_WINO_GG = np.kron(_WINO_G, _WINO_G)  # (16, 9): G g G^T as one linear map of the 9 taps
+
+
+def _wino_filter(xp, w):
+    """G g G^T for w (Cout, C, 3, 3): (4, 4, Cout, C). A contiguous (NCHW) weight is one GEMM of
+    its 9 taps with G (x) G; otherwise the taps are copied plane by plane and the additions run
+    over contiguous (Cout, C) planes."""
+    if w.flags.c_contiguous:
+        return xp.matmul(_WINO_GG.astype(w.dtype), w.reshape(-1, 9).T).reshape((4, 4) + w.shape[:2])
+    g = xp.ascontiguousarray(w.transpose(2, 3, 0, 1))  # (3, 3, Cout, C)
+    e = g[0] + g[2]
+    r = xp.empty((4, 3) + w.shape[:2], w.dtype)  # G g: (4, 3, Cout, C)
+    r[0] = g[0]
+    xp.add(e, g[1], out=r[1])
+    xp.subtract(e, g[1], out=r[2])
+    r[3] = g[2]
+    r[1:3] *= 0.5
+    out = xp.empty((4, 4) + w.shape[:2], w.dtype)
+    for a in range(4):
+        c = r[a]
+        xp.add(c[0], c[2], out=out[a, 1])
+        xp.subtract(out[a, 1], c[1], out=out[a, 2])
+        out[a, 1] += c[1]
+        out[a, 0] = c[0]
+        out[a, 3] = c[2]
+    out[:, 1:3] *= 0.5
+    return out
+
+
+def _use_winograd(x, w, stride, dilation, groups, Ho, Wo):
+    """Where the 2.25x fewer multiplications beat the transforms' memory passes (measured with
+    NumPy's single-threaded OpenBLAS on 2 cores; 16 GEMMs per call lose to one big multi-threaded
+    GEMM): 128..256 channels (64.. for channels_last, whose input needs no transposing copy) on
+    14x14 and larger. With fewer channels the GEMMs are too cheap to pay for the transforms; with
+    more the filter transform (per call) costs too much and the 16 GEMMs get too small."""
+    Cout, C, kh, kw = w.shape
+    lo = _WINO_MIN_C_CL if is_channels_last(x) else _WINO_MIN_C
+    return (kh == 3 and kw == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
+            and x.dtype == np.float32 and w.dtype == np.float32
+            and lo <= C <= _WINO_MAX_C and lo <= Cout <= _WINO_MAX_C
+            and Ho * Wo >= _WINO_MIN_HW and _blas_threads() == 1)
+
+
+_WINO_MIN_C, _WINO_MIN_C_CL, _WINO_MAX_C, _WINO_MIN_HW = 128, 64, 256, 196
+
+
+def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
+    """conv2d by Winograd F(2x2, 3x3), worked in NHWC whatever the layout (the transforms then run
+    over rows of C contiguous channels, and the 16 GEMMs are tiles (N*T, C) @ filter (C, Cout));
+    an NCHW x is transposed by the padding copy and the output transform writes NCHW directly. The
+    padded input keeps even columns then odd columns of each row, so the column stage of the input
+    transform reads whole tile rows instead of every other pixel."""
+    N, C, H, W = x.shape
+    Cout = w.shape[0]
+    pt, pb, pl, pr = pads
+    Th, Tw = (Ho + 1) // 2, (Wo + 1) // 2
+    Hp, Wh = 2 * Th + 2, Tw + 1
+    dt_ = x.dtype
+    xs = x.transpose(0, 2, 3, 1)
+    # padded, column-deinterleaved input: column q of the padded image at (q % 2) * Wh + q // 2
+    d = _buf(xp, "wpad", (N, Hp, 2 * Wh, C), dt_, (0, (H, W) + tuple(pads)))
+    for p in (0, 1):
+        q0 = pl + ((p - pl) % 2)  # first padded column >= pl with parity p
+        w0 = q0 - pl
+        cnt = len(range(w0, W, 2))
+        k0 = p * Wh + (q0 - p) // 2
+        d[:, pt:pt + H, k0:k0 + cnt] = xs[:, :, w0::2]
+    # input transform, rows then columns: v[a, b] = (B^T d B)[a, b] for every tile
+    rows = [d[:, i:i + 2 * Th:2] for i in range(4)]
+    t = _buf(xp, "wrow", (4, N, Th, 2 * Wh, C), dt_)
+    xp.subtract(rows[0], rows[2], out=t[0])
+    xp.add(rows[1], rows[2], out=t[1])
+    xp.subtract(rows[2], rows[1], out=t[2])
+    xp.subtract(rows[1], rows[3], out=t[3])
+    v = _buf(xp, "wv", (4, 4, N, Th, Tw, C), dt_)
+    for a in range(4):
+        c = [t[a][:, :, s:s + Tw] for s in (0, Wh, 1, Wh + 1)]  # tile columns 0, 1, 2, 3
+        xp.subtract(c[0], c[2], out=v[a, 0])
+        xp.add(c[1], c[2], out=v[a, 1])
+        xp.subtract(c[2], c[1], out=v[a, 2])
+        xp.subtract(c[1], c[3], out=v[a, 3])
+    uf = _wino_filter(xp, w).reshape(16, Cout, C)
+    nt = N * Th * Tw
+    vm = v.reshape(16, nt, C)
+    m = _buf(xp, "wm", (16, nt, Cout), dt_)
+    for k in range(16):
+        xp.matmul(vm[k], uf[k].T, out=m[k])
+    m = m.reshape(4, 4, N, Th, Tw, Cout)
+    # output transform, rows then columns: y = A^T m A
+    s = _buf(xp, "ws", (2, 4, N, Th, Tw, Cout), dt_)
+    xp.add(m[0], m[1], out=s[0])
+    s[0] += m[2]
+    xp.subtract(m[1], m[2], out=s[1])
+    s[1] -= m[3]
+    if nhwc:
+        y = xp.empty((N, Th, 2, Tw, 2, Cout), dt_)
+        yv = y.transpose(2, 4, 0, 1, 3, 5)  # (i, j, N, Th, Tw, Cout)
+    else:
+        y = xp.empty((N, Cout, Th, 2, Tw, 2), dt_)
+        yv = y.transpose(3, 5, 0, 2, 4, 1)
+    for i in range(2):
+        xp.add(s[i, 0], s[i, 1], out=yv[i, 0])
+        yv[i, 0] += s[i, 2]
+        xp.subtract(s[i, 1], s[i, 2], out=yv[i, 1])
+        yv[i, 1] -= s[i, 3]
+    if nhwc:
+        y = y.reshape(N, 2 * Th, 2 * Tw, Cout)
+        if (2 * Th, 2 * Tw) != (Ho, Wo):
+            y = xp.ascontiguousarray(y[:, :Ho, :Wo])
+        if b is not None:
+            y += b
+        return y.transpose(0, 3, 1, 2)
+    y = y.reshape(N, Cout, 2 * Th, 2 * Tw)
+    if (2 * Th, 2 * Tw) != (Ho, Wo):
+        y = xp.ascontiguousarray(y[:, :, :Ho, :Wo])
+    if b is not None:
+        y += b.reshape(Cout, 1, 1)
+    return y
+
+
 def _use_nhwc(x, w):
     return is_channels_last(x) or is_channels_last(w)
 
@@ -357,8 +524,10 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dilation[0])
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
+    if _use_winograd(x, w, stride, dilation, G, Ho, Wo):
+        return _conv_winograd(xp, x, w, b, pad, Ho, Wo, _use_nhwc(x, w))
     if _use_nhwc(x, w):
-        if G == 1 and (kh > 1 or kw > 1 or any(pad)):
+        if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blas_threads() == 1:
             wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
             return _conv_nhwc_blocked(xp, x, wm, b, kh, kw, stride, pad, dilation, Ho, Wo)
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
@@ -373,7 +542,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256:  # smaller images: one GEMM
+    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256 and _blas_threads() == 1:
         return _conv_nchw_blocked(xp, x, w.reshape(Cout, Cg * kh * kw), b, kh, kw, stride, pad, dilation, Ho, Wo)
     cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
@@ -394,6 +563,20 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     N, Cout, Ho, Wo = g.shape
     _, Cg, kh, kw = w.shape
     H, W = in_hw
+    full = (dilation[0] * (kh - 1), dilation[0] * (kh - 1), dilation[1] * (kw - 1), dilation[1] * (kw - 1))
+    if (groups == 1 and stride == (1, 1) and (kh > 1 or kw > 1) and all(p <= f for p, f in zip(pad, full))
+            and H * W >= (1024 if nhwc else 256)):
+        # stride 1: the input gradient is the forward convolution of g with the flipped, transposed
+        # kernel (padding d*(k-1) - p): one im2col + GEMM instead of GEMM + kh*kw scatter-adds
+        wf = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        if nhwc:
+            wf = xp.ascontiguousarray(wf.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        else:
+            wf = xp.ascontiguousarray(wf)
+            if is_channels_last(g):
+                g = xp.ascontiguousarray(g)
+        return _conv2d_impl(xp, g, wf, stride=stride, pad=tuple(f - p for p, f in zip(pad, full)),
+                            dilation=dilation, groups=1)
     G = groups
     C = Cg * G
     Coutg = Cout // G
@@ -595,20 +778,23 @@ def _conv_prep(input, weight, bias, stride, padding, dilation, groups, op):
     C = input.shape[1]
     Cout = weight.shape[0]
     if C != weight.shape[1] * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
+        raise RuntimeError(f"{op}: Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
                            f"input{U.fmt_shape(input.shape)} to have {weight.shape[1] * groups} channels, but "
                            f"got {C} channels instead")
+    if Cout < 1:
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+                           f"weight of size {U.fmt_shape(weight.shape)} instead")
     if Cout % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
                            f"dimension 0, but got weight of size {U.fmt_shape(weight.shape)} instead")
     if bias is not None and tuple(bias.shape) != (Cout,):
-        raise RuntimeError(f"Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
+        raise RuntimeError(f"{op}: Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
                            f"with {Cout} elements, but got bias of size {U.fmt_shape(bias.shape)} instead")
     H, W = input.shape[2:]
     eh = dilation[0] * (k[0] - 1) + 1
     ew = dilation[1] * (k[1] - 1) + 1
     if H + pad[0] + pad[1] < eh or W + pad[2] + pad[3] < ew:
-        raise RuntimeError(f"Calculated padded input size per channel: ({H + pad[0] + pad[1]} x "
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: ({H + pad[0] + pad[1]} x "
                            f"{W + pad[2] + pad[3]}). Kernel size: ({eh} x {ew}). Kernel size can't be greater "
                            f"than actual input size")
     return input, unbatched, {"stride": stride, "pad": pad, "dilation": dilation, "groups": groups}
@@ -628,6 +814,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
                            f"{U.fmt_shape(input.shape)}")
+    if input.shape[-2] != weight.shape[1] * groups:
+        raise RuntimeError(f"conv1d: Given groups={groups}, weight of size {U.fmt_shape(weight.shape)}, expected "
+                           f"input{U.fmt_shape(input.shape)} to have {weight.shape[1] * groups} channels, but "
+                           f"got {input.shape[-2]} channels instead")
     s = _tuple(stride, 1, "stride", "conv1d")[0]
     d = _tuple(dilation, 1, "dilation", "conv1d")[0]
     pad = padding if isinstance(padding, str) else (0, _tuple(padding, 1, "padding", "conv1d")[0])
@@ -656,7 +846,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                f"output_padding={list(opad)}, stride={list(stride)}, dilation={list(dilation)}")
     Cin = x.shape[1]
     if weight.shape[0] != Cin:
-        raise RuntimeError(f"Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
                            f"{U.fmt_shape(x.shape)} to have {weight.shape[0]} channels, but got {Cin} channels "
                            f"instead")
     if Cin % groups:
@@ -845,7 +1035,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     Wo = _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"{op}: Given input size: ({x.shape[1]}x{H}x{W}). Calculated output size: "
-                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small")
+                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small (kernel_size={list(k)}, "
+                           f"stride={list(s)}, padding={list(p)})")
     params = {"kernel": k, "stride": s, "pad": p, "dilation": d, "ceil_mode": bool(ceil_mode)}
     if return_indices or (x._rg and D.grad_mode.enabled) or not D.state.simple:
         out, idx = dispatch(max_pool2d_idx_op, (x,), params)
@@ -957,7 +1148,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     Wo = _pool_out(W, k[1], s[1], p[1], 1, ceil_mode)
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"{op}: Given input size: ({x.shape[1]}x{H}x{W}). Calculated output size: "
-                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small")
+                           f"({x.shape[1]}x{Ho}x{Wo}). Output size is too small (kernel_size={list(k)}, "
+                           f"stride={list(s)}, padding={list(p)})")
     out = dispatch(avg_pool2d_op, (x,), {"kernel": k, "stride": s, "pad": p, "ceil_mode": bool(ceil_mode),
                                          "count_include_pad": bool(count_include_pad),
                                          "divisor_override": divisor_override})
@@ -1012,10 +1204,26 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"adaptive_max_pool2d: output_size must be positive, got ({Ho}, {Wo})")
-    if H % Ho or W % Wo:
-        raise NotImplementedError(f"adaptive_max_pool2d: ember supports output sizes that divide the input "
-                                  f"size; got input ({H}, {W}) and output ({Ho}, {Wo})")
-    return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    if H % Ho == 0 and W % Wo == 0:
+        return max_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo), return_indices=return_indices)
+    # uneven windows [floor(i*H/Ho), ceil((i+1)*H/Ho)): the winners' plane indices per output cell (a
+    # loop over the few output cells, each a whole-batch argmax), then a differentiable gather
+    x = input.unsqueeze(0) if input.dim() == 3 else input
+    a = x.detach()._data
+    N, C = a.shape[:2]
+    idx = np.empty((N, C, Ho, Wo), np.int64)
+    for i in range(Ho):
+        h0, h1 = (i * H) // Ho, -(-((i + 1) * H) // Ho)
+        for j in range(Wo):
+            w0, w1 = (j * W) // Wo, -(-((j + 1) * W) // Wo)
+            k = a[:, :, h0:h1, w0:w1].reshape(N, C, -1).argmax(-1)
+            idx[:, :, i, j] = (h0 + k // (w1 - w0)) * W + w0 + k % (w1 - w0)
+    from .._creation import tensor
+    it = tensor(idx)
+    out = x.reshape(N, C, H * W).gather(2, it.reshape(N, C, -1)).reshape(N, C, Ho, Wo)
+    if input.dim() == 3:
+        out, it = out.squeeze(0), it.squeeze(0)
+    return (out, it) if return_indices else out
 
 
 # ----------------------------------------------------------------------------- batch norm
@@ -1175,12 +1383,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"batch_norm: {name} should contain {C} elements not {t.numel()}")
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"batch_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype}, got {t.dtype}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
     if training:
         n = input.numel() // C if C else 0
         if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+            raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
     if training and momentum:  # the op updates the running stats in place (versions move first, so
         for t in (running_mean, running_var):  # the node saves the post-update versions)
@@ -1201,7 +1412,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
     if k == 0 or tuple(input.shape[input.dim() - k:]) != normalized_shape:
-        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+        raise RuntimeError(f"layer_norm: Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size "
                            f"{U.fmt_shape(input.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -1224,7 +1435,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(f"group_norm: expected at least 2 dims, got input of size {U.fmt_shape(input.shape)}")
     N, C = input.shape[:2]
     if C % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {U.fmt_shape(input.shape)} and num_groups={num_groups}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (C,):
@@ -1263,7 +1474,8 @@ def _check_indices(op, idx, n):
         raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have one of the following "
                            f"scalar types: Long, Int; but got {dt.FROM_NP[idx.dtype].name} instead")
     if idx.size and (idx.max() >= n or idx.min() < 0):
-        raise IndexError("index out of range in self")
+        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+        raise IndexError(f"{op}: index out of range in self (index {bad}, table of {n} rows)")
 
 
 def _embedding_impl(xp, w, idx, *, padding_idx=None, scale_grad_by_freq=False):
@@ -1530,10 +1742,15 @@ def _channel_vec(v, b, size):
 
 def _bn_rule(op, vals, bd, params, size):
     x, w, b, rm, rv = vals
-    if params["training"] and params.get("momentum") and (rm is not None or rv is not None):
+    if params["training"] and params.get("momentum") and ((rm is not None and not bd[3]) or
+                                                          (rv is not None and not bd[4])):
         raise RuntimeError("vmap: batch_norm in training mode cannot update running statistics shared by "
                            "the vmapped members; pass running_mean=None and running_var=None (or use eval "
-                           "mode), as with torch.func")
+                           "mode), as with torch.func, or batch them (stack_module_state, ember.func.Ensemble)")
+    if params["training"] and params.get("momentum"):
+        for v in (rm, rv):  # per-member statistics are updated in place through a flat view
+            if v is not None and not v.is_contiguous():
+                raise RuntimeError("vmap: batch_norm needs contiguous batched running statistics")
     args = (_to_channels(_bm(x, bd[0], size), size),) + tuple(
         _channel_vec(v, bv, size) for v, bv in zip((w, b, rm, rv), bd[1:]))
     y, mean, invstd = dispatch(op, args, params)

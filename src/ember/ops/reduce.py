@@ -126,14 +126,14 @@ def _(ctx, t):
 
 def _amax_impl(xp, a, dims=None, keepdim=False):
     if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
-        raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0. "
+        raise (RuntimeError if dims is None or len(dims) == a.ndim else IndexError)("amax(): Expected reduction dim to be specified for input.numel() == 0. "
                          "Specify the reduction dim with the 'dim' argument.")
     return xp.amax(a, axis=dims, keepdims=keepdim)
 
 
 def _amin_impl(xp, a, dims=None, keepdim=False):
     if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
-        raise IndexError("amin(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise (RuntimeError if dims is None or len(dims) == a.ndim else IndexError)("amin(): Expected reduction dim to be specified for input.numel() == 0.")
     return xp.amin(a, axis=dims, keepdims=keepdim)
 
 
@@ -218,7 +218,8 @@ for _o in (max_dim_op, min_dim_op):
 def _arg_impl(f, name):
     def impl(xp, a, dim=None, keepdim=False):
         if a.size == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0 "
+                             f"(input is empty, shape {list(a.shape)})")
         if dim is None:
             r = f(a.reshape(-1))
             return xp.asarray(r).reshape((1,) * a.ndim) if keepdim else xp.asarray(r)
@@ -307,6 +308,8 @@ def _(ctx, t):
 
 def _softmax_impl(xp, a, dim):
     a = U.to_float(a)
+    if a.size == 0:
+        return a.copy()
     if a.ndim == 0:
         return xp.ones_like(a)
     m = xp.amax(a, axis=dim, keepdims=True)
@@ -317,6 +320,8 @@ def _softmax_impl(xp, a, dim):
 
 def _log_softmax_impl(xp, a, dim):
     a = U.to_float(a)
+    if a.size == 0:
+        return a.copy()
     if a.ndim == 0:
         return xp.zeros_like(a)
     m = xp.amax(a, axis=dim, keepdims=True)
@@ -576,6 +581,9 @@ def logsumexp(input, dim, keepdim=False):
 def softmax(input, dim=None, dtype=None, _stacklevel=3):
     if dtype is not None:
         input = input.to(dtype)
+    elif input._data.dtype.kind not in "fc":
+        raise RuntimeError(f"softmax: not implemented for dtype {input.dtype} (a floating point input is "
+                           f"expected; pass dtype=)")
     if dim is None:
         dim = 0 if input.dim() in (0, 1, 3) else 1
     return dispatch(softmax_op, (input,), {"dim": U.wrap_dim(dim, input.dim(), "softmax")})
@@ -584,6 +592,9 @@ def softmax(input, dim=None, dtype=None, _stacklevel=3):
 def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
     if dtype is not None:
         input = input.to(dtype)
+    elif input._data.dtype.kind not in "fc":
+        raise RuntimeError(f"log_softmax: not implemented for dtype {input.dtype} (a floating point input is "
+                           f"expected; pass dtype=)")
     if dim is None:
         dim = 0 if input.dim() in (0, 1, 3) else 1
     return dispatch(log_softmax_op, (input,), {"dim": U.wrap_dim(dim, input.dim(), "log_softmax")})
@@ -608,6 +619,10 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         input = input.to(dtype)
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is not None:
+        U.wrap_dims(dim, input.dim(), "norm")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
     if p == "fro" or p == 2 or p is None:
         if dim is None and input.numel() == 0:
             return sum(input * input).sqrt()

@@ -15,24 +15,24 @@ def _infer_shape(shape, numel, op="view"):
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+        raise RuntimeError(f"{op}: only one dimension can be inferred (shape {list(shape)})")
     for s in shape:
         if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(f"{op}: invalid shape dimension {s} in {list(shape)}")
     if neg:
         rest = 1
         for i, s in enumerate(shape):
             if i != neg[0]:
                 rest *= s
         if rest == 0 or numel % rest:
-            raise RuntimeError(f"shape '{U.fmt_shape([s for s in shape])}' is invalid for input of "
+            raise RuntimeError(f"{op}: shape '{U.fmt_shape([s for s in shape])}' is invalid for input of "
                                f"size {numel}")
         shape[neg[0]] = numel // rest
     n = 1
     for s in shape:
         n *= s
     if n != numel:
-        raise RuntimeError(f"shape '{U.fmt_shape(shape)}' is invalid for input of size {numel}")
+        raise RuntimeError(f"{op}: shape '{U.fmt_shape(shape)}' is invalid for input of size {numel}")
     return tuple(shape)
 
 
@@ -69,7 +69,7 @@ def view_dtype(input, dtype):
 
 
 def reshape(input, *shape):
-    shape = _infer_shape(U.shape_tuple(shape, "reshape"), input.numel())
+    shape = _infer_shape(U.shape_tuple(shape, "reshape"), input.numel(), "reshape")
     a = input._data
     try:
         a.reshape(shape, copy=False)
@@ -96,7 +96,7 @@ def permute(input, *dims):
                            f"= {n} is not equal to len(dims) = {len(dims)}")
     dims = tuple(U.wrap_dim(d, n, "permute") for d in dims)
     if len(set(dims)) != n:
-        raise RuntimeError("permute(): duplicate dims are not allowed.")
+        raise RuntimeError(f"permute(): duplicate dims are not allowed (dims {list(dims)} repeat a dim).")
     return dispatch(permute_op, (input,), {"dims": dims})
 
 
@@ -148,6 +148,9 @@ expand_op.jvp = lambda ctx, t: t.expand(ctx.params["shape"])
 
 def expand(input, *sizes):
     sizes = U.shape_tuple(sizes, "expand")
+    if any(s < -1 for s in sizes):
+        raise RuntimeError(f"expand: invalid size {min(sizes)} in {list(sizes)} (sizes must be non-negative, "
+                           f"or -1 to keep a dimension)")
     shp = input.shape
     n = len(sizes)
     if n < len(shp):
@@ -168,7 +171,7 @@ def expand(input, *sizes):
             elif cur == s or cur == 1:
                 out.append(s)
             else:
-                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
+                raise RuntimeError(f"expand: The expanded size of the tensor ({s}) must match the existing size "
                                    f"({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
                                    f"Tensor sizes: {list(shp)}")
     return dispatch(expand_op, (input,), {"shape": tuple(out)})
@@ -209,7 +212,15 @@ def sum_to(g, shape):
 
 
 def sum_to_size(input, *size):
-    return sum_to(input, U.shape_tuple(size))
+    size = U.shape_tuple(size, "sum_to_size")
+    try:
+        np.broadcast_shapes(size, tuple(input.shape))
+        ok = len(size) <= input.dim()
+    except ValueError:
+        ok = False
+    if not ok or np.broadcast_shapes(size, tuple(input.shape)) != tuple(input.shape):
+        raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size {list(input.shape)}")
+    return sum_to(input, size)
 
 
 def _squeeze_impl(xp, a, dims):
@@ -286,7 +297,7 @@ def _zeros_arr(xp, shape, dtype, like=None):
 
 
 def _select_impl(xp, a, dim, index):
-    return a[(slice(None),) * dim + (index,)]
+    return a[(slice(None),) * dim + (index, Ellipsis)]  # the Ellipsis keeps a 0-d result a view
 
 
 select_op = defop("select", _select_impl, view=True, save=("shapes",), family=VIEW)
@@ -360,8 +371,10 @@ def narrow(input, dim, start, length):
     start = start.__index__()
     if start < 0:
         start += size
-    if start < 0 or start + length > size or length < 0:
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    if start < 0 or start > size:
+        raise IndexError(f"narrow: start ({start}) out of range for dimension {d} of size {size}")
+    if start + length > size or length < 0:
+        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return slice_dim(input, d, start, start + length, 1)
 
 
@@ -378,7 +391,7 @@ def split(tensor, split_size_or_sections, dim=0):
         if step <= 0 and size:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
                                f"size of {size}")
-        sizes = [min(step, size - i) for i in range(0, size, step)] if step else [0]
+        sizes = [min(step, size - i) for i in range(0, size, step)] if step and size else [0]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != size:
@@ -394,10 +407,12 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = U.wrap_dim(dim, input.dim(), "chunk")
     size = input.shape[d]
-    step = -(-size // chunks) if size else 1
+    if size == 0:  # PyTorch: `chunks` empty pieces
+        return tuple(narrow(input, d, 0, 0) for _ in range(chunks))
+    step = -(-size // chunks)
     return split(input, step, d)
 
 
@@ -455,6 +470,15 @@ def _as_strided_impl(xp, a, size, stride, offset):
     isz = a.itemsize
     root = _root(a)
     start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: negative sizes or strides are not supported (size {list(size)}, "
+                           f"stride {list(stride)})")
+    if all(s > 0 for s in size):  # the last element addressed must lie inside the storage
+        need = start + (offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * isz
+        if start + offset * isz < 0 or need > root.nbytes:
+            raise RuntimeError(f"as_strided: sizes {list(size)}, strides {list(stride)}, storage offset "
+                               f"{start // isz + offset} and itemsize {isz} require a storage of {need} bytes, "
+                               f"out of bounds for a storage of {root.nbytes} bytes")
     return np.ndarray(size, a.dtype, buffer=root, offset=start + offset * isz,
                       strides=tuple(s * isz for s in stride))
 
@@ -568,9 +592,12 @@ def _(ctx, *ts):
 
 
 def cat(tensors, dim=0, *, out=None):
+    if U.is_tensor(tensors):
+        raise TypeError(f"cat(): argument 'tensors' must be a sequence of Tensors, not a Tensor of shape "
+                        f"{list(tensors.shape)}")
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("cat(): expected a non-empty list of Tensors")
     for i, x in enumerate(tensors):
         if not U.is_tensor(x):
             raise TypeError(f"cat(): argument 'tensors' must be a sequence of Tensors, but element {i} is "
@@ -656,10 +683,10 @@ repeat_op.jvp = lambda ctx, t: dispatch(repeat_op, (t,), ctx.params)
 
 
 def repeat(input, *sizes):
-    sizes = U.shape_tuple(sizes, "repeat")
+    sizes = U.shape_tuple(sizes, "repeat", nonneg=True)
     if len(sizes) < input.dim():
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
-                           "dimensions of tensor")
+        raise RuntimeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can not be smaller "
+                           f"than number of dimensions of tensor ({input.dim()})")
     return dispatch(repeat_op, (input,), {"repeats": sizes})
 
 
@@ -674,7 +701,10 @@ def repeat_interleave(input, repeats, dim=None):
     if dim is None:
         input = input.reshape(-1)
         dim = 0
-    d = U.wrap_dim(dim, input.dim())
+    d = U.wrap_dim(dim, input.dim(), "repeat_interleave")
+    r = repeats._data if U.is_tensor(repeats) else np.asarray(repeats)
+    if r.size and r.min() < 0:
+        raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {int(r.min())}")
     if isinstance(repeats, int):
         x = input.unsqueeze(d + 1)
         shape = list(x.shape)
@@ -719,7 +749,7 @@ def roll(input, shifts, dims=None):
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     return dispatch(roll_op, (input,), {"shifts": shifts,
                                         "dims": tuple(U.wrap_dim(d, input.dim(), "roll") for d in dims)})
 
@@ -805,3 +835,85 @@ def contiguous(input, memory_format=None):
     if is_contiguous(input, mf):
         return input
     return clone(input, memory_format=mf)
+
+
+# ----------------------------------------------------------------------------- batching rules (vmap)
+# (rule signature and helpers: ember.ops._batching)
+
+from ._batching import (_pad_to, _materialize, dim_shift_rule, elementwise_rule)  # noqa: E402
+
+
+def view_rule(op, vals, bd, params, size):
+    x = vals[0]
+    shape = (size,) + tuple(params["shape"])
+    try:
+        return dispatch(op, (x,), {"shape": shape}), True
+    except RuntimeError:
+        return dispatch(reshape_copy_op, (x,), {"shape": shape}), True
+
+
+def permute_rule(op, vals, bd, params, size):
+    return dispatch(op, (vals[0],), {"dims": (0,) + tuple(d + 1 for d in params["dims"])}), True
+
+
+def expand_rule(op, vals, bd, params, size):
+    shape = tuple(params["shape"])
+    x = _pad_to(vals[0], len(shape))
+    return dispatch(op, (x,), {"shape": (size,) + shape}), True
+
+
+def repeat_rule(op, vals, bd, params, size):
+    reps = tuple(params["repeats"])
+    x = _pad_to(vals[0], len(reps))
+    return dispatch(op, (x,), {"repeats": (1,) + reps}), True
+
+
+def cat_rule(op, vals, bd, params, size):
+    if op.name == "cat":  # legacy: 1-d empty tensors are skipped by cat
+        keep = [(v, b) for v, b in zip(vals, bd) if tuple(v.shape[1 if b else 0:]) != (0,)]
+        if keep and len(keep) < len(vals):
+            vals, bd = [k[0] for k in keep], [k[1] for k in keep]
+    return dim_shift_rule(op, vals, bd, params, size)
+
+
+def _numel(shape):
+    n = 1
+    for v in shape:
+        n *= v
+    return n
+
+
+def as_strided_rule(op, vals, bd, params, size):
+    """Raw-memory geometry per sample: each sample starts one batch stride further."""
+    x = vals[0]
+    p = dict(params, size=(size,) + tuple(params["size"]), stride=(x.stride(0),) + tuple(params["stride"]))
+    return dispatch(op, (x,), p), True
+
+
+def as_strided_scatter_rule(op, vals, bd, params, size):
+    base = (vals[0] if bd[0] else _materialize(vals[0], size)).contiguous()
+    src = vals[1] if bd[1] else _materialize(vals[1], size)
+    per = _numel(base.shape[1:])
+    p = dict(params, size=(size,) + tuple(params["size"]), stride=(per,) + tuple(params["stride"]))
+    return dispatch(op, (base, src), p), True
+
+
+def as_strided_backward_rule(op, vals, bd, params, size):
+    shape = tuple(params["shape"])
+    p = dict(params, shape=(size,) + shape, size=(size,) + tuple(params["size"]),
+             stride=(_numel(shape),) + tuple(params["stride"]))
+    return dispatch(op, (vals[0],), p), True
+
+
+view_op.batch = reshape_copy_op.batch = view_rule
+as_strided_op.batch = as_strided_rule
+as_strided_scatter_op.batch = as_strided_scatter_rule
+as_strided_backward_op.batch = as_strided_backward_rule
+permute_op.batch = permute_rule
+expand_op.batch = expand_rule
+repeat_op.batch = repeat_rule
+cat_op.batch = stack_op.batch = cat_rule
+for _op in (squeeze_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
+            diagonal_backward_op, flip_op, roll_op):
+    _op.batch = dim_shift_rule  # dims shift by one; shape params gain the batch size
+tril_op.batch = triu_op.batch = elementwise_rule  # they act on the last two dims

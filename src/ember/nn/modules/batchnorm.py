@@ -76,10 +76,15 @@ class _BatchNorm(_NormBase):
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
-            if not nbt._meta:
+            if nbt._wr is not None:  # a transform's wrapper (vmap over stacked buffers): through the op
+                nbt.add_(1)
+            elif not nbt._meta:
                 nbt._data[...] += 1
                 nbt._bump("num_batches_tracked")
-            eaf = 1.0 / max(float(nbt._data), 1.0) if self.momentum is None else self.momentum
+            if self.momentum is None:
+                eaf = 1.0 / max(float(nbt), 1.0)
+            else:
+                eaf = self.momentum
         if input._meta or (self.running_mean is not None and self.running_mean._meta):
             eaf = 0.0  # meta tensors have no values: there are no statistics to update
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
@@ -92,16 +97,16 @@ class _BatchNorm(_NormBase):
 class BatchNorm1d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected 2D or 3D input (got {input.dim()}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
-            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected 4D input (got {input.dim()}D input)")
 
 
 class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
-            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected 5D input (got {input.dim()}D input)")

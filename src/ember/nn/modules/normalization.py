@@ -87,7 +87,7 @@ class _InstanceNorm(_NormBase):
 
     def forward(self, input):
         if input.dim() not in (self._dims - 1, self._dims):
-            raise ValueError(f"expected {self._dims - 1}D or {self._dims}D input (got {input.dim()}D input)")
+            raise ValueError(f"{type(self).__name__}: expected {self._dims - 1}D or {self._dims}D input (got {input.dim()}D input)")
         unbatched = input.dim() == self._dims - 1
         x = input.unsqueeze(0) if unbatched else input
         y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,

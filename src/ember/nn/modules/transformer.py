@@ -79,7 +79,7 @@ class MultiheadAttention(Module):
         S = key.shape[0]
         H, hd = self.num_heads, self.head_dim
         if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+            raise AssertionError(f"MultiheadAttention: was expecting embedding dimension (embed_dim) of {self.embed_dim}, but got {E}")
         w, b = self.in_proj_weight, self.in_proj_bias
         wq, wk, wv = w.chunk(3, 0)
         bq, bk, bv = b.chunk(3, 0) if b is not None else (None, None, None)
