@@ -8,6 +8,9 @@ from ._tensor import Tensor, device as _device_cls
 from .ops import _util as U
 
 _new = D._new_tensor
+_new_obj = object.__new__
+_state = D.state
+_one_elem = [np.zeros(1, np.float32)]  # tensor([x])'s template, in the default dtype
 
 
 # ----------------------------------------------------------------------------- generators
@@ -162,10 +165,28 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         tp = type(data)
         if tp is float or (tp is list and data and (
                 type(data[0]) is float if len(data) == 1 else _all_floats(data))):
-            t = _new(np.array(data, dt._default[0].np))
-            if requires_grad:
-                t._rg = True
-            if D.grad_mode.inference and not D.grad_mode.enabled:
+            npdt = dt._default[0].np
+            if tp is list and len(data) == 1 and -3.4e38 < data[0] < 3.4e38:
+                # tensor([x]): a copy of a one-element template, then one store (a third of
+                # np.array's cost on a list; huge values and nan take np.array, which casts them
+                # to float32 without an overflow warning)
+                tm = _one_elem[0]
+                if tm.dtype is not npdt:
+                    tm = _one_elem[0] = np.zeros(1, npdt)
+                arr = tm.copy()
+                arr[0] = data[0]
+            else:
+                arr = np.array(data, npdt)
+            t = _new_obj(Tensor)
+            t._data = arr
+            t._rg = True if requires_grad else False
+            t._fn = None
+            t._nr = 0
+            t._vc = None
+            t._base = None
+            t._grad = None
+            # (inference mode is on only inside a block that also turns state.simple off)
+            if not _state.simple and D.grad_mode.inference and not D.grad_mode.enabled:
                 t._inference = True
                 if requires_grad:
                     t.requires_grad_(True)  # raises as PyTorch does

@@ -142,7 +142,8 @@ def dispatch(op, args, params=_EMPTY):
     if state.simple:
         # the fast path: plain arrays, no transform, no listener
         try:  # (costs nothing in CPython 3.11+ until something raises)
-            if len(args) == 2:
+            n = len(args)
+            if n == 2:
                 a, b = args
                 rg = False
                 if isinstance(a, Tensor):
@@ -157,7 +158,7 @@ def dispatch(op, args, params=_EMPTY):
                         rg = True
                     b = b._data
                 out = op.impl(xp, a, b, **params) if params else op.impl(xp, a, b)
-            elif len(args) == 1 and isinstance(args[0], Tensor):
+            elif n == 1 and isinstance(args[0], Tensor):
                 a = args[0]
                 if a._meta:
                     return _meta_eval(op, args, params)

@@ -309,6 +309,7 @@ class Tensor:
             return self._fn._tensor_hook(self._nr, hook)
         if self._hooks is None:
             self._hooks = []
+            G.mark_hooked_leaf(self)
         self._hooks.append(hook)
         return G._RemovableHandle(self._hooks, hook)
 
@@ -317,11 +318,12 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = []
+            G.mark_hooked_leaf(self)
         self._post_acc_hooks.append(hook)
         return G._RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def detach(self):
         t = self._shallow()
@@ -544,4 +546,5 @@ class _Storage:
 
 
 D.Tensor = Tensor
+G.Tensor = Tensor
 D._new_tensor = new_tensor

@@ -79,10 +79,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         fn = tensors._fn
         d = tensors._data
         if fn is not None and d.size == 1 and d.dtype.kind == "f":
-            one = np.empty(d.shape, d.dtype)
+            one = d.copy()  # shape and dtype of the root, in a fresh array
             one.fill(1)
-            graph.execute([(fn, tensors._nr)], [D._new_tensor(one)], bool(retain_graph), False,
-                          own_roots=True)
+            graph.execute([(fn, tensors._nr)], [D._new_tensor(one)], True if retain_graph else False,
+                          False, None, True)
             return
     outputs = _as_list(tensors)
     if grad_tensors is None:

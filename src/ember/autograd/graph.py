@@ -6,20 +6,24 @@ PyTorch. ``next_functions`` is a tuple of ``(node, output_nr)`` edges, one per i
 from the roots, how many gradients it will receive, and runs a node once all have arrived
 (a ready queue ordered by creation, newest first): iterative, so deep graphs need no recursion.
 """
-import heapq
 import itertools
 import os
 import sys
 import traceback
 import warnings
 import weakref
+from heapq import heappop, heappush
 
 import numpy as np
 
 from .. import _dispatch as D
+from .._dtype import FROM_NP
 
 _ndarray = np.ndarray
 _asarray = np.asarray
+_state = D.state
+_grad_mode = D.grad_mode
+Tensor = None  # bound by ember._tensor at import
 
 _seq = itertools.count()
 _FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -157,9 +161,18 @@ def accumulate_into(var, g, stored=None):
             r = h(g)
             if r is not None:
                 g = r
+    _accumulate(var, g, stored)
+    if var._post_acc_hooks:
+        for h in var._post_acc_hooks:
+            h(var)
+
+
+def _accumulate(var, g, stored):
+    """The .grad update of accumulate_into, without the hooks (the engine calls it directly for
+    leaves that have none)."""
     old = var._grad
     if old is None:
-        if D.grad_mode.enabled:  # create_graph: .grad keeps its history
+        if _grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:
                 g = g.expand(var.shape).contiguous()
             elif stored is None or id(g) in stored or g._base is not None:
@@ -203,9 +216,6 @@ def accumulate_into(var, g, stored=None):
         else:
             var._grad = r
         var._grad_owned = True
-    if var._post_acc_hooks:
-        for h in var._post_acc_hooks:
-            h(var)
 
 
 def grad_accumulator(t):
@@ -225,6 +235,17 @@ def edge(t):
     return (grad_accumulator(t), 0)
 
 
+def _no_acc():
+    return None
+
+
+def mark_hooked_leaf(t):
+    """A leaf whose ``_acc`` is None is plain (no AccumulateGrad ever made, no hooks): the engine
+    accumulates into it directly. Registering a hook makes it take the hook-aware path."""
+    if t._acc is None:
+        t._acc = _no_acc
+
+
 def _live_acc(t):
     """A leaf's AccumulateGrad if someone holds it (hooks on it, next_functions), else None: the
     engine then accumulates into the tensor directly."""
@@ -237,6 +258,7 @@ def _live_acc(t):
 
 class OpNode(Node):
     """A node recorded for a registry primitive; its class is named `<Op>Backward0`."""
+    # _freed is set (True) only when backward releases the saved values: read it with getattr
     __slots__ = ("params", "needs", "shapes", "_saved", "_versions", "_out", "_outv", "_freed")
     _op = None
     _out_meta = None   # (shape, dtype) per output, kept for multi-output ops (zeros for unused ones)
@@ -252,15 +274,18 @@ class OpNode(Node):
     def inputs(self):
         saved = self._saved
         if saved is None:
-            if self._freed:
+            if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its inputs")
         vs = self._versions
-        for i, a in enumerate(saved):
-            if vs[i] is not None:
+        if vs is _V00 and saved[0]._vc is None and saved[1]._vc is None:
+            return saved  # two inputs, never modified in place
+        for a, v in zip(saved, vs):
+            if v is not None:
                 vc = a._vc
-                if (vc[0] if vc is not None else 0) != vs[i]:
-                    _version_error(self, a, i, vs[i], vc)
+                if (vc[0] if vc is not None else 0) != v:
+                    i = next(k for k, x in enumerate(saved) if x is a)
+                    _version_error(self, a, i, v, vc)
         return saved
 
     @property
@@ -276,7 +301,7 @@ class OpNode(Node):
     def outs(self):
         o = self._out
         if o is None:
-            if self._freed:
+            if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its output")
         for i, a in enumerate(o):
@@ -317,9 +342,10 @@ class OpNode(Node):
         if dts is not None:  # each input gets its gradient in its own dtype, as in PyTorch
             res = tuple(g.to(dts[i]) if g is not None and dts[i] is not None and g.dtype is not dts[i]
                         else g for i, g in enumerate(res))
-        pos = self._argpos
-        if pos is not None:
-            res = tuple(res[i] for i in pos)
+        if op.tensor_edges_only:
+            pos = self._argpos
+            if pos is not None:
+                res = tuple(res[i] for i in pos)
         return res
 
 
@@ -356,101 +382,134 @@ def make_node_class(name, op):
 
 _NO_EDGE = (None, 0)
 _NEEDS1 = (True,)  # a one-input op is recorded only when its input requires grad
+_NEEDS2 = (True, True)
+_V0 = (0,)  # the saved versions of never-modified inputs
+_V00 = (0, 0)
 _new = object.__new__
+
+
+def _note_input_dtypes(node, args, out):
+    """A mixed-dtype op (float32 + float64) gives each input its gradient in its own dtype, as
+    PyTorch's engine does: the input dtypes are kept when a floating input differs from the output."""
+    odt = out.dtype
+    for a in args:
+        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind == "f":
+            node._in_dtypes = tuple(FROM_NP[x._data.dtype] if isinstance(x, Tensor) else None for x in args)
+            return
 
 
 def record(op, args, params, out):
     """Wrap impl results and record the backward node (inputs require grad, grad mode on)."""
-    Tensor = D.Tensor
     single = op.nout == 1
     if single and type(out) is not _ndarray:
         out = _asarray(out)
     node = _new(op.node_cls)
     node._seq = next(_seq)
+    node.params = params
     nargs = len(args)
-    if nargs == 1:
-        a = args[0]
-        fn = a._fn
-        node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
-        node.needs = _NEEDS1
-    elif nargs == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+    if nargs == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        # the common binary case, straight-line
         a, b = args
-        if a._rg:
+        ra = a._rg
+        rb = b._rg
+        if ra:
             fn = a._fn
             ea = (fn, a._nr) if fn is not None else (a, -1)
         else:
             ea = _NO_EDGE
-        if b._rg:
+        if rb:
             fn = b._fn
             eb = (fn, b._nr) if fn is not None else (b, -1)
         else:
             eb = _NO_EDGE
         node._edges = (ea, eb)
-        node.needs = (a._rg, b._rg)
-    else:
-        edges = []
-        needs = []
-        for a in args:
-            if isinstance(a, Tensor) and a._rg:
-                fn = a._fn
-                edges.append((fn, a._nr) if fn is not None else (a, -1))
-                needs.append(True)
-            else:
-                edges.append(_NO_EDGE)
-                needs.append(False)
-        if op.tensor_edges_only:
-            pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-            if len(pos) != len(args):
-                node._argpos = pos
-                edges = [edges[i] for i in pos]
-        node._edges = tuple(edges)
-        node.needs = tuple(needs)
-    node.params = params
-    node._freed = False
-    if op.save_shapes:
-        node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
-    else:
-        node.shapes = None
-        if op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
+        node.needs = _NEEDS2 if ra and rb else (ra, rb)
+        if op.bcast and a._data.dtype is not b._data.dtype:
+            _note_input_dtypes(node, args, out if single else out[0])
+        if op.save_shapes:
+            node.shapes = (a._data.shape, b._data.shape)
+        elif op.bcast:  # input shapes only when some input was broadcast (grads are summed back)
             osh = out.shape if single else np.shape(out[0])
-            for a in args:
-                if isinstance(a, Tensor) and a._data.shape != osh:
-                    node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
-                    break
-    if op.bcast:
-        odt = out.dtype if single else out[0].dtype
-        for a in args:
-            if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind == "f":
-                from .._dtype import FROM_NP
-                node._in_dtypes = tuple(FROM_NP[a._data.dtype] if isinstance(a, Tensor) else None
-                                        for a in args)
-                break
-    if op.save_inputs:
-        node._saved = args
-        vs = []
-        for a in args:
-            if isinstance(a, Tensor):
-                vc = a._vc
-                vs.append(vc[0] if vc is not None else 0)
-            else:
-                vs.append(None)
-        node._versions = vs
+            sa = a._data.shape
+            sb = b._data.shape
+            node.shapes = (sa, sb) if sa != osh or sb != osh else None
+        else:
+            node.shapes = None
+        if op.save_inputs:
+            node._saved = args
+            va = a._vc
+            vb = b._vc
+            node._versions = (_V00 if va is None and vb is None else
+                              (va[0] if va is not None else 0, vb[0] if vb is not None else 0))
+        else:
+            node._saved = None
     else:
-        node._saved = None
+        if nargs == 1:
+            a = args[0]
+            fn = a._fn
+            node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
+            node.needs = _NEEDS1
+        else:
+            edges = []
+            needs = []
+            for a in args:
+                if isinstance(a, Tensor) and a._rg:
+                    fn = a._fn
+                    edges.append((fn, a._nr) if fn is not None else (a, -1))
+                    needs.append(True)
+                else:
+                    edges.append(_NO_EDGE)
+                    needs.append(False)
+            if op.tensor_edges_only:
+                pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+                if len(pos) != len(args):
+                    node._argpos = pos
+                    edges = [edges[i] for i in pos]
+            node._edges = tuple(edges)
+            node.needs = tuple(needs)
+            if op.bcast and nargs > 2:
+                _note_input_dtypes(node, args, out if single else out[0])
+        if op.save_shapes:
+            node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+        else:
+            node.shapes = None
+            if op.bcast:
+                osh = out.shape if single else np.shape(out[0])
+                for a in args:
+                    if isinstance(a, Tensor) and a._data.shape != osh:
+                        node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+                        break
+        if op.save_inputs:
+            node._saved = args
+            if nargs == 1:
+                vc = args[0]._vc
+                node._versions = _V0 if vc is None else (vc[0],)
+            else:
+                vs = []
+                for a in args:
+                    if isinstance(a, Tensor):
+                        vc = a._vc
+                        vs.append(vc[0] if vc is not None else 0)
+                    else:
+                        vs.append(None)
+                node._versions = vs
+        else:
+            node._saved = None
     if single:
         o = _new(Tensor)
         o._data = out
-        o._rg = False
-        o._fn = None
+        if out.dtype.kind == "f":
+            o._rg = True
+            o._fn = node
+        else:
+            o._rg = False
+            o._fn = None
         o._nr = 0
         o._vc = None
         o._base = None
         o._grad = None
         if op.view:
             D._link_view(o, args[0])
-        if out.dtype.kind == "f":
-            o._rg = True
-            o._fn = node
         if op.save_out:
             # an alias sharing data and version counter: the node must not keep o alive
             vc = o._vc
@@ -470,7 +529,7 @@ def record(op, args, params, out):
             node._outv = (vc[0],)
         else:
             node._out = None
-        if D.state.anomaly:
+        if _state.anomaly:
             node._trace = capture_forward_stack()
             node._parent_trace = _current_parent_trace[0]
         return o
@@ -487,7 +546,7 @@ def record(op, args, params, out):
         node._outv = tuple(a._vc[0] for a in node._out)
     else:
         node._out = None
-    if D.state.anomaly:
+    if _state.anomaly:
         node._trace = capture_forward_stack()
         node._parent_trace = _current_parent_trace[0]
     return outs
@@ -632,7 +691,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
             if nxt is None:
                 continue
             if nr < 0:
-                if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                if nxt._acc is None:
                     continue  # a plain leaf: each gradient is accumulated as it arrives
                 acc = _live_acc(nxt)
                 if acc is not None:
@@ -685,13 +744,16 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
         buf[nr] = g if buf[nr] is None else buf[nr] + g
 
     ready = []
-    push, pop = heapq.heappush, heapq.heappop
+    node = None  # the node to run next without a queue round trip (a single root, a chain)
     for fn, _ in roots:
         if fn is not None and deps.get(fn, 0) == 0 and fn in buffers:
-            push(ready, (-fn._seq, id(fn), fn))
             deps[fn] = -1  # queued
-    listeners = D.state.listeners
-    anomaly = D.state.anomaly
+            if len(roots) == 1:
+                node = fn
+            else:
+                heappush(ready, (-fn._seq, id(fn), fn))
+    listeners = _state.listeners
+    anomaly = _state.anomaly
     gm = D.grad_mode
     prev_mode = gm.enabled
     gm.enabled = bool(create_graph)
@@ -699,13 +761,12 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
     # the caller's gradients never become a .grad as they are (unless the engine made them:
     # own_roots, the implicit ones of loss.backward())
     stored = set() if own_roots else set(map(id, root_grads))
-    node = None
     try:
         while True:
             if node is None:  # else: the one node the last step made ready, run at once
                 if not ready:
                     break
-                node = pop(ready)[2]
+                node = heappop(ready)[2]
             grads = buffers.pop(node, None)
             if node._nout == 1:
                 grads = [grads]
@@ -750,13 +811,13 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                 if nxt is None:
                     continue
                 if nr < 0:  # a leaf
-                    if nxt._acc is None and nxt._hooks is None and nxt._post_acc_hooks is None:
+                    if nxt._acc is None:
                         # no hook sees the sum: accumulating each part into .grad is the same
                         if g is not None and needed is None:
                             if listeners:
                                 _accumulate_listened(nxt, g, listeners, stored)
                             else:
-                                accumulate_into(nxt, g, stored)
+                                _accumulate(nxt, g, stored)
                         continue
                     if nxt._acc is not None:
                         acc = _live_acc(nxt)
@@ -800,7 +861,7 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
                     if node is None and not ready:
                         node = nxt  # a chain: no queue round trip
                     else:
-                        push(ready, (-nxt._seq, id(nxt), nxt))
+                        heappush(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         gm.enabled = prev_mode
     return captured

@@ -3,6 +3,7 @@
 Unary maths declare one rule, ``deriv(ctx) -> f'(x)``, that serves both modes: the vjp is
 ``g * f'(x)`` and the jvp ``t * f'(x)``.
 """
+import inspect
 import math
 
 import numpy as np
@@ -118,7 +119,8 @@ mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
-    return (g * b if n[0] else None), (g * a if n[1] else None)
+    # dispatch(mul_op, ...) is g * b without the operator's extra call (this rule is hot)
+    return (dispatch(mul_op, (g, b)) if n[0] else None), (dispatch(mul_op, (g, a)) if n[1] else None)
 
 
 @mul_op.def_jvp
@@ -367,7 +369,14 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
     """A unary op. ``fn(xp, a, **params)`` on arrays; ``deriv(ctx)`` gives f'(x) as a tensor
     (vjp = g * f'(x), jvp = t * f'(x)); ``linear`` (a function of the gradient) for ops that are
     their own derivative map (neg)."""
-    if floating:
+    code = getattr(fn, "__code__", None)
+    if floating and code is not None and code.co_argcount == 2 and not code.co_flags & (
+            inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        def impl(xp, a):  # no parameters: no keyword dict on every call
+            if a.dtype.kind != "f":
+                a = U.to_float(a)
+            return fn(xp, a)
+    elif floating:
         def impl(xp, a, **p):
             if a.dtype.kind != "f":
                 a = U.to_float(a)
@@ -392,7 +401,7 @@ def _x(ctx):
 
 neg_op = _unary("neg", lambda xp, a: xp.negative(a), floating=False, linear=lambda g: -g)
 exp_op = _unary("exp", lambda xp, a: xp.exp(a), lambda c: c.out, save=("out",))
-exp_op.vjp = lambda ctx, g: g * ctx.out  # the generic g * deriv(ctx), one call shorter (hot)
+exp_op.vjp = lambda ctx, g: dispatch(mul_op, (g, ctx.out))  # g * deriv(ctx), two calls shorter (hot)
 exp2_op = _unary("exp2", lambda xp, a: xp.exp2(a), lambda c: c.out * math.log(2.0), save=("out",))
 log_op = _unary("log", lambda xp, a: xp.log(a), lambda c: _x(c).reciprocal())
 log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2.0)).reciprocal())
