@@ -301,48 +301,21 @@ def _(ctx, ta, tb):
     return _tsum(None if ta is None else ta * b / den, None if tb is None else -tb * a / den)
 
 
-def _remainder_impl(xp, a, b):
-    if not _same(a, b):
-        a, b = U.promote(a, b)
-    U.check_int_divisor("remainder", a, b)
-    return xp.remainder(a, b)
+def _modulo_op(name, quotient):
+    """a - q(a / b) * b with q = floor (remainder) or trunc (fmod): d/da = 1, d/db = -q(a / b)."""
+    def impl(xp, a, b):
+        if not _same(a, b):
+            a, b = U.promote(a, b)
+        U.check_int_divisor(name, a, b)
+        return getattr(xp, name)(a, b)
+    op = defop(name, impl, save=("inputs",), bcast=True, family=EW)
+    op.vjp = lambda ctx, g: (g, -g * quotient(*ctx.inputs) if ctx.needs[1] else None)
+    op.jvp = lambda ctx, ta, tb: _tsum(ta, None if tb is None else -tb * quotient(*ctx.inputs))
+    return op
 
 
-remainder_op = defop("remainder", _remainder_impl, save=("inputs",), bcast=True, family=EW)
-
-
-@remainder_op.def_vjp
-def _(ctx, g):
-    a, b = ctx.inputs
-    return g, (-g * floor_divide(a, b) if ctx.needs[1] else None)
-
-
-@remainder_op.def_jvp
-def _(ctx, ta, tb):
-    a, b = ctx.inputs
-    return _tsum(ta, None if tb is None else -tb * floor_divide(a, b))
-
-
-def _fmod_impl(xp, a, b):
-    if not _same(a, b):
-        a, b = U.promote(a, b)
-    U.check_int_divisor("fmod", a, b)
-    return xp.fmod(a, b)
-
-
-fmod_op = defop("fmod", _fmod_impl, save=("inputs",), bcast=True, family=EW)
-
-
-@fmod_op.def_vjp
-def _(ctx, g):
-    a, b = ctx.inputs
-    return g, (-g * (a / b).trunc() if ctx.needs[1] else None)
-
-
-@fmod_op.def_jvp
-def _(ctx, ta, tb):
-    a, b = ctx.inputs
-    return _tsum(ta, None if tb is None else -tb * (a / b).trunc())
+remainder_op = _modulo_op("remainder", lambda a, b: floor_divide(a, b))
+fmod_op = _modulo_op("fmod", lambda a, b: (a / b).trunc())
 
 
 def _floor_divide(a, b):
