@@ -8,6 +8,22 @@ from ... import _dtype as dt
 from ...autograd.grad_mode import no_grad
 
 
+def _affine_parameters(module, shape, affine, bias, dtype, device):
+    """weight and bias of shape ``shape`` (bias only when ``bias``), or None for both when not
+    ``affine``; initialised by ``_reset_affine``."""
+    module.register_parameter("weight", Parameter(empty(shape, dtype=dtype, device=device)) if affine else None)
+    module.register_parameter("bias", Parameter(empty(shape, dtype=dtype, device=device))
+                              if affine and bias else None)
+
+
+def _reset_affine(module):
+    """Every normalisation layer starts as the identity: weight ones, bias zeros."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     _version = 2
 
@@ -19,15 +35,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
@@ -47,10 +55,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
