@@ -1,14 +1,13 @@
 """L-BFGS (PyTorch's variant without line search: fixed step lr after a scaled first step)."""
 import numpy as np
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_nonnegative
 
 
 class LBFGS(Optimizer):
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_nonnegative(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         if line_search_fn is not None:

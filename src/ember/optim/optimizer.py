@@ -20,8 +20,23 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _use_grad_for_differentiable(step):
-    return step
+_HYPER_NAMES = {"lr": "learning rate", "eps": "epsilon value"}
+
+
+def _check_nonnegative(**hyper):
+    """Hyper-parameters that must be >= 0: a ValueError naming the first one that is not."""
+    for name, value in hyper.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {_HYPER_NAMES.get(name, name + ' value')}: {value}")
+
+
+def _closure_loss(closure):
+    """The loss of a step's closure, evaluated with grad mode on; None without a closure."""
+    if closure is None:
+        return None
+    from ..autograd.grad_mode import enable_grad
+    with enable_grad():
+        return closure()
 
 
 _global_pre_hooks = {}

@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 import numpy as np
 
-from .optimizer import Optimizer, required, _writeable, _new_state
+from .optimizer import Optimizer, required, _writeable, _new_state, _closure_loss, _check_nonnegative
 
 
 class SGD(Optimizer):
@@ -9,10 +9,7 @@ class SGD(Optimizer):
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
@@ -21,11 +18,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ..autograd.grad_mode import enable_grad
-            with enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         state = self.state
         bufs = self.__dict__.setdefault("_scratch_bufs", {})
         for group in self.param_groups:
