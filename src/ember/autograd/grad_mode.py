@@ -41,10 +41,13 @@ class _Mode:
         return type(self)()
 
 
-class no_grad(_Mode):
+class _FixedMode(_Mode):
+    """Grad mode set to ``_enabled`` inside the block; usable as ``@mode`` or ``@mode()``."""
+    _enabled = None
+
     def __new__(cls, fn=None):
         self = object.__new__(cls)
-        if fn is not None and callable(fn):  # @no_grad without parentheses
+        if fn is not None and callable(fn):  # used as a decorator without parentheses
             return self(fn)
         return self
 
@@ -53,30 +56,19 @@ class no_grad(_Mode):
 
     def __enter__(self):
         self.prev = _gm.enabled
-        _gm.enabled = False
+        _gm.enabled = self._enabled
 
     def __exit__(self, *exc):
         _gm.enabled = self.prev
         return False
 
 
-class enable_grad(_Mode):
-    def __new__(cls, fn=None):
-        self = object.__new__(cls)
-        if fn is not None and callable(fn):
-            return self(fn)
-        return self
+class no_grad(_FixedMode):
+    _enabled = False
 
-    def __init__(self, fn=None):
-        pass
 
-    def __enter__(self):
-        self.prev = _gm.enabled
-        _gm.enabled = True
-
-    def __exit__(self, *exc):
-        _gm.enabled = self.prev
-        return False
+class enable_grad(_FixedMode):
+    _enabled = True
 
 
 class set_grad_enabled(_Mode):
