@@ -55,15 +55,15 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         # F.pad order (last dim first), each side twice, for the non-zero padding modes
         if isinstance(self.padding, str):
-            self._reversed_padding_repeated_twice = [0, 0] * self._n
+            self._mode_padding = [0, 0] * self._n
             if padding == "same":
                 for d, k, i in zip(self.dilation, self.kernel_size, range(self._n - 1, -1, -1)):
                     total = d * (k - 1)
                     left = total // 2
-                    self._reversed_padding_repeated_twice[2 * i] = left
-                    self._reversed_padding_repeated_twice[2 * i + 1] = total - left
+                    self._mode_padding[2 * i] = left
+                    self._mode_padding[2 * i + 1] = total - left
         else:
-            self._reversed_padding_repeated_twice = [p for p in reversed(self.padding) for _ in range(2)]
+            self._mode_padding = [p for p in reversed(self.padding) for _ in range(2)]
         if transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -105,8 +105,9 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
 
-class Conv1d(_ConvNd):
-    _n = 1
+class _Conv(_ConvNd):
+    """Conv1d/Conv2d: subclasses set the dimension ``_n`` and the functional ``_conv``."""
+    _conv = None
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -114,34 +115,27 @@ class Conv1d(_ConvNd):
                          bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input, weight, bias):
+        conv = type(self)._conv
         if self.padding_mode != "zeros":
-            return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
-                             weight, bias, self.stride, 0, self.dilation, self.groups)
-        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
-
-
-class Conv2d(_ConvNd):
-    _n = 2
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups,
-                         bias, padding_mode, device, dtype)
-
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
-                            weight, bias, self.stride, 0, self.dilation, self.groups)
-        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+            return conv(F.pad(input, self._mode_padding, mode=self.padding_mode),
+                        weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
         p = self._parameters
         if "weight" in p and "bias" in p:
             return self._conv_forward(input, p["weight"], p["bias"])
         return self._conv_forward(input, self.weight, self.bias)  # parameters replaced by plain tensors
+
+
+class Conv1d(_Conv):
+    _n = 1
+    _conv = staticmethod(F.conv1d)
+
+
+class Conv2d(_Conv):
+    _n = 2
+    _conv = staticmethod(F.conv2d)
 
 
 class _ConvTransposeNd(_ConvNd):
