@@ -195,3 +195,69 @@ def test_backward_under_no_grad_still_works():
     with ember.no_grad():
         y.backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+# ---- loss.backward()'s seq-ordered engine (graph.execute_simple) and its hand-over to execute
+
+def _diamond(lib, x):
+    y = x * 2.0
+    a = y.exp()
+    b = y * 3.0
+    return (a + b * y).sum()
+
+
+def test_simple_engine_diamond_matches_torch(torch):
+    x = ember.tensor([0.3, -0.2], requires_grad=True)
+    tx = torch.tensor([0.3, -0.2], dtype=torch.float64, requires_grad=True)
+    _diamond(ember, x).backward()
+    _diamond(torch, tx).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+def test_simple_engine_hands_over_at_a_hooked_node(torch):
+    # the hook sits below nodes that already ran: the rest of the graph is finished by execute,
+    # and the leaf's hook still sees the sum of its gradients, once
+    def run(lib, x, seen_mid, seen_leaf):
+        x.register_hook(lambda g: seen_leaf.append(g.detach().clone()))
+        y = x * x
+        m = y.sin()
+        m.register_hook(lambda g: seen_mid.append(g.detach().clone()) or g * 2)
+        z = (m + y.cos() * x).sum()
+        z.backward(retain_graph=True)
+        z.backward()
+        return x.grad
+    ex = ember.tensor([0.5, 1.5], requires_grad=True)
+    tx = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    em, el, tm, tl = [], [], [], []
+    g = run(ember, ex, em, el)
+    tg = run(torch, tx, tm, tl)
+    np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-6)
+    assert len(em) == len(tm) == 2 and len(el) == len(tl) == 2
+    for a, b in zip(el, tl):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+def test_simple_engine_leaf_with_accumulator_and_shared_node(torch):
+    def run(lib, x, w):
+        h = x * w
+        out1 = (h.tanh() * h).sum()
+        out2 = (h * 4.0).sum()
+        out1.backward(retain_graph=True)
+        out2.backward()
+        return x.grad, w.grad
+    ex = ember.tensor([0.1, 0.7], requires_grad=True)
+    ew = ember.tensor([2.0, -1.0], requires_grad=True)
+    ew.register_post_accumulate_grad_hook(lambda p: None)  # the leaf takes the hook-aware path
+    tx = torch.tensor([0.1, 0.7], dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor([2.0, -1.0], dtype=torch.float64, requires_grad=True)
+    tw.register_post_accumulate_grad_hook(lambda p: None)
+    for a, b in zip(run(ember, ex, ew), run(torch, tx, tw)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+def test_simple_engine_second_backward_without_retain_raises():
+    x = ember.tensor([1.0], requires_grad=True)
+    z = (x.exp() * x).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        z.backward()

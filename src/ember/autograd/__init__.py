@@ -81,8 +81,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if fn is not None and d.size == 1 and d.dtype.kind == "f":
             one = d.copy()  # shape and dtype of the root, in a fresh array
             one.fill(1)
-            graph.execute([(fn, tensors._nr)], [D._new_tensor(one)], True if retain_graph else False,
-                          False, None, True)
+            if fn._nout == 1:
+                graph.execute_simple(fn, D._new_tensor(one), True if retain_graph else False)
+            else:
+                graph.execute([(fn, tensors._nr)], [D._new_tensor(one)],
+                              True if retain_graph else False, False, None, True)
             return
     outputs = _as_list(tensors)
     if grad_tensors is None:

@@ -663,7 +663,86 @@ def _report_forward_trace(node, err):
 # ----------------------------------------------------------------------------- the engine
 
 
-def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots=False):
+def execute_simple(fn, g, keep_graph):
+    """loss.backward() for one root with an engine-made gradient ``g``, no capture, nobody
+    listening: nodes run in decreasing ``_seq`` order with no dependency counting.
+
+    A node's ``_seq`` is larger than those of the nodes its edges lead to (it is numbered when
+    recorded, after its inputs), so when the touched node with the largest ``_seq`` is run, every
+    consumer of it reachable from the root has already run: its gradient is complete. Leaves
+    without hooks take each gradient as it arrives (as in ``execute``). Anything needing more
+    (hooks, a leaf's AccumulateGrad, multi-output nodes, retain_grad) hands the remaining graph
+    to ``execute``: the touched, not yet run nodes become its roots, so it counts exactly the
+    dependencies still outstanding."""
+    if _state.listeners or _state.anomaly:
+        return execute([(fn, 0)], [g], keep_graph, False, None, True)
+    gm = D.grad_mode
+    prev_mode = gm.enabled
+    gm.enabled = False
+    stored = set()
+    buffers = {fn: g}
+    ready = []
+    node = fn
+    try:
+        while True:
+            if node is None:
+                if not ready:
+                    return
+                node = heappop(ready)[2]
+            edges = node._edges
+            # what this loop cannot do: the general engine takes over from here
+            ok = not node._hooked and node._nout == 1 and type(node) is not AccumulateGrad
+            if ok:
+                for nxt, nr in edges:
+                    if nxt is not None and (nxt._acc is not None if nr < 0 else
+                                            (nxt._nout != 1 or type(nxt) is AccumulateGrad)):
+                        ok = False
+                        break
+            if not ok:
+                gm.enabled = prev_mode
+                if node is fn:  # nothing has run yet
+                    execute([(fn, 0)], [g], keep_graph, False, None, True)
+                    return
+                heappush(ready, (-node._seq, id(node), node))
+                # a node that got only None gradients so far is left out: nothing flows from it
+                rest = [n for _, _, n in ready if buffers.get(n) is not None]
+                execute([(n, 0) for n in rest], [buffers[n] for n in rest], keep_graph, False,
+                        None, False, stored)
+                return
+            grads = buffers.pop(node, None)
+            if grads is None:
+                outs = (None,) * len(edges)
+            else:
+                outs = node.apply([grads])
+            fn = None
+            if not keep_graph:
+                node._release()
+            node = None
+            for (nxt, nr), g in zip(edges, outs):
+                if nxt is None:
+                    continue
+                if nr < 0:  # a leaf with no hooks (checked above)
+                    if g is not None:
+                        _accumulate(nxt, g, stored)
+                    continue
+                if nxt in buffers:
+                    if g is not None:
+                        old = buffers[nxt]
+                        buffers[nxt] = g if old is None else old + g
+                    continue  # already queued
+                buffers[nxt] = g
+                if node is None and not ready:
+                    node = nxt  # a chain: no queue round trip, unless another node is touched
+                else:
+                    if node is not None:  # not alone: the largest _seq goes first
+                        heappush(ready, (-node._seq, id(node), node))
+                        node = None
+                    heappush(ready, (-nxt._seq, id(nxt), nxt))
+    finally:
+        gm.enabled = prev_mode
+
+
+def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots=False, stored=None):
     """Run backward from ``roots`` (edges) seeded with ``root_grads``.
 
     capture: optional list of edges whose incoming gradient is returned (autograd.grad) instead
@@ -760,7 +839,10 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, own_roots
     leaf_bufs = {}
     # the caller's gradients never become a .grad as they are (unless the engine made them:
     # own_roots, the implicit ones of loss.backward())
-    stored = set() if own_roots else set(map(id, root_grads))
+    if stored is None:
+        stored = set() if own_roots else set(map(id, root_grads))
+    else:  # handed over by execute_simple: its gradients are the engine's own
+        stored.update(map(id, root_grads))
     try:
         while True:
             if node is None:  # else: the one node the last step made ready, run at once
