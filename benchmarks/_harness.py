@@ -24,31 +24,38 @@ class Workload:
     tags: tuple = field(default_factory=tuple)
 
 
-def time_step(step, min_time, repeats):
-    """Median seconds per call: calibrate a loop count to ~min_time/repeats, then time repeats."""
+def _calibrate(step, min_time, repeats):
+    """Calls per sample so that one sample takes about min_time / repeats (after a warm-up)."""
     step()  # warm-up (caches, lazy imports)
-    n, t = 1, 0.0
+    n = 1
     while True:
         t0 = time.perf_counter()
         for _ in range(n):
             step()
         t = time.perf_counter() - t0
         if t >= min_time / repeats or n >= 1 << 20:
-            break
+            return n
         n *= 2 if t == 0 else max(2, min(10, int(min_time / repeats / max(t, 1e-9)) + 1))
-    samples = []
+
+
+def time_steps(steps, min_time, repeats):
+    """Median seconds per call of each step. The samples of the steps alternate (A B A B ...), so a
+    drift in the machine's speed (shared VMs) falls on every library alike instead of on one."""
+    ns = [_calibrate(s, min_time, repeats) for s in steps]
+    samples = [[] for _ in steps]
     gc_was = gc.isenabled()
     gc.disable()
     try:
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                step()
-            samples.append((time.perf_counter() - t0) / n)
+            for step, n, out in zip(steps, ns, samples):
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    step()
+                out.append((time.perf_counter() - t0) / n)
     finally:
         if gc_was:
             gc.enable()
-    return statistics.median(samples), n
+    return [statistics.median(x) for x in samples]
 
 
 def import_torch(threads=None):

@@ -2,8 +2,9 @@
 under the profiler, for ember and PyTorch side by side, plus the per-op cost on a tiny add.
 
 Within each column, `profiler/mlp_step_profiled` over `profiler/mlp_step_plain` is the profiled /
-unprofiled ratio (steady state: one profiler session stays open over the timed steps and is
-closed when the next workload is built; PyTorch's start/stop alone costs tens of ms).
+unprofiled ratio (steady state: each library's profiler session stays open over the timed steps and
+is closed when the next workload is built for that library; PyTorch's start/stop alone costs tens
+of ms).
 `profiler/add_small_plain` is measured after profiling sessions have come and gone: it shows the
 dispatch fast path is back (no listener left behind).
 """
@@ -12,28 +13,31 @@ import atexit
 import _models
 from _harness import Workload
 
-_open = []
+_open = {}  # library name -> its open profiler session
 
 
-def _close_open():
-    while _open:
-        _open.pop().__exit__(None, None, None)
+def _close_open(lib=None):
+    """Close lib's open session (every library's when lib is None)."""
+    for name in [lib.__name__] if lib is not None else list(_open):
+        prof = _open.pop(name, None)
+        if prof is not None:
+            prof.__exit__(None, None, None)
 
 
 atexit.register(_close_open)
 
 
 def _session(lib):
-    """A profiler session left open for the timing loop (closed by the next factory)."""
-    _close_open()
+    """A profiler session left open for the timing loop (closed by lib's next factory)."""
+    _close_open(lib)
     prof = lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU])
     prof.__enter__()
-    _open.append(prof)
+    _open[lib.__name__] = prof
     return prof
 
 
 def _plain(lib):
-    _close_open()
+    _close_open(lib)
     return _models.mlp_train_step(lib)
 
 
@@ -44,7 +48,7 @@ def _profiled(lib):
 
 
 def _add_small(lib):
-    _close_open()
+    _close_open(lib)
     x = lib.ones(8)
     y = lib.ones(8)
     with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU]):

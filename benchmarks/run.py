@@ -3,7 +3,8 @@
     python benchmarks/run.py [PATTERN ...] [--json out.json] [--quick]
 
 Prints one row per workload: median time per step for each library and the ember/PyTorch ratio
-(below 1 means ember is faster). PyTorch comes from `pip install torch==2.13.0`; when it is
+(below 1 means ember is faster). The libraries' timing samples alternate, so drift in the machine's
+speed falls on both alike. PyTorch comes from `pip install torch==2.13.0`; when it is
 absent its column says so and only ember is timed.
 """
 import argparse
@@ -17,7 +18,7 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _harness import import_jax, import_torch, time_step  # noqa: E402
+from _harness import import_jax, import_torch, time_steps  # noqa: E402
 
 
 def fmt(t):
@@ -59,18 +60,20 @@ def main(argv=None):
     for name, w in discover(args.patterns):
         min_time = w.min_time / 4 if args.quick else w.min_time
         repeats = 3 if args.quick else w.repeats
-        t_e, _ = time_step(w.ember(ember), min_time, repeats)
-        t_t = t_j = None
+        steps = {"ember": w.ember(ember)}
         if torch is not None:
-            t_t, _ = time_step((w.torch or w.ember)(torch), min_time, repeats)
+            steps["torch"] = (w.torch or w.ember)(torch)
         if jax is not None and w.jax is not None:
-            t_j, _ = time_step(w.jax(), min_time, repeats)
+            steps["jax"] = w.jax()
+        times = dict(zip(steps, time_steps(list(steps.values()), min_time, repeats)))
+        t_e, t_t, t_j = times["ember"], times.get("torch"), times.get("jax")
         ratio = t_e / t_t if t_t else None
         print(f"{name:44s} {fmt(t_e):>10s} {fmt(t_t):>10s} "
               f"{(f'{ratio:.2f}x' if ratio else '-'):>7s} {fmt(t_j):>10s}", flush=True)
         rows.append({"workload": name, "unit": w.unit, "ember_s": t_e, "torch_s": t_t, "jax_s": t_j,
                      "ratio_ember_over_torch": ratio, "notes": w.notes})
-    meta = {"threads": args.threads, "machine": platform.platform(), "processor": platform.processor(), "python": platform.python_version(),
+    meta = {"threads": args.threads, "machine": platform.platform(), "processor": platform.processor(),
+            "python": platform.python_version(),
             "ember": ember.__version__, "torch": getattr(torch, "__version__", None),
             "jax": getattr(jax, "__version__", None)}
     if args.json:
