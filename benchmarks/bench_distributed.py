@@ -30,12 +30,32 @@ WORKLOADS = []
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _model_batch_sgd(lib, sizes, batch, rank):
+    """The MLP (Linear/ReLU stack of ``sizes``), this rank's batch and a plain SGD step: the same for
+    ember and PyTorch (``lib`` is either module)."""
+    import numpy as np
+    lib.manual_seed(0)
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [lib.nn.Linear(a, b), lib.nn.ReLU()]
+    model = lib.nn.Sequential(*layers[:-1])
+    params = list(model.parameters())
+    g = np.random.default_rng(rank)
+    x = lib.tensor(g.standard_normal((batch, sizes[0])).astype(np.float32))
+    y = lib.tensor(g.integers(0, sizes[-1], batch))
+
+    def sgd():
+        with lib.no_grad():
+            for p in params:
+                p.sub_(p.grad, alpha=0.01)
+                p.grad = None
+    return model, x, y, sgd
+
+
 def worker(steps, batch, sizes, bucket_cap_mb, threads):
     sys.path.insert(0, os.path.join(HERE, "..", "src"))
-    import numpy as np
     import ember
     import ember.distributed as dist
-    import ember.nn as nn
     import ember.nn.functional as F
     from ember.nn.parallel import DistributedDataParallel as DDP
     from mpi4py import MPI
@@ -43,22 +63,8 @@ def worker(steps, batch, sizes, bucket_cap_mb, threads):
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
     ember.set_num_threads(threads)
-    ember.manual_seed(0)
-    layers = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    model = nn.Sequential(*layers[:-1])
+    model, x, y, sgd = _model_batch_sgd(ember, sizes, batch, rank)
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb)
-    params = list(model.parameters())
-    g = np.random.default_rng(rank)
-    x = ember.tensor(g.standard_normal((batch, sizes[0])).astype(np.float32))
-    y = ember.tensor(g.integers(0, sizes[-1], batch))
-
-    def sgd():
-        with ember.no_grad():
-            for p in params:
-                p.sub_(p.grad, alpha=0.01)
-                p.grad = None
 
     def timed(fn):
         dist.barrier()
@@ -109,7 +115,7 @@ def worker(steps, batch, sizes, bucket_cap_mb, threads):
         # communication; the others also wait for it (load imbalance, not communication)
         exposed = statistics.median(min(r[4][k] for r in allr) for k in range(len(waits)))
         hidden = None if t_comm == 0 else max(0.0, min(1.0, 1 - exposed / t_comm))
-        nparams = sum(p.numel() for p in params)
+        nparams = sum(p.numel() for p in model.parameters())
         print(json.dumps({"lib": "ember", "ranks": world, "batch_per_rank": batch, "params": nparams,
                           "grad_mb": nparams * 4 / 2 ** 20, "buckets": len(ddp._buckets),
                           "bucket_cap_mb": bucket_cap_mb, "blas_threads": threads,
@@ -121,31 +127,15 @@ def worker(steps, batch, sizes, bucket_cap_mb, threads):
 
 def worker_torch(steps, batch, sizes, bucket_cap_mb, threads, port):
     """The same measurement with PyTorch's DDP over gloo (rank and size from the MPI launcher)."""
-    import numpy as np
     import torch
     import torch.distributed as tdist
-    import torch.nn as nn
     import torch.nn.functional as F
 
     rank, world = int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
     tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    layers = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    model = nn.Sequential(*layers[:-1])
-    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
-    params = list(model.parameters())
-    g = np.random.default_rng(rank)
-    x = torch.tensor(g.standard_normal((batch, sizes[0])).astype(np.float32))
-    y = torch.tensor(g.integers(0, sizes[-1], batch))
-
-    def sgd():
-        with torch.no_grad():
-            for p in params:
-                p.sub_(p.grad, alpha=0.01)
-                p.grad = None
+    model, x, y, sgd = _model_batch_sgd(torch, sizes, batch, rank)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
 
     def timed(fn):
         tdist.barrier()
