@@ -164,8 +164,8 @@ def test_conv2d_blocked_rows(torch, kw, cl, blas_threads, monkeypatch):
 @pytest.mark.parametrize("nhwc", [False, True])
 @pytest.mark.parametrize("bias", [False, True])
 def test_conv2d_winograd_kernel(torch, shape, pad, nhwc, bias):
-    """Winograd F(2x2, 3x3) forward (odd and even output sizes, asymmetric padding, both layouts)
-    against float64 direct convolution and PyTorch's float32 conv2d."""
+    """Winograd F(4x4, 3x3) forward (output sizes that are and are not multiples of 4, asymmetric
+    padding, both layouts) against float64 direct convolution and PyTorch's float32 conv2d."""
     from ember.ops import nn as K
     N, C, H, W, Cout = shape
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
@@ -187,6 +187,30 @@ def test_conv2d_winograd_kernel(torch, shape, pad, nhwc, bias):
     np.testing.assert_allclose(y, ref32, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape,pad", [((2, 5, 9, 8, 6), (1, 1, 1, 1)), ((1, 3, 7, 7, 4), (0, 0, 0, 0)),
+                                       ((2, 4, 6, 11, 3), (2, 1, 0, 3)), ((3, 2, 14, 14, 5), (1, 1, 1, 1))])
+@pytest.mark.parametrize("nhwc", [False, True])
+def test_conv2d_winograd_weight_grad_kernel(torch, shape, pad, nhwc):
+    """The Winograd weight gradient (adjoint transforms, partial tiles zero-padded) against PyTorch's
+    float64 weight gradient, returned in the weight's layout."""
+    from ember.ops import nn as K
+    N, C, H, W, Cout = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    if nhwc:
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    xp = torch.nn.functional.pad(torch.tensor(np.ascontiguousarray(x), dtype=torch.float64),
+                                 (pad[2], pad[3], pad[0], pad[1]))
+    tw = torch.tensor(rng.standard_normal((Cout, C, 3, 3)), requires_grad=True)
+    ty = torch.nn.functional.conv2d(xp, tw)
+    g = rng.standard_normal(ty.shape).astype(np.float32)
+    ty.backward(torch.tensor(g, dtype=torch.float64))
+    ref = tw.grad.numpy()
+    gw = K._conv_weight_winograd(np, x, g, pad, nhwc)
+    assert gw.dtype == np.float32 and gw.shape == ref.shape
+    assert (gw.transpose(0, 2, 3, 1) if nhwc else gw).flags.c_contiguous
+    np.testing.assert_allclose(gw, ref, rtol=1e-5, atol=2e-5 * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("layout", ["nchw", "cl_input", "cl_both"])
 def test_conv2d_winograd_dispatch(torch, layout, monkeypatch):
     """conv2d picks Winograd for float32 stride-1 3x3 convolutions within the thresholds (lowered
@@ -194,11 +218,11 @@ def test_conv2d_winograd_dispatch(torch, layout, monkeypatch):
     from ember.ops import nn as K
     monkeypatch.setattr(K, "_blas_nthreads", [1])
     monkeypatch.setattr(K, "_WINO_MIN_C", 1)
-    monkeypatch.setattr(K, "_WINO_MIN_C_CL", 1)
-    monkeypatch.setattr(K, "_WINO_MIN_HW", 1)
-    calls = []
-    real = K._conv_winograd
+    monkeypatch.setattr(K, "_WINO_MIN_TILES", 1)
+    calls, wcalls = [], []
+    real, realw = K._conv_winograd, K._conv_weight_winograd
     monkeypatch.setattr(K, "_conv_winograd", lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(K, "_conv_weight_winograd", lambda *a: wcalls.append(a[-1]) or realw(*a))
     x = rng.standard_normal((2, 4, 10, 9)).astype(np.float32)
     w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
     b = rng.standard_normal(6).astype(np.float32)
@@ -216,10 +240,12 @@ def test_conv2d_winograd_dispatch(torch, layout, monkeypatch):
     g = rng.standard_normal(ty.shape).astype(np.float32)
     y.backward(ember.tensor(g))
     ty.backward(torch.tensor(g))
+    assert len(calls) == 2 and wcalls == [cl_w]  # the input gradient is a Winograd convolution too
     np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
     calls.clear()
+    wcalls.clear()
     F.conv2d(ember.tensor(x.astype(np.float64)), ember.tensor(w.astype(np.float64)), padding=1)
     F.conv2d(ember.tensor(x), ember.tensor(w), padding=1, stride=2)
     F.conv2d(ember.tensor(x), ember.tensor(w), padding=2, dilation=2)
-    assert calls == []
+    assert calls == [] and wcalls == []

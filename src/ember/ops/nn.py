@@ -4,10 +4,11 @@ Convolution is im2col by strided views plus one BLAS matmul. Both memory layouts
 channels_last (NHWC memory viewed as NCHW) gathers windows whose innermost run is the kw*C
 contiguous pixels, and its output is the matmul's result as is; NCHW gathers (C, kh, kw) x
 (Ho*Wo) columns and multiplies per image. 1x1 convolutions are plain matmuls (no copy at all in
-channels_last). float32 stride-1 3x3 convolutions with enough channels run the forward as Winograd
-F(2x2, 3x3) instead (16 batched GEMMs over tiles, 2.25x fewer multiplications; see _use_winograd);
-the gradients stay im2col. The three convolution primitives -- forward, input gradient (which is also
-conv_transpose2d) and weight gradient -- are each other's vjps, so create_graph works at any order.
+channels_last). float32 stride-1 3x3 convolutions with 64 channels or more run as Winograd F(4x4, 3x3)
+instead (36 batched GEMMs over tiles, 4x fewer multiplications; see _use_winograd): the forward,
+the input gradient (itself such a convolution) and the weight gradient (the adjoint transforms).
+The three convolution primitives -- forward, input gradient (which is also conv_transpose2d) and
+weight gradient -- are each other's vjps, so create_graph works at any order.
 
 Pooling works on window offsets (kh*kw strided slices of the whole batch, never a loop over
 pixels). Fused backward kernels that are not closed under differentiation (batch norm) run only
@@ -370,137 +371,117 @@ def _col2im(xp, dst, dcols, nhwc, kh, kw, st, pads, dil, Ho, Wo):
             dst[_sp(nhwc, rh[0], rw[0])] += src
 
 
-# Winograd F(2x2, 3x3) for stride-1, dilation-1, 3x3, groups-1 float32 convolutions. With the
-# interpolation points 0, 1, -1 and infinity, a 4x4 input tile d and a 3x3 filter g give the 2x2
-# output tile Y = A^T [(G g G^T) * (B^T d B)] A with
-#   B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
-#   G   = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]
-#   A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
-# (rows of G: the filter polynomial evaluated at 0, 1, -1 with the 1/2 of the Lagrange
-# denominators folded in, and its leading coefficient for infinity). The elementwise product summed
-# over input channels is one GEMM per tile position (16 of them) with 16 multiplications per 2x2
-# outputs instead of 36; the transforms are additions over strided views.
+# Winograd F(4x4, 3x3) for stride-1, dilation-1, 3x3, groups-1 float32 convolutions. A 6x6 input
+# tile d and a 3x3 filter g give the 4x4 output tile Y = A^T [(G g G^T) * (B^T d B)] A, with the
+# polynomial points 0, 1, -1, 2, -2 and infinity:
+#   B^T = [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+#          [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]]
+#   G   = [[1/4, 0, 0], [-1/6, -1/6, -1/6], [-1/6, 1/6, -1/6],
+#          [1/24, 1/12, 1/6], [1/24, -1/12, 1/6], [0, 0, 1]]
+#   A^T = [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]
+# The elementwise product summed over input channels is one GEMM per tile position (36 of them):
+# 36 multiplications per 16 outputs instead of 144. Each two-sided transform M t M^T over a tile is
+# one linear map of its flattened entries, kron(M, M), so every stage is a GEMM over all tiles at
+# once. The weight gradient is the adjoint of the same maps: with V the transformed input tiles and
+# Gy = kron(A, A) applied to the output-gradient tiles, dW = kron(G, G)^T (sum over tiles V^T Gy).
+# float32 only: its rounding error is about 1e-5 of the output's magnitude (direct: 1e-7).
+
+_WINO_BT = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+                     [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float64)
+_WINO_G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                    [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
+_WINO_AT = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+                    np.float64)
+_WINO_BB = np.kron(_WINO_BT, _WINO_BT).astype(np.float32)  # (36, 36): input tile -> B^T d B
+_WINO_GG = np.kron(_WINO_G, _WINO_G).astype(np.float32)  # (36, 9): filter taps -> G g G^T
+_WINO_AA = np.kron(_WINO_AT, _WINO_AT).astype(np.float32)  # (16, 36): product tile -> A^T m A
 
 
-_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
-_WINO_GG = np.kron(_WINO_G, _WINO_G)  # (16, 9): G g G^T as one linear map of the 9 taps
+def _use_winograd(x, Cout, ksize, stride, dilation, groups, Ho, Wo):
+    """Where 4x fewer multiplications beat the transforms' passes over memory, measured with NumPy's
+    single-threaded OpenBLAS (a multi-threaded BLAS makes one big GEMM relatively cheaper): at
+    least 64 channels in and out, and at least 32 tiles. With fewer channels the transforms cost
+    more than the GEMM they save; with fewer tiles the per-call filter transform (36 x 9 taps per
+    channel pair, as much as the GEMMs of 9/4 tiles) does."""
+    C = x.shape[1]
+    return (ksize == (3, 3) and stride == (1, 1) and dilation == (1, 1) and groups == 1 and x.dtype == np.float32
+            and C >= _WINO_MIN_C and Cout >= _WINO_MIN_C
+            and x.shape[0] * ((Ho + 3) // 4) * ((Wo + 3) // 4) >= _WINO_MIN_TILES and _blas_threads() == 1)
 
 
-def _wino_filter(xp, w):
-    """G g G^T for w (Cout, C, 3, 3): (4, 4, Cout, C). A contiguous (NCHW) weight is one GEMM of
-    its 9 taps with G (x) G; otherwise the taps are copied plane by plane and the additions run
-    over contiguous (Cout, C) planes."""
-    if w.flags.c_contiguous:
-        return xp.matmul(_WINO_GG.astype(w.dtype), w.reshape(-1, 9).T).reshape((4, 4) + w.shape[:2])
-    g = xp.ascontiguousarray(w.transpose(2, 3, 0, 1))  # (3, 3, Cout, C)
-    e = g[0] + g[2]
-    r = xp.empty((4, 3) + w.shape[:2], w.dtype)  # G g: (4, 3, Cout, C)
-    r[0] = g[0]
-    xp.add(e, g[1], out=r[1])
-    xp.subtract(e, g[1], out=r[2])
-    r[3] = g[2]
-    r[1:3] *= 0.5
-    out = xp.empty((4, 4) + w.shape[:2], w.dtype)
-    for a in range(4):
-        c = r[a]
-        xp.add(c[0], c[2], out=out[a, 1])
-        xp.subtract(out[a, 1], c[1], out=out[a, 2])
-        out[a, 1] += c[1]
-        out[a, 0] = c[0]
-        out[a, 3] = c[2]
-    out[:, 1:3] *= 0.5
-    return out
+_WINO_MIN_C, _WINO_MIN_TILES = 64, 32
 
 
-def _use_winograd(x, w, stride, dilation, groups, Ho, Wo):
-    """Where the 2.25x fewer multiplications beat the transforms' memory passes (measured with
-    NumPy's single-threaded OpenBLAS on 2 cores; 16 GEMMs per call lose to one big multi-threaded
-    GEMM): 128..256 channels (64.. for channels_last, whose input needs no transposing copy) on
-    14x14 and larger. With fewer channels the GEMMs are too cheap to pay for the transforms; with
-    more the filter transform (per call) costs too much and the 16 GEMMs get too small."""
-    Cout, C, kh, kw = w.shape
-    lo = _WINO_MIN_C_CL if is_channels_last(x) else _WINO_MIN_C
-    return (kh == 3 and kw == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
-            and x.dtype == np.float32 and w.dtype == np.float32
-            and lo <= C <= _WINO_MAX_C and lo <= Cout <= _WINO_MAX_C
-            and Ho * Wo >= _WINO_MIN_HW and _blas_threads() == 1)
-
-
-_WINO_MIN_C, _WINO_MIN_C_CL, _WINO_MAX_C, _WINO_MIN_HW = 128, 64, 256, 196
+def _wino_input(xp, x, pads, Th, Tw, tag):
+    """Transformed input tiles B^T d B of x (N, C, H, W, any layout): (36, N*Th*Tw, C). The
+    padded NHWC copy (which also transposes an NCHW x) is gathered into overlapping 6x6 tiles at
+    stride 4, and one GEMM with kron(B^T, B^T) transforms them all."""
+    N, C, H, W = x.shape
+    pt, pb, pl, pr = pads
+    d = _buf(xp, tag + "pad", (N, 4 * Th + 2, 4 * Tw + 2, C), x.dtype, (0, (H, W, pt, pl)))
+    d[:, pt:pt + H, pl:pl + W] = x.transpose(0, 2, 3, 1)
+    sN, sH, sW, sC = d.strides
+    tiles = _as_strided(d, (6, 6, N, Th, Tw, C), (sH, sW, sN, 4 * sH, 4 * sW, sC), writeable=False)
+    t = _buf(xp, tag + "tiles", (36, N * Th * Tw * C), x.dtype)
+    xp.copyto(t.reshape(tiles.shape), tiles)
+    v = _buf(xp, tag + "v", (36, N * Th * Tw, C), x.dtype)
+    xp.matmul(_WINO_BB, t, out=v.reshape(36, -1))
+    return v
 
 
 def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
-    """conv2d by Winograd F(2x2, 3x3), worked in NHWC whatever the layout (the transforms then run
-    over rows of C contiguous channels, and the 16 GEMMs are tiles (N*T, C) @ filter (C, Cout));
-    an NCHW x is transposed by the padding copy and the output transform writes NCHW directly. The
-    padded input keeps even columns then odd columns of each row, so the column stage of the input
-    transform reads whole tile rows instead of every other pixel."""
-    N, C, H, W = x.shape
-    Cout = w.shape[0]
-    pt, pb, pl, pr = pads
-    Th, Tw = (Ho + 1) // 2, (Wo + 1) // 2
-    Hp, Wh = 2 * Th + 2, Tw + 1
-    dt_ = x.dtype
-    xs = x.transpose(0, 2, 3, 1)
-    # padded, column-deinterleaved input: column q of the padded image at (q % 2) * Wh + q // 2
-    d = _buf(xp, "wpad", (N, Hp, 2 * Wh, C), dt_, (0, (H, W) + tuple(pads)))
-    for p in (0, 1):
-        q0 = pl + ((p - pl) % 2)  # first padded column >= pl with parity p
-        w0 = q0 - pl
-        cnt = len(range(w0, W, 2))
-        k0 = p * Wh + (q0 - p) // 2
-        d[:, pt:pt + H, k0:k0 + cnt] = xs[:, :, w0::2]
-    # input transform, rows then columns: v[a, b] = (B^T d B)[a, b] for every tile
-    rows = [d[:, i:i + 2 * Th:2] for i in range(4)]
-    t = _buf(xp, "wrow", (4, N, Th, 2 * Wh, C), dt_)
-    xp.subtract(rows[0], rows[2], out=t[0])
-    xp.add(rows[1], rows[2], out=t[1])
-    xp.subtract(rows[2], rows[1], out=t[2])
-    xp.subtract(rows[1], rows[3], out=t[3])
-    v = _buf(xp, "wv", (4, 4, N, Th, Tw, C), dt_)
-    for a in range(4):
-        c = [t[a][:, :, s:s + Tw] for s in (0, Wh, 1, Wh + 1)]  # tile columns 0, 1, 2, 3
-        xp.subtract(c[0], c[2], out=v[a, 0])
-        xp.add(c[1], c[2], out=v[a, 1])
-        xp.subtract(c[2], c[1], out=v[a, 2])
-        xp.subtract(c[1], c[3], out=v[a, 3])
-    uf = _wino_filter(xp, w).reshape(16, Cout, C)
-    nt = N * Th * Tw
-    vm = v.reshape(16, nt, C)
-    m = _buf(xp, "wm", (16, nt, Cout), dt_)
-    for k in range(16):
-        xp.matmul(vm[k], uf[k].T, out=m[k])
-    m = m.reshape(4, 4, N, Th, Tw, Cout)
-    # output transform, rows then columns: y = A^T m A
-    s = _buf(xp, "ws", (2, 4, N, Th, Tw, Cout), dt_)
-    xp.add(m[0], m[1], out=s[0])
-    s[0] += m[2]
-    xp.subtract(m[1], m[2], out=s[1])
-    s[1] -= m[3]
+    """conv2d by Winograd F(4x4, 3x3): transformed tiles (36, tiles, C) @ transformed filter
+    (36, C, Cout), then the output transform, written into the output's layout (cropped to Ho x Wo
+    where the tiles overhang)."""
+    N = x.shape[0]
+    Cout, C = w.shape[:2]
+    Th, Tw = (Ho + 3) // 4, (Wo + 3) // 4
+    v = _wino_input(xp, x, pads, Th, Tw, "wf")
+    u = xp.matmul(_WINO_GG, w.transpose(2, 3, 1, 0).reshape(9, C * Cout)).reshape(36, C, Cout)
+    m = _buf(xp, "wm", (36, N * Th * Tw, Cout), x.dtype)
+    xp.matmul(v, u, out=m)
+    yt = _buf(xp, "wy", (16, N * Th * Tw * Cout), x.dtype)
+    xp.matmul(_WINO_AA, m.reshape(36, -1), out=yt)
+    yt = yt.reshape(4, 4, N, Th, Tw, Cout)
     if nhwc:
-        y = xp.empty((N, Th, 2, Tw, 2, Cout), dt_)
-        yv = y.transpose(2, 4, 0, 1, 3, 5)  # (i, j, N, Th, Tw, Cout)
-    else:
-        y = xp.empty((N, Cout, Th, 2, Tw, 2), dt_)
-        yv = y.transpose(3, 5, 0, 2, 4, 1)
-    for i in range(2):
-        xp.add(s[i, 0], s[i, 1], out=yv[i, 0])
-        yv[i, 0] += s[i, 2]
-        xp.subtract(s[i, 1], s[i, 2], out=yv[i, 1])
-        yv[i, 1] -= s[i, 3]
-    if nhwc:
-        y = y.reshape(N, 2 * Th, 2 * Tw, Cout)
-        if (2 * Th, 2 * Tw) != (Ho, Wo):
+        y = xp.empty((N, Th, 4, Tw, 4, Cout), x.dtype)
+        xp.copyto(y.transpose(2, 4, 0, 1, 3, 5), yt)
+        y = y.reshape(N, 4 * Th, 4 * Tw, Cout)
+        if (4 * Th, 4 * Tw) != (Ho, Wo):
             y = xp.ascontiguousarray(y[:, :Ho, :Wo])
         if b is not None:
             y += b
         return y.transpose(0, 3, 1, 2)
-    y = y.reshape(N, Cout, 2 * Th, 2 * Tw)
-    if (2 * Th, 2 * Tw) != (Ho, Wo):
+    y = xp.empty((N, Cout, Th, 4, Tw, 4), x.dtype)
+    xp.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
+    y = y.reshape(N, Cout, 4 * Th, 4 * Tw)
+    if (4 * Th, 4 * Tw) != (Ho, Wo):
         y = xp.ascontiguousarray(y[:, :, :Ho, :Wo])
     if b is not None:
         y += b.reshape(Cout, 1, 1)
     return y
+
+
+def _conv_weight_winograd(xp, x, g, pads, wcl):
+    """Weight gradient of a conv2d that _use_winograd picks: the adjoint of its filter and output
+    transforms. g (N, Cout, Ho, Wo) is zero-padded to whole tiles, its 4x4 tiles transformed by
+    kron(A, A), multiplied against the input tiles per tile position and summed over tiles
+    (36 GEMMs (C, tiles) @ (tiles, Cout)), and kron(G, G)^T maps the result back to 3x3 taps."""
+    N, Cout, Ho, Wo = g.shape
+    C = x.shape[1]
+    Th, Tw = (Ho + 3) // 4, (Wo + 3) // 4
+    v = _wino_input(xp, x, pads, Th, Tw, "ww")
+    gp = _buf(xp, "wgpad", (N, Th, 4, Tw, 4, Cout), g.dtype, (0, (Ho, Wo)))
+    gp.reshape(N, 4 * Th, 4 * Tw, Cout)[:, :Ho, :Wo] = g.transpose(0, 2, 3, 1)
+    gt = _buf(xp, "wgt", (4, 4, N, Th, Tw, Cout), g.dtype)
+    xp.copyto(gt, gp.transpose(2, 4, 0, 1, 3, 5))
+    gy = _buf(xp, "wgy", (36, N * Th * Tw, Cout), g.dtype)
+    xp.matmul(_WINO_AA.T, gt.reshape(16, -1), out=gy.reshape(36, -1))
+    du = xp.matmul(v.transpose(0, 2, 1), gy)  # (36, C, Cout)
+    dw = xp.matmul(_WINO_GG.T, du.reshape(36, -1)).reshape(3, 3, C, Cout)
+    if wcl:  # (Cout, 3, 3, C) in memory
+        return xp.ascontiguousarray(dw.transpose(3, 0, 1, 2)).transpose(0, 3, 1, 2)
+    return xp.ascontiguousarray(dw.transpose(3, 2, 0, 1))
 
 
 def _use_nhwc(x, w):
@@ -524,7 +505,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dilation[0])
     Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dilation[1])
     G = groups
-    if _use_winograd(x, w, stride, dilation, G, Ho, Wo):
+    if _use_winograd(x, Cout, (kh, kw), stride, dilation, G, Ho, Wo):
         return _conv_winograd(xp, x, w, b, pad, Ho, Wo, _use_nhwc(x, w))
     if _use_nhwc(x, w):
         if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blas_threads() == 1:
@@ -565,9 +546,10 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     H, W = in_hw
     full = (dilation[0] * (kh - 1), dilation[0] * (kh - 1), dilation[1] * (kw - 1), dilation[1] * (kw - 1))
     if (groups == 1 and stride == (1, 1) and (kh > 1 or kw > 1) and all(p <= f for p, f in zip(pad, full))
-            and H * W >= (1024 if nhwc else 256)):
+            and (H * W >= (1024 if nhwc else 256) or _use_winograd(g, Cg, (kh, kw), stride, dilation, 1, H, W))):
         # stride 1: the input gradient is the forward convolution of g with the flipped, transposed
-        # kernel (padding d*(k-1) - p): one im2col + GEMM instead of GEMM + kh*kw scatter-adds
+        # kernel (padding d*(k-1) - p): one im2col + GEMM (or Winograd) instead of GEMM + kh*kw
+        # scatter-adds
         wf = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
         if nhwc:
             wf = xp.ascontiguousarray(wf.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
@@ -627,6 +609,8 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, w
     kh, kw = ksize
     G = groups
     Cg, Coutg = C // G, Cout // G
+    if _use_winograd(x, Cout, ksize, stride, dilation, G, Ho, Wo):
+        return _conv_weight_winograd(xp, x, g, pad, wcl)
     if nhwc:
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
         gm = g.transpose(0, 2, 3, 1).reshape(N * Ho * Wo, Cout)
