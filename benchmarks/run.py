@@ -6,6 +6,11 @@ Prints one row per workload: median time per step for each library and the ember
 (below 1 means ember is faster). The libraries' timing samples alternate, so drift in the machine's
 speed falls on both alike. PyTorch comes from `pip install torch==2.13.0`; when it is
 absent its column says so and only ember is timed.
+
+The first lines name NumPy's BLAS kernels (ember.__config__.show()): ember's convolutions and
+matmuls are NumPy's OpenBLAS GEMMs, while PyTorch brings its own kernels, so an environment that
+pins OpenBLAS to older kernels (OPENBLAS_CORETYPE) slows ember alone. Compare runs only under the
+same setting; `env -u OPENBLAS_CORETYPE python benchmarks/run.py` runs OpenBLAS's own choice.
 """
 import argparse
 import importlib
@@ -51,6 +56,7 @@ def main(argv=None):
     ember.set_num_threads(args.threads)
     torch = import_torch(args.threads)
     jax = import_jax()
+    print(ember.__config__.show().rstrip())
     if torch is None:
         print("PyTorch is not installed (pip install torch==2.13.0): timing ember only.")
     rows = []
@@ -73,7 +79,8 @@ def main(argv=None):
         rows.append({"workload": name, "unit": w.unit, "ember_s": t_e, "torch_s": t_t, "jax_s": t_j,
                      "ratio_ember_over_torch": ratio, "notes": w.notes})
     meta = {"threads": args.threads, "machine": platform.platform(), "processor": platform.processor(),
-            "python": platform.python_version(),
+            "python": platform.python_version(), "blas_kernels": ember._blas.core(),
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
             "ember": ember.__version__, "torch": getattr(torch, "__version__", None),
             "jax": getattr(jax, "__version__", None)}
     if args.json:

@@ -25,6 +25,7 @@ from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
+from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
 from . import autograd  # noqa: F401
 # torch.linalg (the star import from .ops bound the name to ops.linalg, which `from . import`
@@ -77,12 +78,12 @@ def is_nonzero(input):
 
 def set_num_threads(n):
     """Threads of the BLAS under NumPy (OpenBLAS); one thread is fastest for small matrices."""
-    from ._threads import set_num_threads as _set
+    from ._blas import set_num_threads as _set
     _set(n)
 
 
 def get_num_threads():
-    from ._threads import get_num_threads as _get
+    from ._blas import get_num_threads as _get
     return _get()
 
 

@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from .. import _dispatch as D
+from .. import _blas
 from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from .._memory_format import is_channels_last
@@ -176,38 +177,13 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
 
 _BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache between copy and GEMM
 _BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) wants wider blocks
-_blas_nthreads = []
 
 
 def _blas_threads():
-    """Threads NumPy's BLAS (OpenBLAS) runs a GEMM on. Blocked kernels pay one GEMM call per block,
-    and a multi-threaded call synchronises its threads: on a busy machine that costs more than the
-    cache reuse gains, so blocking is used only with a single-threaded BLAS."""
-    if not _blas_nthreads:
-        n = None
-        try:
-            import ctypes
-            import glob
-            import os
-            libdir = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
-            for path in glob.glob(os.path.join(libdir, "*openblas*")):
-                lib = ctypes.CDLL(path)
-                for sym in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
-                            "openblas_get_num_threads64_", "openblas_get_num_threads"):
-                    f = getattr(lib, sym, None)
-                    if f is not None:
-                        n = int(f())
-                        break
-                if n is not None:
-                    break
-        except Exception:  # pragma: no cover - any other BLAS build
-            n = None
-        if n is None:
-            import os
-            env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
-            n = int(env) if env and env.isdigit() else (os.cpu_count() or 1)
-        _blas_nthreads.append(n)
-    return _blas_nthreads[0]
+    """Threads NumPy's BLAS runs a GEMM on. Blocked kernels pay one GEMM call per block, and a
+    multi-threaded call synchronises its threads: on a busy machine that costs more than the cache
+    reuse gains, so blocking (and Winograd's many smaller GEMMs) is used only on one thread."""
+    return _blas.get_num_threads()
 
 
 def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):

@@ -1,0 +1,95 @@
+"""NumPy's BLAS as ember sees it: OpenBLAS (as NumPy's wheels ship it) reached through ctypes for its
+thread count (``ember.set_num_threads`` / ``get_num_threads``, and the convolution kernels, which
+block their GEMMs only on one thread) and for the kernel set it runs (``ember.__config__.show()``).
+
+OpenBLAS picks its kernels for the CPU when NumPy loads it, unless ``OPENBLAS_CORETYPE`` names a
+core: a machine that pins an AVX2 core (Haswell, Zen) on an AVX-512 CPU runs float32 GEMMs at about
+half the speed OpenBLAS's own choice (SkylakeX) reaches, and every convolution with them.
+``pinned_below_cpu()`` tells when that is the case; ember reports it, never overrides it: the
+variable is read once, before any ember code runs, and it is the user's to set.
+Where no OpenBLAS can be found, the thread calls do nothing and report the CPU count."""
+import ctypes
+import glob
+import os
+
+_lib = None
+_AVX2_CORES = {"Haswell", "Zen", "SandyBridge", "Nehalem", "Prescott", "Core2", "Penryn", "Dunnington",
+               "Atom", "Excavator", "Steamroller", "Piledriver", "Bulldozer", "Barcelona", "Opteron"}
+
+
+def _openblas():
+    """(dll, symbol prefix, symbol suffix) of the OpenBLAS NumPy loaded, or None."""
+    global _lib
+    if _lib is None:
+        _lib = False
+        import numpy as np
+        here = os.path.dirname(np.__file__)
+        for path in sorted(glob.glob(os.path.join(here, "..", "numpy.libs", "*openblas*")) +
+                           glob.glob(os.path.join(here, ".dylibs", "*openblas*"))):
+            try:
+                dll = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix in ("scipy_openblas", "openblas"):
+                for suffix in ("64_", ""):
+                    if hasattr(dll, f"{prefix}_get_num_threads{suffix}"):
+                        _lib = (dll, prefix, suffix)
+                        return _lib
+    return _lib or None
+
+
+def _fn(name, restype=ctypes.c_int):
+    lib = _openblas()
+    if lib is None:
+        return None
+    f = getattr(lib[0], f"{lib[1]}_{name}{lib[2]}", None)
+    if f is not None:
+        f.restype = restype
+    return f
+
+
+def set_num_threads(n):
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"set_num_threads expects a positive integer, got {n!r}")
+    f = _fn("set_num_threads", None)
+    if f is not None:
+        f(ctypes.c_int(n))
+
+
+def get_num_threads():
+    f = _fn("get_num_threads")
+    return int(f()) if f is not None else (os.cpu_count() or 1)
+
+
+def core():
+    """The kernel set OpenBLAS runs ('SkylakeX', 'Haswell', ...), or None for another BLAS."""
+    f = _fn("get_corename", ctypes.c_char_p)
+    return f().decode() if f is not None else None
+
+
+def version():
+    f = _fn("get_config", ctypes.c_char_p)
+    return f().decode() if f is not None else None
+
+
+def cpu_has_avx512():
+    """Whether the CPU has the AVX-512 subsets OpenBLAS's SkylakeX kernels use (Linux only; None
+    where /proc/cpuinfo cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+    except OSError:
+        pass
+    return None
+
+
+def pinned_below_cpu():
+    """A sentence when OPENBLAS_CORETYPE pins an AVX2-or-older core on an AVX-512 CPU, else None."""
+    pin, name = os.environ.get("OPENBLAS_CORETYPE"), core()
+    if pin and name in _AVX2_CORES and cpu_has_avx512():
+        return (f"OPENBLAS_CORETYPE={pin} pins OpenBLAS to its {name} kernels on a CPU with AVX-512; "
+                "OpenBLAS's own detection would pick its AVX-512 (SkylakeX) kernels, with about twice the float32 GEMM speed")
+    return None
