@@ -69,3 +69,25 @@ def test_memory_format_errors():
     with pytest.raises(RuntimeError, match="rank 4"):
         ember.randn(2, 3, 4).contiguous(memory_format=ember.channels_last)
     assert not ember.randn(2, 3, 4).is_contiguous(memory_format=ember.channels_last)
+
+
+def test_channels_last_training_keeps_every_layout():
+    """A channels_last ResNet-18 train step: each .grad has its parameter's strides (as PyTorch's
+    AccumulateGrad gives), and so does SGD's momentum buffer, so the update is one contiguous pass
+    per weight instead of a transposing one."""
+    ember.manual_seed(0)
+    cl = ember.channels_last
+    model = ember.models.resnet18(num_classes=4).to(memory_format=cl)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = ember.randn(2, 3, 32, 32).to(memory_format=cl)
+    for _ in range(2):
+        opt.zero_grad()
+        ember.nn.functional.cross_entropy(model(x), ember.tensor([0, 3])).backward()
+        opt.step()
+    def order(t):  # strides of the dims that have any (a size-1 dim's stride is arbitrary)
+        return [s for s, n in zip(t.stride(), t.shape) if n > 1]
+    for name, p in model.named_parameters():
+        assert order(p.grad) == order(p), name
+        assert order(opt.state[p]["momentum_buffer"]) == order(p), name
+        if p.dim() == 4:
+            assert p.is_contiguous(memory_format=cl), name

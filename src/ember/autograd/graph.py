@@ -187,7 +187,7 @@ def _accumulate(var, g, stored):
                   or (gd.base is not None and not gd.flags.writeable)):
                 # shared with another leaf, a view of another tensor, or an expanded read-only
                 # array: .grad gets its own writable copy
-                g = D._new_tensor(gd.copy())
+                g = D._new_tensor(gd.copy(order="K"))  # in its own layout (channels_last stays)
             else:
                 # the array is stored without a copy but in a tensor object of its own (a hook
                 # or the caller may hold g): the next accumulation can then update .grad in

@@ -182,7 +182,7 @@ _BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) w
 def _blas_threads():
     """Threads NumPy's BLAS runs a GEMM on. Blocked kernels pay one GEMM call per block, and a
     multi-threaded call synchronises its threads: on a busy machine that costs more than the cache
-    reuse gains, so blocking (and Winograd's many smaller GEMMs) is used only on one thread."""
+    reuse gains, so blocking is used only on one thread."""
     return _blas.get_num_threads()
 
 
@@ -374,15 +374,15 @@ _WINO_AA = np.kron(_WINO_AT, _WINO_AT).astype(np.float32)  # (16, 36): product t
 
 
 def _use_winograd(x, Cout, ksize, stride, dilation, groups, Ho, Wo):
-    """Where 4x fewer multiplications beat the transforms' passes over memory, measured with NumPy's
-    single-threaded OpenBLAS (a multi-threaded BLAS makes one big GEMM relatively cheaper): at
+    """Where 4x fewer multiplications beat the transforms' passes over memory, measured layer by
+    layer against im2col with NumPy's OpenBLAS on one and two threads, AVX2 and AVX-512 kernels: at
     least 64 channels in and out, and at least 32 tiles. With fewer channels the transforms cost
-    more than the GEMM they save; with fewer tiles the per-call filter transform (36 x 9 taps per
-    channel pair, as much as the GEMMs of 9/4 tiles) does."""
+    more than the GEMM they save; with fewer tiles the per-call filter transform (a 36 x 9 map
+    per channel pair: the multiplications of 9 tiles, at a K=9 GEMM's lower rate) does."""
     C = x.shape[1]
     return (ksize == (3, 3) and stride == (1, 1) and dilation == (1, 1) and groups == 1 and x.dtype == np.float32
             and C >= _WINO_MIN_C and Cout >= _WINO_MIN_C
-            and x.shape[0] * ((Ho + 3) // 4) * ((Wo + 3) // 4) >= _WINO_MIN_TILES and _blas_threads() == 1)
+            and x.shape[0] * ((Ho + 3) // 4) * ((Wo + 3) // 4) >= _WINO_MIN_TILES)
 
 
 _WINO_MIN_C, _WINO_MIN_TILES = 64, 32

@@ -17,7 +17,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 st = self.state[p]
                 st["step"] = _new_state(np.zeros((), np.float32))
-                st["sum"] = _new_state(np.full(p.shape, group["initial_accumulator_value"], p._data.dtype))
+                st["sum"] = _new_state(np.full_like(p._data, group["initial_accumulator_value"]))
 
     def step(self, closure=None):
         loss = _closure_loss(closure)

@@ -287,11 +287,12 @@ def _step_tensor(state):
 
 def _scratch(opt, p, a):
     """A reusable temporary the shape of parameter ``p`` (not part of the optimizer's state): a
-    fresh array per parameter per step costs more than the arithmetic of the update."""
+    fresh array per parameter per step costs more than the arithmetic of the update. It has the
+    parameter's strides, so a channels_last weight is updated in one contiguous pass."""
     bufs = opt.__dict__.get("_scratch_bufs")
     if bufs is None:
         bufs = opt.__dict__["_scratch_bufs"] = {}
     t = bufs.get(id(p))
-    if t is None or t.shape != a.shape or t.dtype != a.dtype:
-        t = bufs[id(p)] = np.empty(a.shape, a.dtype)
+    if t is None or t.strides != a.strides or t.shape != a.shape or t.dtype != a.dtype:
+        t = bufs[id(p)] = np.empty_like(a)
     return t

@@ -1,7 +1,8 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 import numpy as np
 
-from .optimizer import Optimizer, required, _writeable, _new_state, _closure_loss, _check_nonnegative
+from .optimizer import (Optimizer, required, _writeable, _new_state, _scratch, _closure_loss,
+                        _check_nonnegative)
 
 
 class SGD(Optimizer):
@@ -20,7 +21,6 @@ class SGD(Optimizer):
     def step(self, closure=None):
         loss = _closure_loss(closure)
         state = self.state
-        bufs = self.__dict__.setdefault("_scratch_bufs", {})
         for group in self.param_groups:
             lr = group["lr"]
             momentum = group["momentum"]
@@ -56,11 +56,7 @@ class SGD(Optimizer):
                             b += g
                         buf._bump()
                     g = g + momentum * buf._data if nesterov else buf._data
-                # a -= lr * g through a scratch buffer kept per parameter: a fresh temporary the
-                # size of each parameter on every step costs more than the update itself
-                tmp = bufs.get(id(p))
-                if tmp is None or tmp.shape != a.shape or tmp.dtype != a.dtype:
-                    tmp = bufs[id(p)] = np.empty(a.shape, a.dtype)
+                tmp = _scratch(self, p, a)  # a -= lr * g without a fresh temporary
                 np.multiply(g, lr, out=tmp)
                 a -= tmp
                 p._bump("SGD.step")
