@@ -141,7 +141,8 @@ def test_einsum_and_outer(torch):
 
 def test_repeat_tile_flip_roll_tril(torch):
     x = np.arange(6.0).reshape(2, 3)
-    for f in (lambda m, t: t.repeat(2, 2), lambda m, t: t.tile((2,)), lambda m, t: t.flip(0),
+    for f in (lambda m, t: t.repeat(2, 2), lambda m, t: t.tile((2,)), lambda m, t: t.tile(2),
+              lambda m, t: t.tile(3, 1, 2), lambda m, t: m.tile(t, [2, 1]), lambda m, t: t.flip(0),
               lambda m, t: m.roll(t, 1), lambda m, t: m.roll(t, -1, 1), lambda m, t: m.tril(t, -1),
               lambda m, t: m.triu(t, 1), lambda m, t: t.repeat_interleave(2, dim=1),
               lambda m, t: m.rot90(t), lambda m, t: m.cumsum(t, 1), lambda m, t: m.cumprod(t, 0),

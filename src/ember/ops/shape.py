@@ -724,8 +724,9 @@ def repeat(input, *sizes):
     return dispatch(repeat_op, (input,), {"repeats": sizes})
 
 
-def tile(input, dims):
-    dims = tuple(dims)
+def tile(input, *dims):
+    """tile(input, dims) as a function; Tensor.tile(*dims) or .tile(dims) as a method."""
+    dims = U.shape_tuple(dims, "tile", nonneg=True)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims
     return repeat(input, dims)
