@@ -139,3 +139,23 @@ def test_device_arguments_accepted():
     assert x.device == ember.device("cpu") and str(x.device) == "cpu"
     assert ember.ones(2, device=ember.device("cpu")).device.type == "cpu"
     assert x.to("cpu") is x
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, o: m.zeros(2, 3, out=o), lambda m, o: m.ones(4, out=o), lambda m, o: m.full((2,), 7, out=o),
+    lambda m, o: m.arange(3, out=o), lambda m, o: m.arange(1, 7, 2, out=o)])
+def test_factories_write_out(torch, call):
+    # out= fills (and resizes) the given tensor, taking its dtype; it was accepted and ignored
+    for dtype in ("float32", "int64"):
+        eo, to = ember.empty(5, dtype=getattr(ember, dtype)), torch.empty(5, dtype=getattr(torch, dtype))
+        r = call(ember, eo)
+        call(torch, to)
+        assert r is eo and eo.dtype.name == dtype
+        np.testing.assert_array_equal(eo.numpy(), to.numpy())
+
+
+def test_is_nonzero(torch):
+    for v in ([2], 0.0, [float("nan")], True):
+        assert ember.is_nonzero(ember.tensor(v)) == torch.is_nonzero(torch.tensor(v))
+    with pytest.raises(RuntimeError):
+        ember.is_nonzero(ember.ones(2))

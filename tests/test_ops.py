@@ -148,3 +148,24 @@ def test_repeat_tile_flip_roll_tril(torch):
               lambda m, t: m.rot90(t), lambda m, t: m.cumsum(t, 1), lambda m, t: m.cumprod(t, 0),
               lambda m, t: t.logsumexp(1), lambda m, t: m.softmax(t, 0), lambda m, t: t.prod(1)):
         np.testing.assert_allclose(f(ember, ember.tensor(x)).numpy(), f(torch, torch.tensor(x)).numpy())
+
+
+def test_out_keyword_writes_result(torch):
+    # matmul/cat/stack/max accepted out= and left it untouched (a silent wrong answer)
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    cases = [lambda m, x, o: m.matmul(x, x.t(), out=o), lambda m, x, o: m.cat([x, x], out=o),
+             lambda m, x, o: m.stack([x, x], 1, out=o), lambda m, x, o: m.max(x, x.flip(0), out=o),
+             lambda m, x, o: m.add(x, 1, out=o), lambda m, x, o: m.nn.functional.normalize(x, out=o)]
+    for call in cases:
+        eo, to = ember.zeros(3), torch.zeros(3)  # wrong shape: resized
+        r = call(ember, ember.tensor(a), eo)
+        call(torch, torch.tensor(a), to)
+        assert r is eo
+        np.testing.assert_allclose(eo.numpy(), to.numpy(), rtol=1e-6)
+    ev, ei = ember.zeros(3), ember.zeros(3, dtype=ember.int64)
+    r = ember.max(ember.tensor(a), 1, out=(ev, ei))
+    assert r[0] is ev and r[1] is ei and r.indices is ei
+    np.testing.assert_array_equal(ev.numpy(), [3, 7, 11])
+    np.testing.assert_array_equal(ei.numpy(), [3, 3, 3])
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.add(ember.ones(2), 1.5, out=ember.zeros(2, dtype=ember.int64))

@@ -73,7 +73,7 @@ def is_nonzero(input):
     if input.numel() != 1:
         raise RuntimeError(f"Boolean value of Tensor with {'no' if input.numel() == 0 else 'more than one'} "
                            "values is ambiguous")
-    return bool(input.item())
+    return input.item() != 0  # (``bool`` is ember.bool, the dtype, in this module)
 
 
 def set_num_threads(n):

@@ -242,6 +242,22 @@ def _dtype(dtype, default=None):
     return dtype.np
 
 
+def _out_kw(fn):
+    """``out=`` for the factories: the result takes out's dtype unless dtype= is given, and is written
+    into ``out`` (resized to the requested shape)."""
+    import functools
+
+    @functools.wraps(fn)
+    def f(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if kwargs.get("dtype") is None:
+            kwargs["dtype"] = out.dtype
+        return U.write_out(fn(*args, **kwargs), out)
+    return f
+
+
+@_out_kw
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
           layout=None, pin_memory=False):
     shape = U.shape_tuple(size, "empty", nonneg=True)
@@ -257,18 +273,21 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return _finish(a, requires_grad, device)
 
 
+@_out_kw
 def zeros(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
     shape = U.shape_tuple(size, "zeros", nonneg=True)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=0)
     return _finish(a, requires_grad, device)
 
 
+@_out_kw
 def ones(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
     shape = U.shape_tuple(size, "ones", nonneg=True)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=1)
     return _finish(a, requires_grad, device)
 
 
+@_out_kw
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     shape = U.shape_tuple((size,), "full", nonneg=True)
     if dtype is None:
@@ -308,6 +327,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad, device)
 
 
+@_out_kw
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     if end is None:
         start, end = 0, start
@@ -380,6 +400,7 @@ def _float_np(dtype):
     return d if d in (np.float32, np.float64) else np.float32, d
 
 
+@_out_kw
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
     shape = U.shape_tuple(size, "rand", nonneg=True)
     r = D.batched_draw(lambda s: rand(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
@@ -390,6 +411,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, me
     return _finish(a, requires_grad, device)
 
 
+@_out_kw
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
     shape = U.shape_tuple(size, "randn", nonneg=True)
     r = D.batched_draw(lambda s: randn(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
@@ -454,6 +476,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None):
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, generator=generator)
 
 
+@_out_kw
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, out=None):
     g = _gen(generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):

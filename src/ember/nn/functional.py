@@ -14,6 +14,7 @@ from .. import ops as _ops
 from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
+from ..ops import _util as U
 from . import _composite
 
 from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
@@ -146,7 +147,7 @@ def glu(input, dim=-1):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     n = _ops.norm(input, p, dim, keepdim=True)
-    return input / _ops.clamp_min(n, eps).expand_as(input)
+    return U.write_out(input / _ops.clamp_min(n, eps).expand_as(input), out)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -180,3 +180,21 @@ def check_plain(op, *tensors):
             raise RuntimeError(f"vmap: {op} reads the values of a batched tensor (its result depends on "
                                f"the data, so it cannot be batched); compute it outside vmap or use a "
                                f"masked formulation")
+
+
+def write_out(r, out):
+    """The ``out=`` keyword: copy the result ``r`` (a Tensor or a tuple of them) into ``out`` (resized to
+    the result's shape when it differs, as PyTorch does) and return ``out``; ``out=None`` returns ``r``."""
+    if out is None:
+        return r
+    if isinstance(r, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(r):
+            raise TypeError(f"out= expects a tuple of {len(r)} Tensors, got {type(out).__name__}")
+        return type(r)(write_out(x, o) for x, o in zip(r, out))
+    if not is_tensor(out):
+        raise TypeError(f"out= expects a Tensor, got {type(out).__name__}")
+    if not dt.can_cast(r.dtype, out.dtype):
+        raise RuntimeError(f"result type {r.dtype.name} can't be cast to the desired output type {out.dtype.name}")
+    if out._data.shape != r._data.shape:  # PyTorch resizes out (fresh storage here)
+        out._data = np.empty(r._data.shape, out._data.dtype)
+    return out.copy_(r)

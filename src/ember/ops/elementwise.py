@@ -832,11 +832,7 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-def _out(r, out):
-    if out is None:
-        return r
-    out.copy_(r) if out.shape == r.shape else out.resize_as_(r).copy_(r)
-    return out
+_out = U.write_out
 
 
 def _mk_unary(op):

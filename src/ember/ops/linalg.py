@@ -80,7 +80,7 @@ def _(ctx, ta, tb):
 
 
 def matmul(input, other, *, out=None):
-    return dispatch(matmul_op, (input, other))
+    return U.write_out(dispatch(matmul_op, (input, other)), out)
 
 
 def mm(input, mat2):

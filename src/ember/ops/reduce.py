@@ -484,29 +484,29 @@ class _MinMax(tuple):
 def max(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
         if U.is_tensor(keepdim):  # torch.max(a, b)
-            return maximum(input, keepdim)
+            return U.write_out(maximum(input, keepdim), out)
         if input.numel() == 0:
             raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        return dispatch(amax_op, (input,), {})
+        return U.write_out(dispatch(amax_op, (input,), {}), out)
     if U.is_tensor(dim):
-        return maximum(input, dim)
+        return U.write_out(maximum(input, dim), out)
     d = U.wrap_dim(dim, input.dim(), "max")
-    return _MinMax(dispatch(max_dim_op, (input,), {"dim": d, "keepdim": keepdim}))
+    return U.write_out(_MinMax(dispatch(max_dim_op, (input,), {"dim": d, "keepdim": keepdim})), out)
 
 
 def min(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
         if U.is_tensor(keepdim):
-            return minimum(input, keepdim)
+            return U.write_out(minimum(input, keepdim), out)
         if input.numel() == 0:
             raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        return dispatch(amin_op, (input,), {})
+        return U.write_out(dispatch(amin_op, (input,), {}), out)
     if U.is_tensor(dim):
-        return minimum(input, dim)
+        return U.write_out(minimum(input, dim), out)
     d = U.wrap_dim(dim, input.dim(), "min")
-    return _MinMax(dispatch(min_dim_op, (input,), {"dim": d, "keepdim": keepdim}))
+    return U.write_out(_MinMax(dispatch(min_dim_op, (input,), {"dim": d, "keepdim": keepdim})), out)
 
 
 def argmax(input, dim=None, keepdim=False):

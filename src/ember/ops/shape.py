@@ -640,7 +640,7 @@ def cat(tensors, dim=0, *, out=None):
     if ref.dim() == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = U.wrap_dim(dim, ref.dim(), "cat")
-    return dispatch(cat_op, tuple(tensors), {"dim": d})
+    return U.write_out(dispatch(cat_op, tuple(tensors), {"dim": d}), out)
 
 
 concat = concatenate = cat
@@ -674,7 +674,7 @@ def stack(tensors, dim=0, *, out=None):
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     d = U.wrap_dim(dim, tensors[0].dim() + 1, "stack")
-    return dispatch(stack_op, tuple(tensors), {"dim": d})
+    return U.write_out(dispatch(stack_op, tuple(tensors), {"dim": d}), out)
 
 
 def hstack(tensors):
