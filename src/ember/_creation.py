@@ -258,9 +258,9 @@ def _out_kw(fn):
 
 
 @_out_kw
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
           layout=None, pin_memory=False):
-    shape = U.shape_tuple(size, "empty", nonneg=True)
+    shape = U.shape_tuple(args, "empty", nonneg=True, kw=size)
     return _finish(empty_array(np, shape, _dtype(dtype), memory_format), requires_grad, device)
 
 
@@ -274,15 +274,15 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
 
 @_out_kw
-def zeros(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
-    shape = U.shape_tuple(size, "zeros", nonneg=True)
+def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
+    shape = U.shape_tuple(args, "zeros", nonneg=True, kw=size)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=0)
     return _finish(a, requires_grad, device)
 
 
 @_out_kw
-def ones(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
-    shape = U.shape_tuple(size, "ones", nonneg=True)
+def ones(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
+    shape = U.shape_tuple(args, "ones", nonneg=True, kw=size)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=1)
     return _finish(a, requires_grad, device)
 
@@ -401,8 +401,8 @@ def _float_np(dtype):
 
 
 @_out_kw
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
-    shape = U.shape_tuple(size, "rand", nonneg=True)
+def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+    shape = U.shape_tuple(args, "rand", nonneg=True, kw=size)
     r = D.batched_draw(lambda s: rand(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
@@ -412,8 +412,8 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, me
 
 
 @_out_kw
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
-    shape = U.shape_tuple(size, "randn", nonneg=True)
+def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+    shape = U.shape_tuple(args, "randn", nonneg=True, kw=size)
     r = D.batched_draw(lambda s: randn(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r

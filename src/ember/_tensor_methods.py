@@ -93,8 +93,9 @@ def _new_ctor(name):
     from . import _creation as C
     make = getattr(C, name)
 
-    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        return make(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def method(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+        return make(*args, size=size, dtype=dtype or self.dtype, requires_grad=requires_grad)
     method.__name__ = "new_" + name
     return method
 

@@ -147,8 +147,13 @@ def wrap_dims(dim, ndim, op=None):
     return (d,) if ndim else ()  # a 0-d tensor's dim 0/-1: nothing to reduce
 
 
-def shape_tuple(size, op="shape", nonneg=False):
-    """Accept f(2, 3), f((2, 3)), f([2, 3]) and Size. ``nonneg``: sizes of a new tensor (no -1)."""
+def shape_tuple(size, op="shape", nonneg=False, kw=None):
+    """Accept f(2, 3), f((2, 3)), f([2, 3]) and Size, or the sequence as a keyword (``kw``: the value
+    of size=/shape=/dims=, None when not given). ``nonneg``: sizes of a new tensor (no -1)."""
+    if kw is not None:
+        if size:
+            raise TypeError(f"{op}() got the sizes both positionally and as a keyword")
+        size = (kw,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     out = []

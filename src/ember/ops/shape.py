@@ -55,10 +55,12 @@ reshape_copy_op.vjp = view_op.vjp
 reshape_copy_op.jvp = view_op.jvp
 
 
-def view(input, *shape):
+def view(input, *shape, size=None, dtype=None):
+    if dtype is not None and not shape and size is None:
+        return view_dtype(input, dtype)
     if len(shape) == 1 and isinstance(shape[0], dt.dtype):
         return view_dtype(input, shape[0])
-    shape = _infer_shape(U.shape_tuple(shape, "view"), input.numel())
+    shape = _infer_shape(U.shape_tuple(shape, "view", kw=size), input.numel())
     return dispatch(view_op, (input,), {"shape": shape})
 
 
@@ -68,8 +70,8 @@ def view_dtype(input, dtype):
     return D._new_tensor(a)
 
 
-def reshape(input, *shape):
-    shape = _infer_shape(U.shape_tuple(shape, "reshape"), input.numel(), "reshape")
+def reshape(input, *sizes, shape=None):
+    shape = _infer_shape(U.shape_tuple(sizes, "reshape", kw=shape), input.numel(), "reshape")
     a = input._data
     try:
         a.reshape(shape, copy=False)
@@ -87,8 +89,8 @@ permute_op.vjp = lambda ctx, g: g.permute(tuple(np.argsort(ctx.params["dims"])))
 permute_op.jvp = lambda ctx, t: t.permute(ctx.params["dims"])
 
 
-def permute(input, *dims):
-    dims = U.shape_tuple(dims, "permute")
+def permute(input, *args, dims=None):
+    dims = U.shape_tuple(args, "permute", kw=dims)
     n = input.dim()
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
@@ -146,8 +148,8 @@ expand_op.vjp = lambda ctx, g: sum_to(g, ctx.shapes[0])
 expand_op.jvp = lambda ctx, t: t.expand(ctx.params["shape"])
 
 
-def expand(input, *sizes):
-    sizes = U.shape_tuple(sizes, "expand")
+def expand(input, *sizes, size=None):
+    sizes = U.shape_tuple(sizes, "expand", kw=size)
     if any(s < -1 for s in sizes):
         raise RuntimeError(f"expand: invalid size {min(sizes)} in {list(sizes)} (sizes must be non-negative, "
                            f"or -1 to keep a dimension)")
@@ -383,7 +385,9 @@ def unbind(input, dim=0):
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
+    if split_size is not None:  # Tensor.split's name for it
+        split_size_or_sections = split_size
     d = U.wrap_dim(dim, tensor.dim(), "split")
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -716,17 +720,17 @@ def _(ctx, g):
 repeat_op.jvp = lambda ctx, t: dispatch(repeat_op, (t,), ctx.params)
 
 
-def repeat(input, *sizes):
-    sizes = U.shape_tuple(sizes, "repeat", nonneg=True)
+def repeat(input, *sizes, repeats=None):
+    sizes = U.shape_tuple(sizes, "repeat", nonneg=True, kw=repeats)
     if len(sizes) < input.dim():
         raise RuntimeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can not be smaller "
                            f"than number of dimensions of tensor ({input.dim()})")
     return dispatch(repeat_op, (input,), {"repeats": sizes})
 
 
-def tile(input, *dims):
+def tile(input, *args, dims=None):
     """tile(input, dims) as a function; Tensor.tile(*dims) or .tile(dims) as a method."""
-    dims = U.shape_tuple(dims, "tile", nonneg=True)
+    dims = U.shape_tuple(args, "tile", nonneg=True, kw=dims)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims
     return repeat(input, dims)
@@ -757,8 +761,8 @@ flip_op.vjp = lambda ctx, g: g.flip(ctx.params["dims"])
 flip_op.jvp = flip_op.vjp
 
 
-def flip(input, *dims):
-    dims = U.shape_tuple(dims, "flip") if dims else ()
+def flip(input, *args, dims=None):
+    dims = U.shape_tuple(args, "flip", kw=dims) if args or dims is not None else ()
     return dispatch(flip_op, (input,), {"dims": U.wrap_dims(dims, input.dim(), "flip")})
 
 
