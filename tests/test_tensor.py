@@ -110,3 +110,36 @@ def test_equality_and_hash():
     d = {a: 1}
     assert d[a] == 1
     assert ember.equal(a, ember.tensor([1, 2])) and not ember.equal(a, ember.tensor([1, 2, 3]))
+
+
+def test_where_method_takes_self_as_input(torch):
+    # Tensor.where(condition, other) == where(condition, self, other); ember used self as the condition
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for m in (ember, torch):
+        x = m.tensor(a)
+        r = x.where(x > 5, 0.0), x.where(condition=x < 3, other=-x)
+        if m is ember:
+            got = [t.numpy() for t in r]
+        else:
+            want = [t.numpy() for t in r]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("expr", [
+    "a.view(size=(4, 3))", "a.view(dtype=m.int32)", "a.reshape(shape=(2, 6))", "m.reshape(a, shape=(6, 2))",
+    "a.permute(dims=(1, 0))", "m.permute(a, dims=(1, 0))", "a[:1].expand(size=(2, 3, 4))", "a.repeat(repeats=(1, 2))",
+    "a.flip(dims=(0,))", "m.flip(a, dims=(0, 1))", "a.tile(dims=(2,))", "m.tile(a, dims=(2, 1))",
+    "a.split(split_size=2, dim=1)", "m.zeros(size=(2, 3))", "m.ones(size=[2])", "m.empty(size=(0, 2)).shape",
+    "a.new_zeros(size=(2,))", "a.new_ones(size=(1, 2))"])
+def test_size_and_dims_keywords(torch, expr):
+    # the varargs-or-sequence arguments also go by their PyTorch keyword names
+    def run(m):
+        a = m.arange(12.0).reshape(3, 4)
+        r = eval(expr)
+        if hasattr(r, "numpy"):
+            return r.numpy()
+        return [t.numpy() if hasattr(t, "numpy") else t for t in r]
+    np.testing.assert_equal(run(ember), run(torch))
+    with pytest.raises(TypeError):
+        ember.zeros(2, size=(2,))

@@ -223,6 +223,12 @@ def _type_as(self, other):
     return _S.to_dtype(self, other.dtype)
 
 
+def _where_method(self, condition, other):
+    """Tensor.where(condition, other) is where(condition, self, other): self is the input, not the condition."""
+    return _public["where"](condition, self, other)
+
+
+Tensor.where = _where_method
 Tensor.view_as = _view_as
 Tensor.reshape_as = _reshape_as
 Tensor.expand_as = _expand_as
