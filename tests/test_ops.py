@@ -80,6 +80,17 @@ def test_sort_topk(torch):
         tv, ti = f(torch, torch.tensor(x))
         np.testing.assert_array_equal(ev.numpy(), tv.numpy())
         np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+    # the results are fresh contiguous tensors as in PyTorch (topk/kthvalue/median returned strided
+    # views of the sorted buffer, so .view() on them failed); diag of a matrix is a copy, not a view
+    for f in (lambda m, t: m.topk(t, 2), lambda m, t: m.kthvalue(t, 2, 1), lambda m, t: m.median(t, 1)):
+        ev, ei = f(ember, ember.tensor(x))
+        tv, ti = f(torch, torch.tensor(x))
+        assert ev.stride() == tv.stride() and ei.stride() == ti.stride()
+        np.testing.assert_array_equal(ev.view(-1).numpy(), tv.view(-1).numpy())
+    a = ember.tensor(x)
+    d = a.diag()
+    d += 100
+    assert d.is_contiguous() and float(a.sum()) == float(x.sum())
     with pytest.raises(RuntimeError, match="k out of range|selected index k"):
         ember.topk(ember.ones(3), 4)
 

@@ -592,7 +592,7 @@ def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
         raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
     v, i = _sort_impl(xp, a, dim, descending=largest)
     sl = (slice(None),) * dim + (slice(0, k),)
-    return v[sl], i[sl]
+    return xp.ascontiguousarray(v[sl]), xp.ascontiguousarray(i[sl])  # fresh, contiguous (as PyTorch's)
 
 
 topk_op = defop("topk", _topk_impl, nout=2, diff_outputs=(0,), save=("shapes", "out"), family=IDX)
@@ -616,7 +616,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue: selected number k={k} out of range for dimension {d} of size {n}")
     v, i = sort(input, dim)
-    v, i = v.select(d, k - 1), i.select(d, k - 1)
+    v, i = v.select(d, k - 1).contiguous(), i.select(d, k - 1).contiguous()
     if keepdim:
         v, i = v.unsqueeze(d), i.unsqueeze(d)
     return _MinMax((v, i))

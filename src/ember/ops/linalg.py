@@ -409,7 +409,7 @@ def diag(input, diagonal=0):
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D (shape {list(input.shape)})")
     if input.dim() == 1:
         return _diag_embed(input, diagonal)
-    return input.diagonal(diagonal)
+    return input.diagonal(diagonal).clone()  # a new tensor in PyTorch, unlike diagonal() (a view)
 
 
 def _diag_embed(v, offset):
