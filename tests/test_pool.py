@@ -114,3 +114,13 @@ def test_pool_errors():
         F.max_pool2d(x, 6)
     with pytest.raises(RuntimeError, match="3D or 4D"):
         F.avg_pool2d(ember.randn(5, 5), 2)
+
+
+def test_adaptive_avg_pool_result_is_contiguous(torch):
+    # the uneven-window path returned an einsum result with permuted strides: .view(N, -1) failed
+    x = np.random.randn(2, 3, 7, 5).astype(np.float32)
+    for size in ((4, 3), (3, 5), (1, 2)):
+        e = F.adaptive_avg_pool2d(ember.tensor(x), size)
+        t = torch.nn.functional.adaptive_avg_pool2d(torch.tensor(x), size)
+        assert e.stride() == t.stride()
+        np.testing.assert_allclose(e.view(2, -1).numpy(), t.view(2, -1).numpy(), rtol=1e-5, atol=1e-6)

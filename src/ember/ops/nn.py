@@ -1154,9 +1154,8 @@ def adaptive_avg_pool2d(input, output_size):
         return avg_pool2d(input, (H // Ho, W // Wo), (H // Ho, W // Wo))
     from .._creation import tensor
     mh = tensor(_adaptive_matrix(H, Ho, input.dtype.np))
-    mw = tensor(_adaptive_matrix(W, Wo, input.dtype.np))
-    from .linalg import einsum
-    return einsum("...hw,ih,jw->...ij", input, mh, mw)
+    mwt = tensor(_adaptive_matrix(W, Wo, input.dtype.np).T)
+    return mh @ input @ mwt  # two matmuls: a contiguous result, as PyTorch's (.view() works on it)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
