@@ -143,3 +143,12 @@ def test_size_and_dims_keywords(torch, expr):
     np.testing.assert_equal(run(ember), run(torch))
     with pytest.raises(TypeError):
         ember.zeros(2, size=(2,))
+
+
+def test_contains_itemsize_nbytes(torch):
+    for m in (ember, torch):
+        x = m.arange(6.0).reshape(3, 2)
+        assert (4 in x, 7 in x, m.tensor([2.0, 3.0]) in x, m.tensor([7.0, 9.0]) in x) == (True, False, True, False)
+        assert (x.itemsize, x.nbytes, x.long().nbytes, x[:0].nbytes) == (4, 24, 48, 0)
+    with pytest.raises(RuntimeError, match="__contains__"):
+        "a" in ember.ones(2)

@@ -168,6 +168,14 @@ class Tensor:
     def element_size(self):
         return self._data.itemsize
 
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.size * self._data.itemsize
+
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
 
@@ -427,6 +435,13 @@ class Tensor:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
+
+    def __contains__(self, element):
+        # PyTorch: ``element in t`` is (t == element).any() for a number or a tensor
+        if not isinstance(element, (Tensor, int, float, bool)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element).__name__}.")
+        return bool((self == element).any())
 
     __hash__ = object.__hash__
 
