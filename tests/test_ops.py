@@ -180,3 +180,18 @@ def test_out_keyword_writes_result(torch):
     np.testing.assert_array_equal(ei.numpy(), [3, 3, 3])
     with pytest.raises(RuntimeError, match="can't be cast"):
         ember.add(ember.ones(2), 1.5, out=ember.zeros(2, dtype=ember.int64))
+
+
+def test_aminmax_names_and_bincount_dtype(torch):
+    x = np.array([[3.0, 1.0, 2.0], [0.0, -1.0, 5.0]], dtype=np.float32)
+    for kw in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}):
+        e, t = ember.aminmax(ember.tensor(x), **kw), torch.aminmax(torch.tensor(x), **kw)
+        np.testing.assert_array_equal(e.min.numpy(), t.min.numpy())
+        np.testing.assert_array_equal(e.max.numpy(), t.max.numpy())
+    idx = [0, 1, 1, 3]
+    for w in (None, [0.5, 1.0, 2.0, 1.0], np.array([1.0, 2.0, 3.0, 4.0]), [1, 2, 3, 4]):
+        ew = None if w is None else ember.tensor(w)
+        tw = None if w is None else torch.tensor(w)
+        e, t = ember.bincount(ember.tensor(idx), ew), torch.bincount(torch.tensor(idx), tw)
+        assert e.dtype.name == str(t.dtype).split(".")[1]
+        np.testing.assert_array_equal(e.numpy(), t.numpy())

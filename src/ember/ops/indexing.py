@@ -661,7 +661,10 @@ def bincount(input, weights=None, minlength=0):
                            f"{list(a.shape)} and dtype {input.dtype}")
     if a.size and a.min() < 0:
         raise RuntimeError(f"bincount: input must be non-negative, got {int(a.min())}")
-    return D._new_tensor(np.bincount(input._data, w, minlength))
+    r = np.bincount(input._data, w, minlength)
+    if w is not None and w.dtype == np.float32:  # PyTorch: float32 weights give float32 counts, others float64
+        r = r.astype(np.float32)
+    return D._new_tensor(r)
 
 
 def searchsorted(sorted_sequence, values, *, right=False, side=None):

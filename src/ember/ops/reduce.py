@@ -665,8 +665,21 @@ def dist(input, other, p=2):
     return norm(input - other, p)
 
 
+class _AMinMax(tuple):
+    """torch.return_types.aminmax: (min, max) with names."""
+
+    @property
+    def min(self):
+        return self[0]
+
+    @property
+    def max(self):
+        return self[1]
+
+
 def aminmax(input, *, dim=None, keepdim=False):
-    return amin(input, dim if dim is not None else (), keepdim), amax(input, dim if dim is not None else (), keepdim)
+    d = dim if dim is not None else ()
+    return _AMinMax((amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
 from .elementwise import where, maximum, minimum, isnan  # noqa: E402
