@@ -247,9 +247,11 @@ def test_padding_pooling1d_upsample_match_torch(torch, make, shape):
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(is_causal=True), dict(mask="bool"), dict(mask="float"),
-                                dict(scale=0.3)])
+                                dict(scale=0.3), dict(enable_gqa=True)])
 def test_scaled_dot_product_attention_matches_torch(torch, kw):
     q, k, v = randn(2, 3, 4, 5), randn(2, 3, 6, 5), randn(2, 3, 6, 7)
+    if kw.get("enable_gqa"):  # 6 query heads share 3 key/value heads (the flag was accepted and ignored)
+        q = randn(2, 6, 4, 5)
     if kw.get("is_causal"):
         k, v = k[:, :, :4], v[:, :, :4]
     mask = kw.pop("mask", None)

@@ -535,6 +535,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  scale=None, enable_gqa=False):
     """softmax(q k^T * scale + mask) v, composed from ember ops."""
     L, S = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hk = query.shape[-3], key.shape[-3]  # grouped-query attention: each k/v head serves hq // hk heads
+        if hq % hk or value.shape[-3] != hk:
+            raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa=True the number of query heads "
+                               f"({hq}) must be a multiple of the key/value heads ({hk}, {value.shape[-3]})")
+        key = key.repeat_interleave(hq // hk, dim=-3)
+        value = value.repeat_interleave(hq // hk, dim=-3)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
     if is_causal:
