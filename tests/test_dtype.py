@@ -80,3 +80,18 @@ def test_inplace_dtype_rules():
     z = ember.ones(2)
     z.mul_(2)
     assert z.tolist() == [2.0, 2.0]
+
+
+def test_finfo_iinfo_match_torch(torch):
+    for name in ("float16", "float32", "float64"):
+        e, t = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
+        for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+            assert getattr(e, attr) == getattr(t, attr), (name, attr)
+    assert ember.finfo().dtype == "float32"
+    for name in ("uint8", "int8", "int16", "int32", "int64"):
+        e, t = ember.iinfo(getattr(ember, name)), torch.iinfo(getattr(torch, name))
+        assert (e.bits, e.min, e.max, e.dtype) == (t.bits, t.min, t.max, t.dtype)
+    with pytest.raises(TypeError):
+        ember.finfo(ember.int32)
+    with pytest.raises(TypeError):
+        ember.iinfo(ember.float32)

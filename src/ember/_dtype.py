@@ -141,3 +141,35 @@ def result_type_of(dim_dtypes, zero_dtypes, scalars):
 def can_cast(from_, to):
     """PyTorch's rule for in-place results: no float into integer, no integer into bool."""
     return from_.category <= to.category
+
+
+class finfo:
+    """torch.finfo: the limits of a floating dtype (the default dtype when none is given)."""
+
+    def __init__(self, type=None):
+        d = get_default_dtype() if type is None else type
+        if not isinstance(d, dtype) or d.category != 2:
+            raise TypeError("ember.finfo() requires a floating point input type. Use ember.iinfo to handle "
+                            f"{d!r}")
+        i = np.finfo(d.np)
+        self.bits, self.dtype = int(i.bits), d.name
+        self.eps, self.max, self.min = float(i.eps), float(i.max), float(i.min)
+        self.tiny = self.smallest_normal = float(i.smallest_normal)
+        self.resolution = 10.0 ** -int(i.precision)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: the limits of an integer dtype."""
+
+    def __init__(self, type):
+        if not isinstance(type, dtype) or type.category != 1:
+            raise TypeError(f"ember.iinfo() requires an integer input type. Use ember.finfo to handle {type!r}")
+        i = np.iinfo(type.np)
+        self.bits, self.min, self.max, self.dtype = int(i.bits), int(i.min), int(i.max), type.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
