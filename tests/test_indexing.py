@@ -83,3 +83,31 @@ def test_index_gradients_accumulate_repeats():
     x = ember.arange(4.0).requires_grad_()
     x[[0, 0, 3]].sum().backward()
     assert x.grad.tolist() == [2.0, 0.0, 0.0, 1.0]
+
+
+MIXED = [  # integers with tensor indices: PyTorch applies the integers first (NumPy's rule differs)
+    lambda m: (0, slice(None), m.tensor([3, 1])), lambda m: (m.tensor([1, 0]), slice(None), 0),
+    lambda m: (m.tensor([1, 0]), 1, slice(1, 3), m.tensor([0, 4])), lambda m: (1, Ellipsis, m.tensor([0, 4])),
+    lambda m: (0, m.tensor([[1], [2]]), slice(None), m.tensor([0, 4])), lambda m: (slice(None), 2, [0, 3], slice(None, None, 2)),
+    lambda m: (None, 1, slice(None), None, m.tensor([2]), -1), lambda m: (0, [True, False, True], 1),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MIXED)))
+def test_mixed_int_and_tensor_indices_match_torch(torch, k):
+    a = np.arange(120.0, dtype=np.float32).reshape(2, 3, 4, 5)
+    res = []
+    for m in (ember, torch):
+        x = m.tensor(a, requires_grad=True)
+        y = x[MIXED[k](m)]
+        (y * m.arange(float(y.numel())).reshape(y.shape)).sum().backward()
+        z = m.tensor(a)
+        z[MIXED[k](m)] = -1.0
+        res.append((y.detach().numpy(), y.stride(), x.grad.numpy(), z.numpy()))
+    (ey, es, eg, ez), (ty, ts, tg, tz) = res
+    assert ey.shape == ty.shape
+    np.testing.assert_array_equal(ey, ty)
+    np.testing.assert_array_equal(eg, tg)
+    np.testing.assert_array_equal(ez, tz)
+    if ey.size > 1 and min(ey.shape) > 1:
+        assert es == ts  # a dense result (NumPy's fancy indexing can give permuted strides)

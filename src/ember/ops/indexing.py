@@ -15,7 +15,7 @@ IDX = "indexing"
 
 def _index_impl(xp, a, spec):
     try:
-        return a[spec]
+        return xp.ascontiguousarray(a[spec])  # NumPy may return permuted strides; PyTorch's result is dense
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
@@ -135,12 +135,36 @@ def _batched_index_items(idx):
     return False
 
 
+def _ints_first(items):
+    """PyTorch applies the integer (and slice/None) indices first, as views, and the tensor indices to
+    the result: x[0, :, idx] has shape (3, 2) for x of shape (2, 3, 4), where NumPy, counting the 0 as
+    an advanced index apart from idx, gives (2, 3). Returns (basic items, advanced items on the view)
+    when integers and tensor indices are mixed, else None (NumPy's rule then agrees)."""
+    if not any(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items):
+        return None
+    basic, adv = [], []
+    for i in items:
+        if _is_basic(i):
+            basic.append(i)
+            if not isinstance(i, (int, np.integer)):  # an integer's dim is gone from the view
+                adv.append(slice(None))
+        else:
+            a = _to_np_index(i)
+            if isinstance(a, np.ndarray):
+                basic.extend([slice(None)] * (a.ndim if a.dtype.kind == "b" else 1))
+            adv.append(i)
+    return basic, adv
+
+
 def getitem(x, idx):
     if _batched_index_items(idx):
         return batched_index(x, idx)
     items = _normalize(idx, x.dim())
     if all(_is_basic(i) for i in items):
         return _basic_getitem(x, items)
+    split = _ints_first(items)
+    if split is not None:
+        x, items = _basic_getitem(x, split[0]), split[1]
     spec = tuple(_to_np_index(i) for i in items)
     return dispatch(index_op, (x,), {"spec": spec})
 
@@ -190,6 +214,9 @@ def setitem(x, idx, value):
             raise RuntimeError(f"setitem (a copy into the indexed view of shape "
                                f"{list(_basic_getitem(x, items).shape)}): {e}") from None
         return
+    split = _ints_first(items)
+    if split is not None:
+        x, items = _basic_getitem(x, split[0]), split[1]
     spec = tuple(_to_np_index(i) for i in items)
     if any(isinstance(i, np.ndarray) for i in spec) and not (
             value.dim() == 0 and len(spec) == 1 and spec[0].dtype.kind == "b"):
