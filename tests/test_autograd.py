@@ -261,3 +261,18 @@ def test_simple_engine_second_backward_without_retain_raises():
     z.backward()
     with pytest.raises(RuntimeError, match="second time"):
         z.backward()
+
+
+def test_gradient_keeps_input_dtype_through_dtype_arguments(torch):
+    # sum/mean/prod/cumsum(dtype=float64) of a float32 leaf: its .grad is float32 (it was float64)
+    fs = [lambda m, w: w.sum(dtype=m.float64), lambda m, w: w.mean(dtype=m.float64),
+          lambda m, w: w.prod(dtype=m.float64), lambda m, w: w.cumsum(0, dtype=m.float64).sum(),
+          lambda m, w: w.sum(0, dtype=m.float64).sum()]
+    for f in fs:
+        grads = []
+        for m in (ember, torch):
+            w = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            f(m, w).backward()
+            grads.append((w.grad.dtype.__repr__().split(".")[-1], w.grad.numpy()))
+        assert grads[0][0] == grads[1][0] == "float32"
+        np.testing.assert_allclose(grads[0][1], grads[1][1])

@@ -449,6 +449,8 @@ def record(op, args, params, out):
             fn = a._fn
             node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
             node.needs = _NEEDS1
+            if single and out.dtype is not a._data.dtype and a._data.dtype.kind == "f":
+                _note_input_dtypes(node, args, out)  # sum(dtype=float64) of float32: a float32 gradient
         else:
             edges = []
             needs = []
