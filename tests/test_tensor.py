@@ -152,3 +152,10 @@ def test_contains_itemsize_nbytes(torch):
         assert (x.itemsize, x.nbytes, x.long().nbytes, x[:0].nbytes) == (4, 24, 48, 0)
     with pytest.raises(RuntimeError, match="__contains__"):
         "a" in ember.ones(2)
+
+
+def test_repr_width_ignores_nonfinite_and_zero(torch):
+    # nan/inf/-0. do not widen the other elements (ember printed "tensor([nan,  1., inf])")
+    for v in ([float("nan"), 1.0, float("inf")], [-0.0, 1.0], [-float("inf"), 2.5, 0.0], [1e9, 0.0, float("nan")],
+              [0.0, 0.0], [0.0, 123.456]):
+        assert repr(ember.tensor(v)) == repr(torch.tensor(v))

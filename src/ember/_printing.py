@@ -52,7 +52,8 @@ def format_array(a, indent):
         # every element padded to the widest, as PyTorch prints
         sample = a.reshape(-1) if a.size <= 100000 else np.concatenate(
             [a.reshape(-1)[:1000], a.reshape(-1)[-1000:]])
-        width = max(len(fmt(float(x))) for x in sample)
+        # the width comes from the nonzero finite values only (PyTorch's rule): nan, inf and 0 do not widen
+        width = max((len(fmt(float(x))) for x in sample[np.isfinite(sample) & (sample != 0)]), default=1)
         formatter = {"float_kind": lambda x: fmt(float(x)).rjust(width)}
     elif a.dtype.kind == "b":
         w = 5 if not a.all() else 4
