@@ -40,3 +40,25 @@ def test_pinned_below_cpu(monkeypatch, pin, core, avx512, expect):
     if expect:
         assert f"OPENBLAS_CORETYPE={pin}" in note and "AVX-512" in note
         assert "Note: " + note in ember.__config__.show()
+
+
+def test_cuda_and_backends_answer_as_a_cpu_build(torch):
+    # `device = "cuda" if torch.cuda.is_available() else "cpu"` and `torch.backends.cudnn.benchmark = True`
+    # raised AttributeError
+    for m in (ember, torch):
+        assert (m.cuda.is_available(), m.cuda.device_count(), m.cuda.is_initialized()) == (False, 0, False)
+        assert m.cuda.manual_seed_all(0) is None and m.cuda.empty_cache() is None
+        assert not m.backends.mps.is_available() and not m.backends.cudnn.is_available()
+        assert m.backends.cudnn.benchmark is False and m.backends.cuda.matmul.allow_tf32 is False
+        m.backends.cudnn.benchmark = True
+        assert m.backends.cudnn.benchmark is True
+        m.backends.cudnn.benchmark = False
+        m.set_float32_matmul_precision("high")
+        assert m.get_float32_matmul_precision() == "high"
+        m.set_float32_matmul_precision("highest")
+        with pytest.raises(AssertionError):
+            m.cuda.synchronize()
+    assert not ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True)
+    assert ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(False)

@@ -87,13 +87,37 @@ def get_num_threads():
     return _get()
 
 
+_matmul_precision = ["highest"]
+_deterministic = [False]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted for PyTorch programs: NumPy's float32 matmul has one precision, so this changes nothing."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'")
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision[0]
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """ember's kernels are deterministic already; the flag is kept for are_deterministic_algorithms_enabled."""
+    _deterministic[0] = not not mode
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic[0]
+
+
 def _lazy(name):
     import importlib
     return importlib.import_module("." + name, __name__)
 
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
-         "trace_analysis", "testing")
+         "trace_analysis", "testing", "cuda", "backends")
 
 
 def __getattr__(name):
