@@ -282,6 +282,9 @@ def test_scaled_dot_product_attention_matches_torch(torch, kw):
     (lambda m: m.PixelUnshuffle(2), (2, 2, 4, 6)),
     (lambda m: m.Hardshrink(0.3), (3, 4)),
     (lambda m: m.Softshrink(0.3), (3, 4)),
+    (lambda m: m.RMSNorm(4), (2, 3, 4)),
+    (lambda m: m.RMSNorm([3, 4], eps=1e-3), (2, 3, 4)),
+    (lambda m: m.RMSNorm(4, elementwise_affine=False), (3, 4)),
 ])
 def test_more_layers_match_torch(torch, make, shape):
     emod, tmod = make(nn), make(torch.nn)

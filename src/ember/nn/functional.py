@@ -563,6 +563,23 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 # ----------------------------------------------------------------------------- more normalisation, shuffles, losses
 
 
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight; eps defaults to the
+    machine epsilon of the input's dtype, as in PyTorch."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.dim() - k:]) != shape:
+        raise RuntimeError(f"rms_norm: Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size {U.fmt_shape(input.shape)}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"rms_norm: expected weight of shape {list(shape)}, got {U.fmt_shape(weight.shape)}")
+    if eps is None:
+        eps = np.finfo(input.dtype.np).eps
+    dims = tuple(range(input.dim() - k, input.dim()))
+    y = input * _ops.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return y * weight if weight is not None else y
+
+
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
     """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view)."""

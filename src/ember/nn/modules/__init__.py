@@ -8,7 +8,7 @@ from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Mish, Hardtanh
                          Softshrink, PixelShuffle, PixelUnshuffle)
 from .dropout import Dropout, Dropout1d, Dropout2d, AlphaDropout  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
-from .normalization import LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: F401
+from .normalization import LayerNorm, RMSNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
 from .pooling import (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d,  # noqa: F401
