@@ -195,3 +195,16 @@ def test_aminmax_names_and_bincount_dtype(torch):
         e, t = ember.bincount(ember.tensor(idx), ew), torch.bincount(torch.tensor(idx), tw)
         assert e.dtype.name == str(t.dtype).split(".")[1]
         np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_integer_nansum_and_uint8_all_any_dtypes(torch):
+    # nansum of an integer tensor is an int64 sum (ember gave float32); all/any of uint8 are uint8
+    cases = [lambda m: m.tensor([1, 2, 3]).nansum(), lambda m: m.tensor([True, True]).nansum(),
+             lambda m: m.tensor([[1, 2], [3, 4]], dtype=m.int32).nansum(1),
+             lambda m: m.tensor([0, 1, 2], dtype=m.uint8).all(), lambda m: m.tensor([0, 1, 2], dtype=m.uint8).any(),
+             lambda m: m.tensor([[0, 1], [2, 3]], dtype=m.uint8).any(0, keepdim=True),
+             lambda m: m.tensor([0.0, 1.0]).any(), lambda m: m.tensor([1, 2]).all()]
+    for f in cases:
+        e, t = f(ember), f(torch)
+        assert e.dtype.name == str(t.dtype).split(".")[1]
+        np.testing.assert_array_equal(e.numpy(), t.numpy())

@@ -229,9 +229,17 @@ def _arg_impl(f, name):
 
 argmax_op = defop("argmax", _arg_impl(np.argmax, "argmax"), differentiable=False, family=RED)
 argmin_op = defop("argmin", _arg_impl(np.argmin, "argmin"), differentiable=False, family=RED)
-all_op = defop("all", lambda xp, a, dims=None, keepdim=False: xp.all(a, axis=dims, keepdims=keepdim),
-               differentiable=False, family=RED)
-any_op = defop("any", lambda xp, a, dims=None, keepdim=False: xp.any(a, axis=dims, keepdims=keepdim),
+
+
+def _logical_reduce(name):
+    def impl(xp, a, dims=None, keepdim=False):
+        r = getattr(xp, name)(a, axis=dims, keepdims=keepdim)
+        return r.astype(np.uint8) if a.dtype == np.uint8 else r  # PyTorch: uint8 in, uint8 out; else bool
+    return impl
+
+
+all_op = defop("all", _logical_reduce("all"), differentiable=False, family=RED)
+any_op = defop("any", _logical_reduce("any"),
                differentiable=False, family=RED)
 count_nonzero_op = defop("count_nonzero", lambda xp, a, dims=None: xp.asarray(
     xp.count_nonzero(a, axis=dims), dtype=np.int64), differentiable=False, family=RED)
@@ -425,6 +433,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if not input.is_floating_point():  # no nan to skip: an integer sum stays integral (int64), as sum()
+        return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
