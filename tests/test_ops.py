@@ -208,3 +208,13 @@ def test_integer_nansum_and_uint8_all_any_dtypes(torch):
         e, t = f(ember), f(torch)
         assert e.dtype.name == str(t.dtype).split(".")[1]
         np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_xlogy_scalars_and_nan(torch):
+    # xlogy(t, 2.0) raised TypeError; xlogy(0, nan) is nan, not 0
+    nan = float("nan")
+    for f in (lambda m, x, y: m.xlogy(x, y), lambda m, x, y: m.xlogy(x, 2.0), lambda m, x, y: m.xlogy(x, nan),
+              lambda m, x, y: m.xlogy(0.0, y), lambda m, x, y: m.xlogy(3.0, y), lambda m, x, y: x.xlogy(0.0)):
+        e = f(ember, ember.tensor([0.0, 1.0, 2.0, 0.0]), ember.tensor([nan, 2.0, 0.0, 3.0]))
+        t = f(torch, torch.tensor([0.0, 1.0, 2.0, 0.0]), torch.tensor([nan, 2.0, 0.0, 3.0]))
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)

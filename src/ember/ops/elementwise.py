@@ -966,7 +966,15 @@ def logit(input, eps=None):
 
 
 def xlogy(input, other):
-    return where(input == 0, 0.0, input * log(other))
+    """input * log(other), 0 where input == 0 (unless other is nan); either may be a Python number."""
+    if not U.is_tensor(other):
+        other = math.log(other) if other > 0 else (-math.inf if other == 0 else math.nan)
+        prod = input * other
+        return prod if math.isnan(other) else where(input == 0, 0.0, prod)
+    prod = input * log(other)
+    if not U.is_tensor(input):
+        return where(isnan(other), prod, 0.0) if input == 0 else prod
+    return where((input == 0) & ~isnan(other), 0.0, prod)
 
 
 def logaddexp(input, other):
