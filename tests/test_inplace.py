@@ -108,3 +108,26 @@ def test_version_counter_counts_every_write():
     y = x.view(3)
     y.fill_(1)
     assert x._version == 4
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, a: a.cumsum_(1), lambda m, a: a.cumprod_(0), lambda m, a: a.tan_(), lambda m, a: a.eq_(2.0),
+    lambda m, a: a.lt_(m.full((3,), 2.0)), lambda m, a: a.addmm_(m.ones(2, 2), m.ones(2, 3), alpha=0.5),
+    lambda m, a: a.hypot_(a), lambda m, a: a.log10_(), lambda m, a: a.negative_(), lambda m, a: a.xlogy_(2.0),
+    lambda m, a: a.divide_(2.0), lambda m, a: a.logit_(), lambda m, a: a.sinh_()])
+def test_more_inplace_twins_match_torch(torch, call):
+    # PyTorch's in-place twins (cumsum_, eq_, addmm_, ...) raised AttributeError; each returns self
+    res = []
+    for m in (ember, torch):
+        a = m.arange(1.0, 7.0).reshape(2, 3) / 7
+        assert call(m, a) is a
+        res.append(a.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-6)
+
+
+def test_more_tensor_methods(torch):
+    for m in (ember, torch):
+        a = m.arange(6.0).reshape(2, 3)
+        assert a.ravel().tolist() == list(range(6)) and m.ravel(a).shape == (6,) and a.is_cpu
+        assert a.arcsinh().shape == (2, 3) and m.tensor([1]).is_nonzero()
+        assert sorted(m.tensor([0.5, 0.5]).multinomial(2).tolist()) == [0, 1] and m.ones(3).bernoulli().tolist() == [1, 1, 1]

@@ -118,3 +118,24 @@ Tensor.new_ones = _new_ctor("ones")
 Tensor.new_empty = _new_ctor("empty")
 Tensor.new_full = new_full
 Tensor.new_tensor = new_tensor
+
+
+def _multinomial(self, num_samples, replacement=False, *, generator=None):
+    from . import _creation as C
+    return C.multinomial(self, num_samples, replacement, generator=generator)
+
+
+def _bernoulli(self, p=None, *, generator=None):
+    from . import _creation as C
+    return C.bernoulli(self, p, generator=generator)
+
+
+def _is_nonzero(self):
+    from . import is_nonzero
+    return is_nonzero(self)
+
+
+Tensor.multinomial = _multinomial
+Tensor.bernoulli = _bernoulli
+Tensor.is_nonzero = _is_nonzero
+Tensor.is_cpu = property(lambda self: True)

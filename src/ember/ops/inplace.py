@@ -335,7 +335,14 @@ INPLACE_VIA = ("clamp", "clamp_min", "clamp_max", "clip", "relu", "sigmoid", "ta
                "index_fill", "addcmul", "addcdiv", "lerp", "log1p", "expm1", "square", "fmod",
                "remainder", "erf", "leaky_relu", "hardtanh", "elu", "silu", "gelu", "tril", "triu",
                "nan_to_num", "frac", "logical_not", "exp2", "log2", "atan2", "maximum", "minimum",
-               "floor_divide", "sigmoid", "where")
+               "floor_divide", "sigmoid", "where",
+               # the rest of PyTorch's in-place twins of value-preserving ops (cumsum_, tan_, eq_, addmm_, ...)
+               "cumsum", "cumprod", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "atanh",
+               "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "arctan2", "log10", "erfinv", "hypot",
+               "logit", "xlogy", "sgn", "fix", "negative", "absolute", "divide", "bitwise_and", "bitwise_or",
+               "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "logical_and",
+               "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal",
+               "less", "less_equal", "not_equal", "addmm", "addmv", "addbmm", "baddbmm", "addr")
 
 
 def masked_scatter_(self, mask, source):

@@ -257,6 +257,10 @@ def unsqueeze(input, dim):
     return dispatch(unsqueeze_op, (input,), {"dim": U.wrap_dim(dim, input.dim() + 1, "unsqueeze")})
 
 
+def ravel(input):
+    return reshape(input, -1)
+
+
 def flatten(input, start_dim=0, end_dim=-1):
     n = input.dim()
     if n == 0:
