@@ -103,3 +103,16 @@ def test_inplace_flags(torch):
         getattr(torch.nn.functional, name)(t, *args, inplace=True)
         assert r is e
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_interpolate_antialias_and_gelu_errors(torch):
+    # antialias=True was ignored (a silently different downsampled image); upsampling is unaffected by it
+    x = np.random.randn(1, 2, 5, 7).astype(np.float32)
+    e = F.interpolate(ember.tensor(x), size=(9, 11), mode="bilinear", antialias=True)
+    t = torch.nn.functional.interpolate(torch.tensor(x), size=(9, 11), mode="bilinear", antialias=True)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), atol=1e-5)
+    with pytest.raises(NotImplementedError, match="antialias"):
+        F.interpolate(ember.tensor(x), size=(3, 3), mode="bilinear", antialias=True)
+    for m in (ember, torch):  # RuntimeError as PyTorch (was ValueError)
+        with pytest.raises(RuntimeError, match="approximate"):
+            m.nn.functional.gelu(m.ones(2), approximate="fast")

@@ -482,6 +482,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
         out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, sf)]
         scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
+    if antialias and mode != "nearest" and any(o < i for i, o in zip(in_sizes, out_sizes)):
+        # antialiasing changes the result only when downsampling (a wider kernel); not implemented
+        raise NotImplementedError("interpolate: antialias=True when downsampling is not supported by ember")
     out = input
     for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + k

@@ -528,7 +528,7 @@ def _gelu(xp, a, approximate="none"):
         inner = _SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1.0 + xp.tanh(inner))
     if approximate != "none":
-        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     return 0.5 * a * (1.0 + _erf_arr(xp, a * a.dtype.type(_SQRT_HALF)))
 
 
