@@ -380,9 +380,23 @@ def scatter_add(input, dim, index, src):
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """'sum' and 'mean', with or without the values of ``input`` at the scattered-to positions
+    (``include_self``), composed from scatter_add (so differentiable)."""
+    if reduce not in ("sum", "mean"):
+        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not implemented in ember")
+    hit = None
+    if not include_self or reduce == "mean":
+        from .._creation import zeros
+        hit = zeros(tuple(input.shape), dtype=input.dtype).scatter(dim, index, 1) != 0
+    base = input if include_self else input.masked_fill(hit, 0)
+    total = scatter_add(base, dim, index, src)
     if reduce == "sum":
-        return scatter_add(input, dim, index, src)
-    raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not implemented in ember")
+        return total
+    from .._creation import ones_like
+    count = scatter_add(hit.to(input.dtype) * int(include_self), dim, index, ones_like(src, dtype=input.dtype))
+    count = count.masked_fill(~hit, 1)
+    mean = total / count if input.is_floating_point() else total.div(count, rounding_mode="floor")
+    return mean.where(hit, input)
 
 
 def take_along_dim(input, indices, dim=None):
