@@ -131,3 +131,12 @@ def test_more_tensor_methods(torch):
         assert a.ravel().tolist() == list(range(6)) and m.ravel(a).shape == (6,) and a.is_cpu
         assert a.arcsinh().shape == (2, 3) and m.tensor([1]).is_nonzero()
         assert sorted(m.tensor([0.5, 0.5]).multinomial(2).tolist()) == [0, 1] and m.ones(3).bernoulli().tolist() == [1, 1, 1]
+
+
+def test_fill_diagonal_wrap_and_softmin_dtype(torch):
+    for shape in ((7, 3), (4, 3), (3, 5)):
+        for wrap in (False, True):
+            e = ember.zeros(*shape).fill_diagonal_(5.0, wrap=wrap)
+            t = torch.zeros(*shape).fill_diagonal_(5.0, wrap=wrap)
+            np.testing.assert_array_equal(e.numpy(), t.numpy())
+    assert ember.nn.functional.softmin(ember.ones(3), 0, dtype=ember.float64).dtype is ember.float64

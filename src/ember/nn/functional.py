@@ -137,7 +137,7 @@ def tanhshrink(input):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    return softmax(-input, dim)
+    return softmax(-input, dim, dtype=dtype)
 
 
 def glu(input, dim=-1):

@@ -354,6 +354,11 @@ def fill_diagonal_(self, fill_value, wrap=False):
     n = min(self.shape)
     idx = np.arange(n)
     spec = tuple(idx for _ in range(self.dim()))
+    if wrap and self.dim() == 2 and self.shape[0] > self.shape[1] + 1:
+        # a tall matrix: the diagonal starts again every (cols + 1) rows (PyTorch's wrap=True)
+        cols = self.shape[1]
+        flat = np.arange(0, self.shape[0] * cols, cols + 1)
+        spec = (flat // cols, flat % cols)
     from .indexing import index_put_op
     return inplace_apply(index_put_op, self, (D._new_tensor(np.asarray(fill_value, self._data.dtype)),),
                          {"spec": spec}, "fill_diagonal_")
