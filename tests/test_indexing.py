@@ -130,3 +130,20 @@ def test_scatter_reduce_include_self_matches_torch(torch, reduce, include_self):
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-6)
         assert a.dtype == b.dtype
+
+
+def test_isin_and_index_copy_match_torch(torch):
+    for f in (lambda m: m.isin(m.tensor([[1, 2], [3, 4]]), m.tensor([2, 3])), lambda m: m.isin(m.tensor([1, 2]), 2),
+              lambda m: m.isin(m.tensor([1.0, 2.0]), m.tensor([2, 3]), invert=True)):
+        np.testing.assert_array_equal(f(ember).numpy(), f(torch).numpy())
+    res = []
+    for m in (ember, torch):
+        x = m.zeros(4, 3, requires_grad=True)
+        s = m.arange(6.0).reshape(2, 3).requires_grad_()
+        y = x.index_copy(0, m.tensor([3, 1]), s)
+        (y * m.arange(12.0).reshape(4, 3)).sum().backward()
+        c = m.zeros(2, 4)
+        assert c.index_copy_(1, m.tensor([2]), m.ones(2, 1)) is c
+        res.append([y.detach().numpy(), x.grad.numpy(), s.grad.numpy(), c.numpy()])
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)

@@ -199,7 +199,7 @@ _METHODS = [
     "matmul", "mm", "bmm", "mv", "dot", "inner", "vdot", "outer", "ger", "addmm", "addmv", "baddbmm",
     "addbmm", "addr", "kron", "cross", "trace", "diag", "diag_embed",
     # composites
-    "diff", "quantile", "nanquantile", "asinh", "atanh", "arcsinh", "arctanh", "ravel",
+    "diff", "quantile", "nanquantile", "asinh", "atanh", "arcsinh", "arctanh", "ravel", "index_copy", "isin",
 ]
 for _name in _METHODS:
     if _name in _public:

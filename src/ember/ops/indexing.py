@@ -472,6 +472,12 @@ def index_add(input, dim, index, source, *, alpha=1):
                     {"dim": U.wrap_dim(dim, input.dim(), "index_add"), "alpha": alpha})
 
 
+def index_copy(input, dim, index, source):
+    """input with the slices at ``index`` along ``dim`` replaced by source's (index_fill then index_add:
+    differentiable in input and source)."""
+    return index_add(index_fill(input, dim, index, 0), dim, index, source)
+
+
 def index_fill(input, dim, index, value):
     U.check_plain("index_fill", index)
     d = U.wrap_dim(dim, input.dim(), "index_fill")
@@ -717,6 +723,14 @@ def searchsorted(sorted_sequence, values, *, right=False, side=None):
         return D._new_tensor(np.asarray(np.searchsorted(s, v, side=side), dtype=np.int64))
     out = np.stack([np.searchsorted(s[i], v[i], side=side) for i in np.ndindex(s.shape[:-1])])
     return D._new_tensor(out.reshape(v.shape).astype(np.int64))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of ``elements`` is in ``test_elements`` (either may be a number)."""
+    U.check_plain("isin", *(t for t in (elements, test_elements) if U.is_tensor(t)))
+    a = elements._data if U.is_tensor(elements) else np.asarray(elements)
+    b = test_elements._data if U.is_tensor(test_elements) else np.asarray(test_elements)
+    return D._new_tensor(np.isin(a, b, invert=invert))
 
 
 def bucketize(input, boundaries, *, right=False):

@@ -342,7 +342,7 @@ INPLACE_VIA = ("clamp", "clamp_min", "clamp_max", "clip", "relu", "sigmoid", "ta
                "logit", "xlogy", "sgn", "fix", "negative", "absolute", "divide", "bitwise_and", "bitwise_or",
                "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "logical_and",
                "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal",
-               "less", "less_equal", "not_equal", "addmm", "addmv", "addbmm", "baddbmm", "addr")
+               "less", "less_equal", "not_equal", "addmm", "addmv", "addbmm", "baddbmm", "addr", "index_copy")
 
 
 def masked_scatter_(self, mask, source):
