@@ -294,3 +294,15 @@ def test_more_layers_match_torch(torch, make, shape):
         emod.eval()
         tmod.eval()
         compare_module(torch, emod, tmod, randn(*shape))
+
+
+def test_distance_modules_and_compile(torch):
+    a, b = randn(4, 5), randn(4, 5)
+    for make in (lambda m: m.CosineSimilarity(), lambda m: m.CosineSimilarity(dim=0, eps=1e-6),
+                 lambda m: m.PairwiseDistance(), lambda m: m.PairwiseDistance(p=1.0, keepdim=True)):
+        e, t = make(nn), make(torch.nn)
+        assert repr(e) == repr(t)
+        np.testing.assert_allclose(e(ember.tensor(a), ember.tensor(b)).numpy(),
+                                   t(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-5, atol=1e-6)
+    lin = nn.Linear(2, 3)
+    assert ember.compile(lin) is lin and ember.compile(mode="max-autotune")(lin) is lin  # eager: unchanged

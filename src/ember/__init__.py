@@ -87,6 +87,17 @@ def get_num_threads():
     return _get()
 
 
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable=False):
+    """torch.compile's entry point. ember runs eagerly and has no graph compiler, so the model or
+    function comes back unchanged (the same numbers, eager speed); usable as a decorator too."""
+    if model is None:
+        return lambda m: m
+    if not callable(model):
+        raise RuntimeError(f"compile: expected a callable (a Module or a function), got {type(model).__name__}")
+    return model
+
+
 _matmul_precision = ["highest"]
 _deterministic = [False]
 

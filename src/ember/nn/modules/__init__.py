@@ -10,6 +10,7 @@ from .dropout import Dropout, Dropout1d, Dropout2d, AlphaDropout  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from .normalization import LayerNorm, RMSNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
+from .distance import PairwiseDistance, CosineSimilarity  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
 from .pooling import (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d,  # noqa: F401
                       AdaptiveAvgPool1d, Upsample, UpsamplingNearest2d, AdaptiveMaxPool2d,
