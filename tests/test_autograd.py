@@ -276,3 +276,34 @@ def test_gradient_keeps_input_dtype_through_dtype_arguments(torch):
             grads.append((w.grad.dtype.__repr__().split(".")[-1], w.grad.numpy()))
         assert grads[0][0] == grads[1][0] == "float32"
         np.testing.assert_allclose(grads[0][1], grads[1][1])
+
+
+def test_checkpoint_matches_plain_run_and_torch(torch):
+    # ember.utils.checkpoint was missing; the recomputation replays the random state (dropout masks)
+    res = []
+    lin = ember.nn.Linear(3, 3)
+    for ck in (False, True):
+        ember.manual_seed(5)
+        lin.zero_grad()
+        x = ember.ones(4, 3, requires_grad=True)
+        f = lambda a: ember.nn.functional.dropout(lin(a), 0.5).tanh()  # noqa: E731
+        o = ember.utils.checkpoint.checkpoint(f, x, use_reentrant=False) if ck else f(x)
+        (o * ember.arange(12.0).reshape(4, 3)).sum().backward()
+        res.append((o.detach().numpy(), x.grad.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy(),
+                    ember.rand(1).numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    # parameters get gradients when no input requires grad; keyword arguments and tuple outputs
+    w = np.arange(9.0, dtype=np.float32).reshape(3, 3) / 10
+    grads = []
+    for m in (ember, torch):
+        lin = m.nn.Linear(3, 3)
+        with m.no_grad():
+            lin.weight.copy_(m.tensor(w))
+            lin.bias.zero_()
+        o = m.utils.checkpoint.checkpoint(lambda a, s=1.0: (lin(a).tanh() * s, a * 2), m.ones(2, 3),
+                                          use_reentrant=False, s=2.0)
+        (o[0].sum() + o[1].sum()).backward()
+        grads.append((o[0].detach().numpy(), lin.weight.grad.numpy()))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
