@@ -76,3 +76,45 @@ def test_errors():
         nn.LSTM(4, 3, proj_size=2)
     with pytest.raises(RuntimeError, match="hidden size"):
         nn.GRU(4, 3)(ember.randn(2, 1, 4), ember.zeros(2, 1, 3))
+
+
+@pytest.mark.parametrize("mode,kw", [("LSTM", dict(num_layers=2, bidirectional=True)), ("GRU", dict(bidirectional=True)),
+                                     ("RNN", dict(num_layers=2)), ("LSTM", dict(batch_first=True))])
+def test_packed_sequences_match_torch(torch, mode, kw):
+    # nn.utils.rnn.pack_padded_sequence & co. were missing, and the recurrent layers refused packed input
+    rs = np.random.RandomState(0)
+    seqs = [rs.randn(n, 3).astype(np.float32) for n in (2, 4, 1)]
+    h0 = rs.randn(kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1), 3, 4).astype(np.float32)
+    res = []
+    for m in (ember, torch):
+        m.manual_seed(0)
+        layer = getattr(m.nn, mode)(3, 4, **kw)
+        if m is torch:
+            layer.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in ember_layer.state_dict().items()})
+        else:
+            ember_layer = layer
+        xs = [m.tensor(s, requires_grad=True) for s in seqs]
+        packed = m.nn.utils.rnn.pack_sequence(xs, enforce_sorted=False)
+        hx = m.tensor(h0)
+        out, h = layer(packed, (hx, hx * 0.5) if mode == "LSTM" else hx)
+        padded, lengths = m.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=5)
+        hn = h[0] if mode == "LSTM" else h
+        (padded.sum() + (hn * hn).sum()).backward()
+        res.append([padded.detach().numpy(), lengths.numpy(), hn.detach().numpy(), out.data.detach().numpy(),
+                    out.batch_sizes.numpy(), out.sorted_indices.numpy()] + [x.grad.numpy() for x in xs]
+                   + [layer.weight_hh_l0.grad.numpy()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_pack_padded_sequence_layout_and_errors(torch):
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4, 1)  # (T, B, 1)
+    for m in (ember, torch):
+        R = m.nn.utils.rnn
+        p = R.pack_padded_sequence(m.tensor(x), [3, 3, 2, 1])
+        assert p.batch_sizes.tolist() == [4, 3, 2] and p.sorted_indices is None
+        assert p.data.flatten().tolist() == [0, 1, 2, 3, 4, 5, 6, 8, 9]
+        with pytest.raises(RuntimeError, match="sorted in decreasing order"):
+            R.pack_padded_sequence(m.tensor(x), [1, 3, 2, 1])
+        assert [s.flatten().tolist() for s in R.unpack_sequence(R.pack_sequence(
+            [m.tensor([1.0]), m.tensor([2.0, 3.0])], enforce_sorted=False))] == [[1.0], [2.0, 3.0]]

@@ -5,7 +5,10 @@ The input projection of a whole sequence is one matmul; only the recurrent part 
 """
 import math
 
+import numpy as np
+
 from .module import Module
+from ... import _dispatch as D
 from ..parameter import Parameter
 from .. import init
 from ... import ops as _ops
@@ -110,6 +113,28 @@ class RNNBase(Module):
         return (p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx), p.get("bias_hh" + sfx))
 
     def forward(self, input, hx=None):
+        from ..utils.rnn import PackedSequence
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
+        return self._forward(input, hx)
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence runs padded, in its sorted batch order, with each sequence's state frozen
+        past its length (so h_n is the state at its last step); the output is packed the same way."""
+        from ..utils.rnn import PackedSequence, _padded_sorted
+        x, lens = _padded_sorted(packed)
+        order, unorder = packed.sorted_indices, packed.unsorted_indices
+        if hx is not None and order is not None:
+            hx = tuple(h.index_select(1, order) for h in hx) if self.mode == "LSTM" else hx.index_select(1, order)
+        steps = np.arange(x.shape[0])[:, None, None] < lens[None, :, None]  # (T, B, 1): still running
+        out, h = self._forward(x, hx, D._new_tensor(steps), batch_first=False)
+        data = _ops.cat([out[t, :int(b)] for t, b in enumerate(packed.batch_sizes._data)], 0)
+        if unorder is not None:
+            h = tuple(t.index_select(1, unorder) for t in h) if self.mode == "LSTM" else h.index_select(1, unorder)
+        return PackedSequence(data, packed.batch_sizes, order, unorder), h
+
+    def _forward(self, input, hx=None, running=None, batch_first=None):
+        batch_first = self.batch_first if batch_first is None else batch_first
         batched = input.dim() == 3
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
@@ -117,7 +142,7 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
         x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
+        if batched and batch_first:
             x = x.transpose(0, 1)
         T, B = x.shape[0], x.shape[1]
         ndir = 2 if self.bidirectional else 1
@@ -147,12 +172,19 @@ class RNNBase(Module):
                 steps = range(T - 1, -1, -1) if d else range(T)
                 seq = [None] * T
                 for t in steps:
+                    hp, cp = h, c
                     if lstm:
                         h, c = _lstm_step(xw[t], h, c, w_hh, b_hh)
                     elif self.mode == "GRU":
                         h = _gru_step(xw[t], h, w_hh, b_hh)
                     else:
                         h = _rnn_step(xw[t], h, w_hh, b_hh, self.mode == "RNN_RELU")
+                    if running is not None:  # packed input: finished (or not yet started) sequences keep
+                        m = running[t]      # their state and output zeros
+                        h = _ops.where(m, h, hp)
+                        c = _ops.where(m, c, cp) if lstm else None
+                        seq[t] = _ops.where(m, h, 0.0)
+                        continue
                     seq[t] = h
                 outs.append(_ops.stack(seq, 0) if T else zeros((0, B, self.hidden_size), dtype=x.dtype))
                 hs.append(h)
@@ -164,7 +196,7 @@ class RNNBase(Module):
         out = layer_in
         h_n = _ops.stack(hs, 0)
         c_n = _ops.stack(cs, 0) if lstm else None
-        if batched and self.batch_first:
+        if batched and batch_first:
             out = out.transpose(0, 1)
         if not batched:
             out = out.squeeze(1)
