@@ -218,3 +218,20 @@ def test_xlogy_scalars_and_nan(torch):
         e = f(ember, ember.tensor([0.0, 1.0, 2.0, 0.0]), ember.tensor([nan, 2.0, 0.0, 3.0]))
         t = f(torch, torch.tensor([0.0, 1.0, 2.0, 0.0]), torch.tensor([nan, 2.0, 0.0, 3.0]))
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_argmax_of_empty_batch_and_repeat_interleave_is_new_tensor(torch):
+    # argmax over a non-empty dim of an empty tensor (an empty batch) raised; repeat_interleave of a
+    # size-1 dim returned a stride-0 view (repeats=1: the input itself, so writes went through)
+    for f in (lambda m: m.zeros(0, 3, 2).argmax(1), lambda m: m.zeros(0, 3, 2).argmin(2, keepdim=True),
+              lambda m: m.zeros(2, 0).argmax(0)):
+        e, t = f(ember), f(torch)
+        assert tuple(e.shape) == tuple(t.shape) and e.dtype is ember.int64
+    with pytest.raises(IndexError):
+        ember.zeros(0, 3).argmax(0)
+    for m in (ember, torch):
+        x = m.ones(1, 3)
+        y = x.repeat_interleave(2, 0)
+        z = x.repeat_interleave(1, 0)
+        z += 1
+        assert y.stride() == (3, 1) and x.sum().item() == 3.0

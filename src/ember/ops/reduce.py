@@ -217,9 +217,9 @@ for _o in (max_dim_op, min_dim_op):
 
 def _arg_impl(f, name):
     def impl(xp, a, dim=None, keepdim=False):
-        if a.size == 0:
-            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0 "
-                             f"(input is empty, shape {list(a.shape)})")
+        if a.size == 0 and (dim is None or a.shape[dim] == 0):  # an empty result is fine otherwise
+            want = "dim to be specified for input.numel() == 0" if dim is None else f"dim {dim} to have non-zero size"
+            raise IndexError(f"{name}(): Expected reduction {want} (input is empty, shape {list(a.shape)})")
         if dim is None:
             r = f(a.reshape(-1))
             return xp.asarray(r).reshape((1,) * a.ndim) if keepdim else xp.asarray(r)

@@ -753,7 +753,8 @@ def repeat_interleave(input, repeats, dim=None):
         shape = list(x.shape)
         shape[d + 1] = repeats
         x = x.expand(shape)
-        return flatten(x, d, d + 1)
+        # a new dense tensor, as PyTorch's (the flattened expand can be a stride-0 view, or the input itself)
+        return clone(flatten(x, d, d + 1), memory_format=_contiguous_format())
     from .indexing import index_select
     from .._creation import arange
     idx = np.repeat(np.arange(input.shape[d]), repeats._data)
@@ -844,6 +845,11 @@ def _clone_impl(xp, a, memory_format=None):
 clone_op = defop("clone", _clone_impl, family="elementwise")
 clone_op.vjp = lambda ctx, g: g
 clone_op.jvp = lambda ctx, t: t.clone()
+
+
+def _contiguous_format():
+    from .._memory_format import contiguous_format
+    return contiguous_format
 
 
 def clone(input, *, memory_format=None):
