@@ -99,3 +99,24 @@ def test_squeeze_unsqueeze_shapes(torch):
     for f in (lambda x: x.squeeze(), lambda x: x.squeeze(0), lambda x: x.squeeze(1), lambda x: x.squeeze((0, 2)),
               lambda x: x.unsqueeze(-1), lambda x: x.unsqueeze(3)):
         assert tuple(f(ember.zeros(1, 3, 1)).shape) == tuple(f(torch.zeros(1, 3, 1)).shape)
+
+
+def test_diagonal_is_a_writable_view_and_pad_copies(torch):
+    # x.diagonal().add_(eps) raised (NumPy's read-only diagonal view); F.pad(x, (0, 0)) returned x itself
+    res = []
+    for m in (ember, torch):
+        x = m.arange(6.0).reshape(2, 3)
+        x.diagonal().add_(10.0)
+        x.diagonal(1).zero_()
+        x.diagonal()[0] = -1.0
+        w = m.eye(3, requires_grad=True)
+        y = w * 2
+        y.diagonal().add_(1.0)
+        (y * m.arange(9.0).reshape(3, 3)).sum().backward()
+        z = m.zeros(2, 3, 3)
+        z.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+        p = m.nn.functional.pad(x, (0, 0))
+        p += 1
+        res.append([x.numpy(), w.grad.numpy(), z.numpy()])
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)

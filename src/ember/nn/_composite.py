@@ -51,4 +51,4 @@ def pad(input, pad, mode="constant", value=None):
             fill = 0.0 if value is None else value
             taken = _ops.where(mask, taken, fill)
         out = taken
-    return out
+    return out.clone() if out is input else out  # always a new tensor, as PyTorch's (pad (0, 0) too)

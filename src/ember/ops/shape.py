@@ -438,7 +438,10 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def _diag_impl(xp, a, offset, dim1, dim2):
-    return xp.diagonal(a, offset, dim1, dim2)
+    v = xp.diagonal(a, offset, dim1, dim2)
+    if not v.flags.writeable and a.flags.writeable:
+        v.flags.writeable = True  # NumPy hands out a read-only view; PyTorch's is writable (x.diagonal().add_(eps))
+    return v
 
 
 diagonal_op = defop("diagonal", _diag_impl, view=True, save=("shapes",), family=VIEW)
