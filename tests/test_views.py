@@ -120,3 +120,14 @@ def test_diagonal_is_a_writable_view_and_pad_copies(torch):
         res.append([x.numpy(), w.grad.numpy(), z.numpy()])
     for a, b in zip(*res):
         np.testing.assert_array_equal(a, b)
+
+
+def test_expand_without_repeats_is_writable(torch):
+    for m in (ember, torch):
+        x = m.arange(6.0) + 1
+        x[None].expand(1, 6).zero_()
+        z = m.ones(2, 3)
+        z.expand_as(z).mul_(3)
+        assert x.sum().item() == 0 and z.sum().item() == 18
+        with pytest.raises(RuntimeError):
+            m.ones(3, 1).expand(3, 4).add_(1)  # a real broadcast stays unwritable

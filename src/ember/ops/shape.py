@@ -140,6 +140,8 @@ moveaxis = movedim
 
 
 def _expand_impl(xp, a, shape):
+    if a.size == int(np.prod(shape)) and a.shape == tuple(shape)[len(shape) - a.ndim:]:
+        return a.reshape(shape)  # nothing repeated (same shape, new size-1 dims): a writable view, as PyTorch's
     return xp.broadcast_to(a, shape)
 
 
