@@ -131,7 +131,7 @@ def test_where_method_takes_self_as_input(torch):
     "a.permute(dims=(1, 0))", "m.permute(a, dims=(1, 0))", "a[:1].expand(size=(2, 3, 4))", "a.repeat(repeats=(1, 2))",
     "a.flip(dims=(0,))", "m.flip(a, dims=(0, 1))", "a.tile(dims=(2,))", "m.tile(a, dims=(2, 1))",
     "a.split(split_size=2, dim=1)", "m.zeros(size=(2, 3))", "m.ones(size=[2])", "m.empty(size=(0, 2)).shape",
-    "a.new_zeros(size=(2,))", "a.new_ones(size=(1, 2))"])
+    "a.new_zeros(size=(2,))", "a.new_ones(size=(1, 2))", "m.broadcast_to(a, size=(2, 3, 4))"])
 def test_size_and_dims_keywords(torch, expr):
     # the varargs-or-sequence arguments also go by their PyTorch keyword names
     def run(m):

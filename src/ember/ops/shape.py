@@ -181,8 +181,8 @@ def expand(input, *sizes, size=None):
     return dispatch(expand_op, (input,), {"shape": tuple(out)})
 
 
-def broadcast_to(input, shape):
-    return expand(input, shape)
+def broadcast_to(input, size):
+    return expand(input, size)
 
 
 def broadcast_shapes(*shapes):
