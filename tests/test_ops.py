@@ -235,3 +235,23 @@ def test_argmax_of_empty_batch_and_repeat_interleave_is_new_tensor(torch):
         z = x.repeat_interleave(1, 0)
         z += 1
         assert y.stride() == (3, 1) and x.sum().item() == 3.0
+
+
+def test_gradients_at_zeros_match_torch(torch):
+    # cumprod's gradient at a zero was 0 (it is the product of the others); std of a constant input
+    # gave nan gradients (PyTorch: 0); celu's max+min tie split the gradient near 0 and overflowed at inf
+    cases = [(lambda m, x: x.cumprod(0).sum(), [2.0, 0.0, 3.0, 0.0, 5.0]),
+             (lambda m, x: (x.cumprod(0) * m.arange(3.0)).sum(), [0.0, 4.0, 2.0]),
+             (lambda m, x: x.std(), [1.0, 1.0, 1.0]), (lambda m, x: x.std(0, keepdim=True).sum(), [2.0, 2.0]),
+             (lambda m, x: m.nn.functional.celu(x, 0.7).sum(), [-1e-8, 0.0, 1e-8, 30.0, 1000.0, -1000.0])]
+    for f, v in cases:
+        g = []
+        for m in (ember, torch):
+            x = m.tensor(v, requires_grad=True)
+            f(m, x).backward()
+            g.append(x.grad.numpy())
+        np.testing.assert_allclose(g[0], g[1], rtol=1e-5)
+    x = [-1e-8, float("inf"), -float("inf"), 2.0, -2.0]
+    np.testing.assert_allclose(ember.nn.functional.celu(ember.tensor(x)).numpy(),
+                               torch.nn.functional.celu(torch.tensor(x)).numpy(), rtol=1e-6)
+    assert np.isnan(ember.tensor([1.0]).std().item())  # one element, correction 1: nan as in PyTorch

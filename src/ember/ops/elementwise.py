@@ -381,6 +381,10 @@ log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2
 log10_op = _unary("log10", lambda xp, a: xp.log10(a), lambda c: (_x(c) * math.log(10.0)).reciprocal())
 log1p_op = _unary("log1p", lambda xp, a: xp.log1p(a), lambda c: (_x(c) + 1).reciprocal())
 expm1_op = _unary("expm1", lambda xp, a: xp.expm1(a), lambda c: c.out + 1, save=("out",))
+# log clamped at -100 with the derivative 1 / max(x, 1e-12): binary_cross_entropy's logs, whose
+# gradient at a saturated probability (0 or 1) is then large and finite, as PyTorch's, not nan
+clamped_log_op = _unary("clamped_log", lambda xp, a: xp.maximum(xp.log(a), a.dtype.type(-100.0)),
+                        lambda c: clamp_min(_x(c), 1e-12).reciprocal())
 sqrt_op = _unary("sqrt", lambda xp, a: xp.sqrt(a), lambda c: 0.5 / c.out, save=("out",))
 rsqrt_op = _unary("rsqrt", lambda xp, a: 1.0 / xp.sqrt(a) if a.ndim else xp.asarray(1.0 / xp.sqrt(a)),
                   lambda c: -0.5 * c.out ** 3, save=("out",))
@@ -1003,7 +1007,8 @@ def selu(input):
 
 
 def celu(input, alpha=1.0):
-    return maximum(input, 0.0) + minimum(alpha * ((input / alpha).exp() - 1), 0.0)
+    # where, not max + min: their tie at 0 split the gradient (1.5 near 0), and exp overflowed to nan at +inf
+    return where(input > 0, input, alpha * expm1(clamp_max(input, 0.0) / alpha))
 
 
 def softsign(input):

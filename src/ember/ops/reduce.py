@@ -396,9 +396,17 @@ cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="sca
 def _(ctx, g):
     x = ctx.inputs[0]
     d = ctx.params["dim"]
-    # valid where x has no zeros (the common case); zeros give the limit through where()
-    r = (g * ctx.out).flip(d).cumsum(d).flip(d)
-    return where(x == 0, 0.0, r / where(x == 0, 1.0, x))
+    # before the first zero along dim: sum_{j>=k} g_j out_j / x_k; at the first zero: the same sum over
+    # the products with that zero left out (cumprod with it set to 1); after it: 0
+    rev = lambda t: t.flip(d).cumsum(d).flip(d)  # noqa: E731
+    zero = x == 0
+    nz = zero.to(x.dtype).cumsum(d)
+    before = nz == 0
+    first = zero & (nz == 1)
+    r = rev(g * ctx.out)
+    grad = where(before, r / where(before, x, 1.0), 0.0)
+    r0 = rev(g * where(first, 1.0, x).cumprod(d))
+    return where(first, r0, grad)
 
 
 @cumprod_op.def_jvp
@@ -572,7 +580,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    v = var(input, dim, unbiased, keepdim, correction=correction)
+    zero = v == 0  # a zero std (constant input) has a zero gradient, as in PyTorch, not 0 * inf = nan
+    return where(zero, 0.0, where(zero, 1.0, v).sqrt())
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
