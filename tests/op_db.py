@@ -285,6 +285,8 @@ for _n, _g in UNARY.items():
     add(_n, fn=(lambda n: lambda m, x: getattr(m, n)(x))(_n), samples=unary(_g),
         fd_tol=1e-4 if _n in ("rsqrt", "reciprocal", "erfinv", "tan") else 1e-5)
 add("neg", "neg_operator", fn=lambda m, x: -x, samples=unary(shapes=[(3,)]))
+add("clamped_log", "binary_cross_entropy", fn=lambda m, p, t: F(m).binary_cross_entropy(p, t, reduction="none"),
+    samples=fixed(lambda r: S((U(r, (2, 3), 0.05, 0.95), U(r, (2, 3), 0.0, 1.0)))))
 add("abs", "abs_int", fn=lambda m, x: m.abs(x), grad=False, samples=fixed(lambda r: S((ints(r, (5,)),))))
 add("exp", "exp_int", fn=lambda m, x: m.exp(x), grad=False, samples=fixed(lambda r: S((ints(r, (5,)),))))
 add("sqrt", "sqrt_method", fn=lambda m, x: x.sqrt(), samples=unary(_pos, shapes=[(3,)]))

@@ -306,3 +306,21 @@ def test_distance_modules_and_compile(torch):
                                    t(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-5, atol=1e-6)
     lin = nn.Linear(2, 3)
     assert ember.compile(lin) is lin and ember.compile(mode="max-autotune")(lin) is lin  # eager: unchanged
+
+
+def test_sdpa_fully_masked_rows_are_zero(torch):
+    # a query with every key masked gives zeros (and zero gradients) in PyTorch; ember gave nan
+    qa = randn(1, 2, 3, 4)
+    inf = float("inf")
+    res = []
+    for m in (ember, torch):
+        for mask in (m.tensor([[True, True, False], [False, False, False], [True, True, True]]),
+                     m.tensor([[0.0, 0.0, -inf], [-inf, -inf, -inf], [0.0, 1.0, 2.0]])):
+            q = m.tensor(qa, requires_grad=True)
+            o = m.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+            o.sum().backward()
+            res.append((o.detach().numpy(), q.grad.numpy()))
+    for (eo, eg), (to, tg) in zip(res[:2], res[2:]):
+        assert np.isfinite(eo).all() and np.isfinite(eg).all()
+        np.testing.assert_allclose(eo, to, atol=1e-6, rtol=1e-5)
+        np.testing.assert_allclose(eg, tg, atol=1e-5, rtol=1e-4)

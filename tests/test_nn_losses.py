@@ -183,3 +183,15 @@ def test_more_losses_match_torch(torch, reduction):
     _check(torch, lambda x, y: nn.MultiLabelSoftMarginLoss(reduction=reduction)(x, y),
            lambda x, y: torch.nn.MultiLabelSoftMarginLoss(reduction=reduction)(x, y), a, lab)
     _check(torch, lambda x: F.pdist(x), lambda x: torch.nn.functional.pdist(x), a)
+
+
+def test_binary_cross_entropy_saturated_gradient(torch):
+    # p exactly 0 or 1 (a saturated sigmoid): PyTorch's gradient is large and finite, ember's was nan
+    g = []
+    for m in (ember, torch):
+        p = m.tensor([0.0, 1.0, 0.5, 1e-30], requires_grad=True)
+        loss = m.nn.functional.binary_cross_entropy(p, m.tensor([1.0, 0.0, 0.5, 1.0]))
+        loss.backward()
+        g.append((loss.item(), p.grad.numpy()))
+    assert g[0][0] == pytest.approx(g[1][0], rel=1e-6)
+    np.testing.assert_allclose(g[0][1], g[1][1], rtol=1e-5)

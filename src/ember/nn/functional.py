@@ -105,7 +105,7 @@ def selu(input, inplace=False):
 
 
 def celu(input, alpha=1.0, inplace=False):
-    out = _ops.maximum(input, 0.0 * input) + _ops.minimum(0.0 * input, alpha * ((input / alpha).exp() - 1))
+    out = _ops.celu(input, alpha)
     return input.copy_(out) if inplace else out
 
 
@@ -331,8 +331,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                            f"in [{float(a.min())}, {float(a.max())}])")
     # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
     with np.errstate(divide="ignore"):
-        logp = _ops.clamp_min(input.log(), -100.0)
-        log1mp = _ops.clamp_min((1 - input).log(), -100.0)
+        logp = D.dispatch(_ops.elementwise.clamped_log_op, (input,))
+        log1mp = D.dispatch(_ops.elementwise.clamped_log_op, (1 - input,))
     loss = -(target * logp + (1 - target) * log1mp)
     if weight is not None:
         loss = loss * weight
@@ -551,13 +551,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("scaled_dot_product_attention: attn_mask and is_causal cannot both be set")
         keep = D._new_tensor(np.tril(np.ones((L, S), bool)))
-        scores = _ops.masked_fill(scores, ~keep, float("-inf"))
+        attn = softmax(_ops.masked_fill(scores, ~keep, float("-inf")), -1)
     elif attn_mask is not None:
         if attn_mask.dtype.name == "bool":
             scores = _ops.masked_fill(scores, ~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask
-    attn = softmax(scores, -1)
+        # a query whose keys are all masked attends to nothing: zeros (PyTorch's), not softmax's nan
+        dead = (scores == float("-inf")).all(-1, keepdim=True)
+        attn = _ops.masked_fill(softmax(_ops.masked_fill(scores, dead, 0.0), -1), dead, 0.0)
+    else:
+        attn = softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return _ops.matmul(attn, value)
