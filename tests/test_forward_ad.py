@@ -177,3 +177,14 @@ def test_inplace_into_views_updates_the_base_tangent(torch):
             res[lib.__name__] = [fa.unpack_dual(v).tangent.numpy() for v in (y, z, w)]
     for a, b in zip(res["ember"], res["torch"]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_cumprod_tangent_at_zeros(torch):
+    # cumprod's forward-mode rule divided by x: nan at a zero entry
+    outs = []
+    for m in (ember, torch):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(m.tensor([2.0, 0.0, 3.0, 0.0, 5.0]), m.tensor([1.0, 2.0, 3.0, 4.0, 5.0]))
+            outs.append(fw.unpack_dual(x.cumprod(0)).tangent.numpy())
+    np.testing.assert_allclose(outs[0], outs[1])

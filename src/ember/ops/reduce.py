@@ -411,9 +411,17 @@ def _(ctx, g):
 
 @cumprod_op.def_jvp
 def _(ctx, t):
+    # before the first zero: out * cumsum(t / x); from it on only the zero's own tangent survives:
+    # t_z times the product of the others (cumprod with that zero set to 1)
     x = ctx.inputs[0]
     d = ctx.params["dim"]
-    return ctx.out * (t / x).cumsum(d)
+    zero = x == 0
+    nz = zero.to(x.dtype).cumsum(d)
+    before = nz == 0
+    first = zero & (nz == 1)
+    head = ctx.out * (t / where(before, x, 1.0)).cumsum(d)
+    tail = where(first, t, 0.0).cumsum(d) * where(first, 1.0, x).cumprod(d)
+    return where(before, head, tail)
 
 
 # ----------------------------------------------------------------------------- public functions
