@@ -255,3 +255,19 @@ def test_gradients_at_zeros_match_torch(torch):
     np.testing.assert_allclose(ember.nn.functional.celu(ember.tensor(x)).numpy(),
                                torch.nn.functional.celu(torch.tensor(x)).numpy(), rtol=1e-6)
     assert np.isnan(ember.tensor([1.0]).std().item())  # one element, correction 1: nan as in PyTorch
+
+
+def test_more_gradients_at_special_points(torch):
+    # PyTorch's slopes: d(0**b)/db = 0 for b >= 0 (ember: -inf at b = 0); atan2 at (0, 0): 0 (nan);
+    # a p-norm (p > 1) of a zero vector: 0 (nan); xlogy in x where x = 0: 0 (nan)
+    def grads(m, f, *vals):
+        xs = [m.tensor(v, requires_grad=True) for v in vals]
+        f(m, *xs).backward()
+        return [x.grad.numpy() for x in xs]
+    cases = [(lambda m, b, e: (b ** e).sum(), [0.0, 0.0, 2.0], [0.0, 0.5, 3.0]),
+             (lambda m, y: m.atan2(y, m.zeros(2)).sum(), [0.0, 1.0]),
+             (lambda m, x: x.norm(p=3), [0.0, 0.0]), (lambda m, x: x.norm(p=3, dim=1).sum(), [[0.0, 0.0], [1.0, 2.0]]),
+             (lambda m, x, y: m.xlogy(x, y).sum(), [0.0, 1.0, 0.0], [0.5, 2.0, 3.0])]
+    for f, *vals in cases:
+        for a, b in zip(grads(ember, f, *vals), grads(torch, f, *vals)):
+            np.testing.assert_allclose(a, b, rtol=1e-6)

@@ -211,7 +211,7 @@ def _(ctx, g):
     if n[0]:
         ga = g * _pow_deriv_base(a, b)
     if n[1]:
-        gb = g * _pow_deriv_exp(a, ctx.out)
+        gb = g * _pow_deriv_exp(a, b, ctx.out)
     return ga, gb
 
 
@@ -220,7 +220,7 @@ def _(ctx, ta, tb):
     a, b = ctx.inputs
     r = None if ta is None else ta * _pow_deriv_base(a, b)
     if tb is not None:
-        r = _tsum(r, tb * _pow_deriv_exp(a, ctx.out))
+        r = _tsum(r, tb * _pow_deriv_exp(a, b, ctx.out))
     return r
 
 
@@ -232,10 +232,10 @@ def _pow_deriv_base(a, b):
     return where(b == 0, 0.0, b * a ** (b - 1))
 
 
-def _pow_deriv_exp(a, out):
+def _pow_deriv_exp(a, b, out):
     if not U.is_tensor(a):
         return out * math.log(a) if a > 0 else out * (0.0 if a == 0 else math.nan)
-    return where((a == 0) & (out == 0), 0.0, out * log(a))
+    return where((a == 0) & (b >= 0), 0.0, out * log(a))  # PyTorch: 0 ** b has slope 0 in b for b >= 0
 
 
 def _minmax_impl(uf, name):
@@ -287,17 +287,22 @@ atan2_op = defop("atan2", _binary_impl(np.arctan2, "atan2", floating=True), save
                  bcast=True, family=EW)
 
 
+def _atan2_den(a, b):
+    den = a * a + b * b
+    return where(den == 0, 1.0, den)  # at (0, 0) both numerators are 0: slope 0, as PyTorch, not 0/0
+
+
 @atan2_op.def_vjp
 def _(ctx, g):
     a, b = ctx.inputs
-    den = a * a + b * b
+    den = _atan2_den(a, b)
     return g * b / den, -g * a / den
 
 
 @atan2_op.def_jvp
 def _(ctx, ta, tb):
     a, b = ctx.inputs
-    den = a * a + b * b
+    den = _atan2_den(a, b)
     return _tsum(None if ta is None else ta * b / den, None if tb is None else -tb * a / den)
 
 
@@ -975,10 +980,12 @@ def xlogy(input, other):
         other = math.log(other) if other > 0 else (-math.inf if other == 0 else math.nan)
         prod = input * other
         return prod if math.isnan(other) else where(input == 0, 0.0, prod)
-    prod = input * log(other)
     if not U.is_tensor(input):
+        prod = input * log(other)
         return where(isnan(other), prod, 0.0) if input == 0 else prod
-    return where((input == 0) & ~isnan(other), 0.0, prod)
+    zero = (input == 0) & ~isnan(other)
+    # log of 1 where input is 0: the slope in input there is 0 (PyTorch's), not 0 * log(0) = nan
+    return where(zero, 0.0, input * log(where(zero, 1.0, other)))
 
 
 def logaddexp(input, other):

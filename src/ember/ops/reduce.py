@@ -667,11 +667,12 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return sum(input.abs(), dim, keepdim)
     a = input.abs()
     if p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
-        from .elementwise import where
         zero = a == 0
         a = where(zero, 0.0, where(zero, 1.0, a) ** p)
         return sum(a, dim, keepdim) ** (1.0 / p)
-    return sum(a ** p, dim, keepdim) ** (1.0 / p)
+    s = sum(a ** p, dim, keepdim)
+    zero = s == 0  # the norm of a zero vector has slope 0, as in PyTorch (s ** (1/p) is infinitely steep at 0)
+    return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))
 
 
 def _l2(x, dim, keepdim):
