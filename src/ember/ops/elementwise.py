@@ -983,9 +983,10 @@ def xlogy(input, other):
     if not U.is_tensor(input):
         prod = input * log(other)
         return where(isnan(other), prod, 0.0) if input == 0 else prod
-    zero = (input == 0) & ~isnan(other)
-    # log of 1 where input is 0: the slope in input there is 0 (PyTorch's), not 0 * log(0) = nan
-    return where(zero, 0.0, input * log(where(zero, 1.0, other)))
+    # where input is 0 and log(other) is not finite (other <= 0 or inf), log(1) stands in: the value is 0
+    # and the slope in input 0 (PyTorch's), not 0 * -inf = nan; elsewhere the slope in input is log(other)
+    bad = (input == 0) & ((other <= 0) | isinf(other))
+    return input * log(where(bad, 1.0, other))
 
 
 def logaddexp(input, other):
