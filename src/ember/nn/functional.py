@@ -325,6 +325,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy", input, target)
+    if not input.is_floating_point():
+        raise NotImplementedError(f"binary_cross_entropy: not implemented for integer/bool input (got "
+                                  f"{input.dtype}); pass probabilities as a floating tensor")
+    if U.is_tensor(target) and target.dtype is not input.dtype:
+        raise RuntimeError(f"binary_cross_entropy: Found dtype {target.dtype.name} (target) but expected "
+                           f"{input.dtype.name} (the input's)")
     a = input._data
     if a.size and not D.state.levels and ((a < 0).any() or (a > 1).any()):
         raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 and 1 (got values "
