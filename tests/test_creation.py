@@ -159,3 +159,16 @@ def test_is_nonzero(torch):
         assert ember.is_nonzero(ember.tensor(v)) == torch.is_nonzero(torch.tensor(v))
     with pytest.raises(RuntimeError):
         ember.is_nonzero(ember.ones(2))
+
+
+def test_tensor_from_tensors_range_and_size(torch):
+    # one-element tensors inside a list are numbers (shape (2,), not (2, 1)); range data; Tensor(Size)
+    for f in (lambda m: m.tensor([m.tensor([1.0]), m.tensor([2.0])]), lambda m: m.tensor([m.tensor(1), m.tensor(2)]),
+              lambda m: m.tensor([[m.tensor([1.5])], [m.tensor(2.5)]]), lambda m: m.tensor(range(3)),
+              lambda m: m.tensor(range(1, 7, 2), dtype=m.float32), lambda m: m.tensor(m.ones(2, 2))):
+        e, t = f(ember), f(torch)
+        assert e.dtype.name == str(t.dtype).split(".")[1]
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    with pytest.raises(ValueError, match="one element"):
+        ember.tensor([ember.ones(2), ember.zeros(2)])
+    assert ember.Tensor(ember.Size([2, 3])).shape == (2, 3)

@@ -115,7 +115,11 @@ def _infer(data):
 
 def _flatten_tensors(data):
     if isinstance(data, Tensor):
-        return data._data
+        # a tensor inside a list is a number to PyTorch: tensor([t1, t2]) of one-element tensors is 1-d
+        if data._data.size != 1:
+            raise ValueError(f"tensor(): only one element tensors can be converted to Python scalars (got a "
+                             f"tensor of shape {list(data.shape)} inside the data)")
+        return data._data.reshape(())
     if isinstance(data, (list, tuple)):
         return [_flatten_tensors(x) for x in data]
     return data
@@ -125,6 +129,8 @@ def _to_array(data, dtype=None):
     if isinstance(data, Tensor):
         a = data._data
         return a.astype(dtype.np) if dtype is not None else a.copy()
+    if isinstance(data, range):
+        data = list(data)
     if dtype is None:
         dtype = _infer(data)
     flat = _flatten_tensors(data)

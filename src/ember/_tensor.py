@@ -98,6 +98,8 @@ class Tensor:
     def __init__(self, *args, dtype=None, device=None):
         if not args:
             return
+        if len(args) == 1 and isinstance(args[0], Size):  # Tensor(torch.Size([2, 3])): sizes, as PyTorch
+            args = tuple(args[0])
         if len(args) == 1 and not isinstance(args[0], int):
             from ._creation import _to_array
             a = _to_array(args[0], dt.get_default_dtype())
