@@ -271,3 +271,13 @@ def test_more_gradients_at_special_points(torch):
     for f, *vals in cases:
         for a, b in zip(grads(ember, f, *vals), grads(torch, f, *vals)):
             np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_float16_scans_accumulate_in_float32(torch):
+    # float16 cumsum stalled at 2048 (a float16 running sum); var/cumprod also accumulate in float32
+    x = np.random.RandomState(0).rand(20000).astype(np.float16)
+    for f in (lambda t: t.cumsum(0), lambda t: t.view(20, 1000).var(1), lambda t: t[:30].cumprod(0),
+              lambda t: t.std()):
+        e, t = f(ember.tensor(x)), f(torch.tensor(x))
+        assert e.dtype is ember.float16
+        np.testing.assert_array_equal(e.numpy(), t.numpy())

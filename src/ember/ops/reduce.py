@@ -249,7 +249,8 @@ def _var_impl(xp, a, dims=None, correction=1, keepdim=False):
     if a.dtype.kind != "f":
         raise RuntimeError("var(): input dtype should be floating point")
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = xp.var(a, axis=dims, ddof=correction, keepdims=keepdim)
+        # float16 accumulates in float32, as PyTorch's kernels do
+        r = xp.var(a, axis=dims, ddof=correction, keepdims=keepdim, dtype=np.float32 if a.dtype == np.float16 else None)
     return xp.asarray(r, dtype=a.dtype)
 
 
@@ -368,6 +369,8 @@ def _(ctx, t):
 def _cumsum_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
+    if dtype is None and a.dtype == np.float16:  # a float32 running sum, as PyTorch (float16 stalls at 2048)
+        return xp.cumsum(a, axis=dim, dtype=np.float32).astype(np.float16)
     return xp.cumsum(a, axis=dim, dtype=dtype)
 
 
@@ -386,6 +389,8 @@ cumsum_op.jvp = lambda ctx, t: t.cumsum(ctx.params["dim"])
 def _cumprod_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
+    if dtype is None and a.dtype == np.float16:
+        return xp.cumprod(a, axis=dim, dtype=np.float32).astype(np.float16)
     return xp.cumprod(a, axis=dim, dtype=dtype)
 
 
