@@ -277,7 +277,8 @@ def test_float16_scans_accumulate_in_float32(torch):
     # float16 cumsum stalled at 2048 (a float16 running sum); var/cumprod also accumulate in float32
     x = np.random.RandomState(0).rand(20000).astype(np.float16)
     for f in (lambda t: t.cumsum(0), lambda t: t.view(20, 1000).var(1), lambda t: t[:30].cumprod(0),
-              lambda t: t.std()):
+              lambda t: t.std(), lambda t: t.norm(), lambda t: t.view(20, 1000).norm(dim=1),
+              lambda t: t.norm(p=3)):  # norm: float16 squares overflowed (inf)
         e, t = f(ember.tensor(x)), f(torch.tensor(x))
         assert e.dtype is ember.float16
         np.testing.assert_array_equal(e.numpy(), t.numpy())

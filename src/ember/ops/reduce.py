@@ -656,6 +656,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         U.wrap_dims(dim, input.dim(), "norm")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
+    if input.dtype is dt.float16:  # float32 accumulation, as PyTorch (float16 squares overflow at 65504)
+        return norm(input.float(), p, dim, keepdim).to(dt.float16)
     if p == "fro" or p == 2 or p is None:
         if dim is None and input.numel() == 0:
             return sum(input * input).sqrt()
