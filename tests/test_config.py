@@ -62,3 +62,18 @@ def test_cuda_and_backends_answer_as_a_cpu_build(torch):
     ember.use_deterministic_algorithms(True)
     assert ember.are_deterministic_algorithms_enabled()
     ember.use_deterministic_algorithms(False)
+
+
+def test_jit_helpers_for_eager_model_code(torch):
+    # model code calls torch.jit.is_scripting()/annotate/@torch.jit.unused and torch._assert
+    from typing import List
+    for m in (ember, torch):
+        assert m.jit.is_scripting() is False and m.jit.is_tracing() is False
+        assert m.jit.annotate(List[int], []) == []
+        f = m.jit.unused(lambda x: x + 1)
+        assert f(1) == 2
+        m._assert(True, "fine")
+        with pytest.raises(AssertionError, match="boom"):
+            m._assert(False, "boom")
+    lin = ember.nn.Linear(2, 2)
+    assert ember.jit.script(lin) is lin and ember.jit.trace(lin, ember.ones(1, 2)) is lin  # eager: unchanged

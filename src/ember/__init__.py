@@ -87,6 +87,12 @@ def get_num_threads():
     return _get()
 
 
+def _assert(condition, message):
+    """torch._assert, which model code (torchvision's) calls: assert that survives python -O."""
+    if not condition:
+        raise AssertionError(message)
+
+
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
     """torch.compile's entry point. ember runs eagerly and has no graph compiler, so the model or
@@ -128,7 +134,7 @@ def _lazy(name):
 
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
-         "trace_analysis", "testing", "cuda", "backends")
+         "trace_analysis", "testing", "cuda", "backends", "jit")
 
 
 def __getattr__(name):
