@@ -225,3 +225,37 @@ def test_lbfgs_matches_torch(torch):
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-10)
     assert out[0][2:] == out[1][2:]
     assert out[0][1][-1] < out[0][1][0]
+
+
+def test_grad_scaler_and_disabled_autocast_match_torch(torch):
+    # torch.amp.GradScaler / torch.cuda.amp.GradScaler(enabled=...) and autocast(enabled=False), which
+    # training scripts create unconditionally, raised AttributeError
+    import warnings
+    res = []
+    for m in (ember, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            off = m.cuda.amp.GradScaler(enabled=True)  # no CUDA: disabled, a pass-through
+        assert not off.is_enabled() and off.get_scale() == 1.0
+        s = m.amp.GradScaler("cpu", init_scale=2.0 ** 4, growth_interval=2)
+        p = m.nn.Parameter(m.tensor([1.0, 2.0]))
+        opt = m.optim.SGD([p], lr=0.1)
+        out = []
+        for g in ([3.0, 3.0], [float("inf"), 1.0], [1.0, 1.0], [2.0, 0.5]):
+            opt.zero_grad()
+            if g[0] == float("inf"):
+                p.grad = m.tensor(g)  # an overflowed gradient: the step is skipped, the scale halves
+            else:
+                s.scale((p * m.tensor(g)).sum()).backward()
+            r = s.step(opt)
+            s.update()
+            out.append((p.detach().numpy().copy(), s.get_scale(), r is None))
+        with m.autocast("cpu", enabled=False):
+            pass
+        res.append((out, s.state_dict()))
+    for (a, sa, ra), (b, sb, rb) in zip(res[0][0], res[1][0]):
+        np.testing.assert_allclose(a, b)
+        assert (sa, ra) == (sb, rb)
+    assert res[0][1] == res[1][1]
+    with pytest.raises(NotImplementedError):
+        ember.autocast("cpu", dtype=ember.float16)

@@ -87,6 +87,10 @@ def get_num_threads():
     return _get()
 
 
+def is_autocast_enabled(device_type=None):
+    return False
+
+
 def _assert(condition, message):
     """torch._assert, which model code (torchvision's) calls: assert that survives python -O."""
     if not condition:
@@ -134,7 +138,7 @@ def _lazy(name):
 
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
-         "trace_analysis", "testing", "cuda", "backends", "jit")
+         "trace_analysis", "testing", "cuda", "backends", "jit", "amp")
 
 
 def __getattr__(name):
@@ -142,6 +146,9 @@ def __getattr__(name):
         mod = _lazy(name)
         globals()[name] = mod
         return mod
+    if name == "autocast":
+        from .amp import autocast
+        return autocast
     if name == "vmap":
         from .func import vmap
         return vmap

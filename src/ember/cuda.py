@@ -39,3 +39,25 @@ def _no_cuda(*args, **kwargs):
 
 
 synchronize = current_device = get_device_name = set_device = get_device_properties = _no_cuda
+
+
+class _CudaAmp:
+    """torch.cuda.amp: its GradScaler disables itself here (no CUDA device), as on PyTorch's CPU build."""
+
+    @staticmethod
+    def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                   enabled=True):
+        from .amp import GradScaler
+        return GradScaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+    @staticmethod
+    def autocast(enabled=True, dtype=None, cache_enabled=True):
+        from .amp import autocast
+        return autocast("cuda", dtype, enabled, cache_enabled)
+
+
+amp = _CudaAmp()
+
+
+def is_bf16_supported(including_emulation=True):
+    return False
