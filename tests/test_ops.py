@@ -282,3 +282,27 @@ def test_float16_scans_accumulate_in_float32(torch):
         e, t = f(ember.tensor(x)), f(torch.tensor(x))
         assert e.dtype is ember.float16
         np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_scans_signs_and_statistics_match_torch(torch):
+    # cummax/cummin, logcumsumexp, signbit, heaviside, cov, corrcoef raised AttributeError;
+    # logaddexp(-inf, -inf) was nan
+    inf = float("inf")
+    a = np.random.RandomState(0).randn(3, 5).astype(np.float32)
+    a[1, 3] = a[1, 1] = 5.0  # ties: the latest index, as PyTorch
+    cases = [lambda m, x: m.cummax(x, 1), lambda m, x: x.cummin(0), lambda m, x: x.logcumsumexp(1),
+             lambda m, x: m.logcumsumexp(x * 500, 0), lambda m, x: m.signbit(x), lambda m, x: m.cov(x),
+             lambda m, x: m.corrcoef(x), lambda m, x: m.heaviside(x.detach().round(), m.tensor(0.5)),
+             lambda m, x: m.logaddexp(m.tensor([-inf, inf, -inf, 1.0]), m.tensor([-inf, inf, 0.0, -inf]))]
+    for f in cases:
+        outs = []
+        for m in (ember, torch):
+            x = m.tensor(a, requires_grad=True)
+            r = f(m, x)
+            r0 = r[0] if isinstance(r, tuple) else r
+            if r0.requires_grad:
+                (r0 * m.arange(float(r0.numel())).reshape(r0.shape)).sum().backward()
+            outs.append([t.detach().numpy() for t in (r if isinstance(r, tuple) else (r,))]
+                        + ([x.grad.numpy()] if x.grad is not None else []))
+        for e, t in zip(*outs):
+            np.testing.assert_allclose(e, t, rtol=2e-4, atol=1e-5)  # (PyTorch's own x*500 gradient is rounded)

@@ -200,6 +200,7 @@ _METHODS = [
     "addbmm", "addr", "kron", "cross", "trace", "diag", "diag_embed",
     # composites
     "diff", "quantile", "nanquantile", "asinh", "atanh", "arcsinh", "arctanh", "ravel", "index_copy", "isin",
+    "logcumsumexp", "cummax", "cummin", "signbit", "heaviside", "cov", "corrcoef",
 ]
 for _name in _METHODS:
     if _name in _public:

@@ -155,3 +155,88 @@ def _tensor_unfold(self, dimension, size, step):
         return _S.as_strided(self, tuple(shape) + (size,), tuple(strides) + (st[d],),
                              self.storage_offset())
     return _S.as_strided(self, (size,), (1,), self.storage_offset())
+
+
+# ----------------------------------------------------------------------------- scans, statistics, signs
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along dim as a running logaddexp (exact for any spread of values: a
+    single shifted cumsum underflows the small early terms); one step per element along dim."""
+    from .elementwise import logaddexp
+    if input.dim() == 0:
+        return input.clone()
+    d = U.wrap_dim(dim, input.dim(), "logcumsumexp")
+    if input.shape[d] == 0:
+        return input.clone()
+    outs = [_S.select(input, d, 0)]
+    for j in range(1, input.shape[d]):
+        outs.append(logaddexp(outs[-1], _S.select(input, d, j)))
+    return _S.stack(outs, d)
+
+
+def _cum_extreme(input, dim, name, better):
+    """cummax/cummin: running extreme values and the index where each was reached (the latest index
+    among equal values, as PyTorch); the values are a gather, so they differentiate."""
+    import numpy as np
+    from .. import _dispatch as D
+    from .indexing import gather
+    from .reduce import _MinMax
+    U.check_plain(name, input)
+    if input.dim() == 0:
+        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
+    d = U.wrap_dim(dim, input.dim(), name)
+    a = input._data
+    acc = (np.maximum if better == "max" else np.minimum).accumulate(a, axis=d) if a.size else a
+    shape = [1] * a.ndim
+    shape[d] = a.shape[d]
+    pos = np.broadcast_to(np.arange(a.shape[d]).reshape(shape), a.shape)
+    hit = (a == acc) | np.isnan(a)
+    idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d) if a.size else np.zeros(a.shape, np.int64)
+    idx = D._new_tensor(np.ascontiguousarray(idx, dtype=np.int64))
+    return _MinMax((gather(input, d, idx), idx))
+
+
+def cummax(input, dim):
+    return _cum_extreme(input, dim, "cummax", "max")
+
+
+def cummin(input, dim):
+    return _cum_extreme(input, dim, "cummin", "min")
+
+
+def signbit(input):
+    import numpy as np
+    from .. import _dispatch as D
+    U.check_plain("signbit", input)
+    return D._new_tensor(np.signbit(input._data))
+
+
+def heaviside(input, values):
+    """0 where input < 0, values where input == 0, 1 where input > 0."""
+    from .elementwise import where
+    return where(input == 0, values, (input > 0).to(input.dtype))
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows (variables) of a 2-d input over its columns (observations)."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights/aweights are not supported by ember")
+    if input.dim() > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                         f"{input.dim()} dimensions")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    if not x.is_floating_point():
+        x = x.float()
+    n = x.shape[1]
+    xc = x - x.mean(1, keepdim=True)
+    c = (xc @ xc.t()) / max(n - correction, 0)
+    return c.reshape(()) if input.dim() < 2 else c
+
+
+def corrcoef(input):
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    d = _S.diagonal(c).sqrt()
+    return (c / d.unsqueeze(1) / d.unsqueeze(0)).clamp(-1, 1)

@@ -991,6 +991,7 @@ def xlogy(input, other):
 
 def logaddexp(input, other):
     m = maximum(input, other).detach()
+    m = where(isinf(m), 0.0, m)  # both -inf (or an inf): no shift, so log(0) = -inf and log(inf) = inf, not nan
     return m + ((input - m).exp() + (other - m).exp()).log()
 
 
