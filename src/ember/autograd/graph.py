@@ -403,7 +403,8 @@ def record(op, args, params, out):
     single = op.nout == 1
     if single and type(out) is not _ndarray:
         out = _asarray(out)
-    node = _new(op.node_cls)
+    cls = op.node_cls
+    node = _new(cls if cls is not None else op.node_class(args, params))
     node._seq = next(_seq)
     node.params = params
     nargs = len(args)

@@ -97,7 +97,13 @@ def _(ctx, ta, tb):
     return _tsum(ta, tb)
 
 
-sub_op = defop("sub", _binary_impl(np.subtract, "sub", nobool=True), bcast=True, family=EW)
+def _sub_name(args, params):
+    # `2 - t` is PyTorch's rsub(t, 2) (the Scalar overload)
+    return "SubBackward0" if isinstance(args[0], D.Tensor) else "RsubBackward1"
+
+
+sub_op = defop("sub", _binary_impl(np.subtract, "sub", nobool=True), bcast=True, family=EW,
+               node_name=_sub_name)
 
 
 @sub_op.def_vjp
@@ -200,7 +206,15 @@ def _pow_impl(xp, a, b):
         raise U.broadcast_error("pow", a, b) from None
 
 
-pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW, tensor_edges_only=True)
+def _pow_name(args, params):
+    # PyTorch's overloads: pow(Tensor, Scalar), pow(Tensor, Tensor), pow(Scalar, Tensor)
+    if not isinstance(args[0], D.Tensor):
+        return "PowBackward2"
+    return "PowBackward1" if isinstance(args[1], D.Tensor) else "PowBackward0"
+
+
+pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW, tensor_edges_only=True,
+               node_name=_pow_name)
 
 
 @pow_op.def_vjp
@@ -608,7 +622,7 @@ def _clamp_mask(c):
     return m
 
 
-clamp_op = defop("clamp", _clamp, save=("inputs",), family=EW)
+clamp_op = defop("clamp", _clamp, save=("inputs",), family=EW, node_name="ClampBackward1")  # (Scalar bounds)
 clamp_op.vjp = lambda ctx, g: g * _clamp_mask(ctx)
 clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 

@@ -41,7 +41,18 @@ def _matmul_impl(xp, a, b):
                            f"cannot be broadcast") from None
 
 
-matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_name="MmBackward0")
+def _matmul_name(args, params):
+    """The PyTorch product the call amounts to: dot, mv, mm or bmm (PyTorch's matmul reshapes
+    batched operands around mm/bmm, ember multiplies them in one node)."""
+    na, nb = args[0]._data.ndim, args[1]._data.ndim
+    if nb == 1:
+        return "DotBackward0" if na == 1 else "MvBackward0"
+    if na >= 3 and nb >= 3:
+        return "BmmBackward0"
+    return "MvBackward0" if na == 1 and nb >= 3 else "MmBackward0"
+
+
+matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_name=_matmul_name)
 
 
 @matmul_op.def_vjp
@@ -185,7 +196,8 @@ def _linear_impl(xp, x, w, b=None):
     return y
 
 
-linear_op = defop("linear", _linear_impl, save=("inputs",), family=LIN, node_name="AddmmBackward0")
+linear_op = defop("linear", _linear_impl, save=("inputs",), family=LIN,
+                  node_name=lambda args, params: "AddmmBackward0" if len(args) == 3 else "MmBackward0")
 
 
 @linear_op.def_vjp

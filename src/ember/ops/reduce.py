@@ -20,13 +20,19 @@ def _expand_back(g, shape, dims, keepdim):
     return g.expand(shape)
 
 
+def _dim_overload_name(op):
+    """PyTorch names a full reduction <Op>Backward0 and one over given dims <Op>Backward1."""
+    full, over_dims = op + "Backward0", op + "Backward1"
+    return lambda args, params: over_dims if "dims" in params else full
+
+
 def _sum_impl(xp, a, dims=None, keepdim=False, dtype=None):
     if dtype is None and a.dtype.kind in "bui" and a.dtype != np.int64:
         dtype = np.int64
     return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
-sum_op = defop("sum", _sum_impl, save=("shapes",), family=RED)
+sum_op = defop("sum", _sum_impl, save=("shapes",), family=RED, node_name=_dim_overload_name("Sum"))
 
 
 @sum_op.def_vjp
@@ -49,7 +55,7 @@ def _mean_impl(xp, a, dims=None, keepdim=False, dtype=None):
     return r.astype(a.dtype if dtype is None else dtype, copy=False) if hasattr(r, "astype") else r
 
 
-mean_op = defop("mean", _mean_impl, save=("shapes",), family=RED)
+mean_op = defop("mean", _mean_impl, save=("shapes",), family=RED, node_name=_dim_overload_name("Mean"))
 
 
 def _count(shape, dims):
@@ -81,7 +87,7 @@ def _prod_impl(xp, a, dims=None, keepdim=False, dtype=None):
     return xp.prod(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
-prod_op = defop("prod", _prod_impl, save=("inputs", "out"), family=RED)
+prod_op = defop("prod", _prod_impl, save=("inputs", "out"), family=RED, node_name=_dim_overload_name("Prod"))
 
 
 def _prod_others(ctx):
@@ -137,8 +143,12 @@ def _amin_impl(xp, a, dims=None, keepdim=False):
     return xp.amin(a, axis=dims, keepdims=keepdim)
 
 
-amax_op = defop("amax", _amax_impl, save=("inputs", "out"), family=RED)
-amin_op = defop("amin", _amin_impl, save=("inputs", "out"), family=RED)
+# max()/min() over all elements run amax/amin without parameters (amax() always passes keepdim):
+# PyTorch's nodes are then MaxBackward1/MinBackward1
+amax_op = defop("amax", _amax_impl, save=("inputs", "out"), family=RED,
+                node_name=lambda args, params: "AmaxBackward0" if params else "MaxBackward1")
+amin_op = defop("amin", _amin_impl, save=("inputs", "out"), family=RED,
+                node_name=lambda args, params: "AminBackward0" if params else "MinBackward1")
 
 
 def _even_mask(ctx):
@@ -656,7 +666,7 @@ def _safe_sqrt(xp, a):
 
 
 _safe_norm_op = defop("norm", _safe_sqrt, save=("out",), family="elementwise",
-                      node_name="NormBackward1")
+                      node_name="LinalgVectorNormBackward0")
 _safe_norm_op.vjp = lambda ctx, g: where(ctx.out == 0, 0.0, g * 0.5 / ctx.out)
 _safe_norm_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, t * 0.5 / ctx.out)
 

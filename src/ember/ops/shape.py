@@ -85,6 +85,12 @@ def _permute_impl(xp, a, dims):
 permute_op = defop("permute", _permute_impl, view=True, family=VIEW)
 permute_op.vjp = lambda ctx, g: g.permute(tuple(np.argsort(ctx.params["dims"])))
 permute_op.jvp = lambda ctx, t: t.permute(ctx.params["dims"])
+# transpose and t are PyTorch ops of their own (TransposeBackward0, TBackward0): thin registry ops
+# with permute's rules, so that graphs and profiler tables name them as PyTorch does
+transpose_op = defop("transpose", _permute_impl, view=True, family=VIEW)
+t_op = defop("t", _permute_impl, view=True, family=VIEW)
+for _op in (transpose_op, t_op):
+    _op.vjp, _op.jvp = permute_op.vjp, permute_op.jvp
 
 
 def permute(input, *dims):
@@ -103,20 +109,21 @@ def permute(input, *dims):
 def transpose(input, dim0, dim1):
     n = input.dim()
     if n == 0:
-        return dispatch(permute_op, (input,), {"dims": ()})
+        return dispatch(transpose_op, (input,), {"dims": ()})
     d0, d1 = U.wrap_dim(dim0, n, "transpose"), U.wrap_dim(dim1, n, "transpose")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return dispatch(permute_op, (input,), {"dims": tuple(dims)})
+    return dispatch(transpose_op, (input,), {"dims": tuple(dims)})
 
 
 swapaxes = swapdims = transpose
 
 
 def t(input):
-    if input.dim() > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
-    return transpose(input, 0, 1) if input.dim() == 2 else permute(input, *range(input.dim()))
+    n = input.dim()
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+    return dispatch(t_op, (input,), {"dims": (1, 0) if n == 2 else tuple(range(n))})
 
 
 def movedim(input, source, destination):
@@ -944,7 +951,7 @@ view_op.batch = reshape_copy_op.batch = view_rule
 as_strided_op.batch = as_strided_rule
 as_strided_scatter_op.batch = as_strided_scatter_rule
 as_strided_backward_op.batch = as_strided_backward_rule
-permute_op.batch = permute_rule
+permute_op.batch = transpose_op.batch = t_op.batch = permute_rule
 expand_op.batch = expand_rule
 repeat_op.batch = repeat_rule
 cat_op.batch = stack_op.batch = cat_rule
