@@ -404,8 +404,9 @@ add("var", fn=lambda m, x, **k: m.var(x, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1}),
                   lambda r: S((U(r, (3, 4)),), {"dim": 0, "correction": 0, "keepdim": True}),
                   lambda r: S((U(r, (2, 3, 4)),), {"dim": (0, 2), "unbiased": False})))
-add("var", "std", fn=lambda m, x, **k: m.std(x, **k),
-    samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1, "correction": 2})))
+add("std", fn=lambda m, x, **k: m.std(x, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1, "correction": 2}),
+                  lambda r: S((U(r, (2, 3, 4)),), {"dim": (0, 2), "unbiased": False, "keepdim": True})))
 add("logsumexp", fn=lambda m, x, **k: m.logsumexp(x, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)),), {"dim": 1}), lambda r: S((U(r, (2, 3, 4)),), {"dim": (0, 2)}),
                   lambda r: S((U(r, (3, 4)) * 300,), {"dim": 0, "keepdim": True}, desc="large")))
@@ -441,7 +442,8 @@ add("transpose", "mT", fn=lambda m, x: x.mT, samples=fixed(lambda r: S((U(r, (2,
 add("expand", fn=lambda m, x: x.expand(2, 3, 4), samples=fixed(lambda r: S((U(r, (3, 1)),)), lambda r: S((U(r, (1, 4)),))))
 add("expand", "expand_neg", fn=lambda m, x: x.expand(-1, 4), samples=fixed(lambda r: S((U(r, (3, 1)),))))
 add("squeeze", fn=lambda m, x: x.squeeze(), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
-add("squeeze", "squeeze_dim", fn=lambda m, x: x.squeeze(2), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
+add("squeeze_dim", fn=lambda m, x: x.squeeze(2), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
+add("squeeze_dims", fn=lambda m, x: x.squeeze((0, 2)), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
 add("unsqueeze", fn=lambda m, x, d: x.unsqueeze(d),
     samples=fixed(lambda r: S((U(r, (2, 3)), 1)), lambda r: S((U(r, (2, 3)), 2)), lambda r: S((U(r, ()), 0))))
 add("unsqueeze", "unsqueeze_neg", fn=lambda m, x: m.unsqueeze(x, -1), samples=fixed(lambda r: S((U(r, (2, 3)),))))

@@ -286,6 +286,17 @@ def _(ctx, t):
     return sum(t * centered, dims, p.get("keepdim", False)) * _var_grad_factor(ctx, x)
 
 
+def _std_impl(xp, a, dims=None, correction=1, keepdim=False):
+    return xp.sqrt(_var_impl(xp, a, dims, correction, keepdim))
+
+
+# std is PyTorch's own node (StdBackward0): d std = d var / (2 std), with var's rules; where std is
+# 0 the gradient is 0, as in PyTorch (sqrt(var) would give nan there)
+std_op = defop("std", _std_impl, save=("inputs", "out"), family=RED)
+std_op.vjp = lambda ctx, g: var_op.vjp(ctx, where(ctx.out == 0, 0.0, g * 0.5 / ctx.out))
+std_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, var_op.jvp(ctx, t) * 0.5 / ctx.out)
+
+
 def _logsumexp_impl(xp, a, dims, keepdim=False):
     a = U.to_float(a)
     m = xp.amax(a, axis=dims, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
@@ -572,7 +583,12 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    if isinstance(dim, bool):  # std(x, False)
+        unbiased, dim = dim, None
+    p = {"correction": _correction(unbiased, correction), "keepdim": keepdim}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "std")
+    return dispatch(std_op, (input,), p)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):

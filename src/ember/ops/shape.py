@@ -237,16 +237,25 @@ def _squeeze_impl(xp, a, dims):
 squeeze_op = defop("squeeze", _squeeze_impl, view=True, save=("shapes",), family=VIEW)
 squeeze_op.vjp = lambda ctx, g: g.reshape(ctx.shapes[0])
 squeeze_op.jvp = lambda ctx, t: dispatch(squeeze_op, (t,), ctx.params)
+# squeeze(dim) and squeeze(dims) are PyTorch overloads with nodes of their own (SqueezeBackward1/2):
+# thin registry ops with squeeze's rules
+squeeze_dim_op = defop("squeeze_dim", _squeeze_impl, view=True, save=("shapes",), family=VIEW,
+                       node_name="SqueezeBackward1")
+squeeze_dims_op = defop("squeeze_dims", _squeeze_impl, view=True, save=("shapes",), family=VIEW,
+                        node_name="SqueezeBackward2")
+squeeze_dim_op.vjp = squeeze_dims_op.vjp = squeeze_op.vjp
+squeeze_dim_op.jvp = lambda ctx, t: dispatch(squeeze_dim_op, (t,), ctx.params)
+squeeze_dims_op.jvp = lambda ctx, t: dispatch(squeeze_dims_op, (t,), ctx.params)
 
 
 def squeeze(input, dim=None):
     shp = input.shape
     n = len(shp)
     if dim is None:
-        dims = tuple(i for i, s in enumerate(shp) if s == 1)
-    else:
-        dims = tuple(d for d in U.wrap_dims(dim, n, "squeeze") if n and shp[d] == 1)
-    return dispatch(squeeze_op, (input,), {"dims": dims})
+        return dispatch(squeeze_op, (input,), {"dims": tuple(i for i, s in enumerate(shp) if s == 1)})
+    dims = tuple(d for d in U.wrap_dims(dim, n, "squeeze") if n and shp[d] == 1)
+    return dispatch(squeeze_dims_op if isinstance(dim, (tuple, list)) else squeeze_dim_op, (input,),
+                    {"dims": dims})
 
 
 def _unsqueeze_impl(xp, a, dim):
@@ -955,7 +964,7 @@ permute_op.batch = transpose_op.batch = t_op.batch = permute_rule
 expand_op.batch = expand_rule
 repeat_op.batch = repeat_rule
 cat_op.batch = stack_op.batch = cat_rule
-for _op in (squeeze_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
+for _op in (squeeze_op, squeeze_dim_op, squeeze_dims_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
             diagonal_backward_op, flip_op, roll_op):
     _op.batch = dim_shift_rule  # dims shift by one; shape params gain the batch size
 tril_op.batch = triu_op.batch = elementwise_rule  # they act on the last two dims
