@@ -279,6 +279,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
+    if weight is None and input.is_floating_point():
+        return D.dispatch(_loss.mse_loss_op, (input, target), {"reduction": reduction})
     d = input - target
     loss = d * d
     if weight is not None:

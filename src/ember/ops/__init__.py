@@ -48,6 +48,10 @@ def _rmul(self, other):
 
 
 def _rdiv(self, other):
+    if type(other) in (int, float) and self._data.dtype.kind == "f":
+        # PyTorch computes `n / t` as t.reciprocal() * n: the same values, and its graph
+        # (MulBackward0 over ReciprocalBackward0)
+        return dispatch(_mul, (dispatch(_E.reciprocal_op, (self,)), other))
     return dispatch(_div, (other, self))
 
 

@@ -366,3 +366,53 @@ def _(op, vals, bd, params, size):
         g2 = g.unsqueeze(1).expand(B, N).reshape(B * N)
     out = dispatch(op, (g2, x2, t2), {"ignore_index": ign, "reduction": "none"})
     return out.reshape(B, N, x2.shape[1]), True
+
+
+# ----------------------------------------------------------------------------- mse_loss
+# One primitive (PyTorch's MseLossBackward0 node, one pass instead of sub, mul and mean); its rules
+# are written in ember ops, so double backward, forward mode and vmap compose.
+
+
+def _mse_impl(xp, a, b, reduction="mean"):
+    d = a - b
+    r = d * d
+    if reduction == "none":
+        return r
+    return xp.sum(r) if reduction == "sum" else xp.mean(r)
+
+
+mse_loss_op = defop("mse_loss", _mse_impl, save=("inputs",), bcast=True)
+
+
+@mse_loss_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    d = a - b
+    if ctx.params.get("reduction", "mean") == "mean" and d.numel():
+        d = d * (2.0 / d.numel())
+    else:
+        d = d * 2.0
+    gd = d * g
+    n = ctx.needs
+    return (gd if n[0] else None), (-gd if n[1] else None)
+
+
+@mse_loss_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    t = ta if tb is None else (-tb if ta is None else ta - tb)
+    r = (a - b) * 2.0 * t
+    red = ctx.params.get("reduction", "mean")
+    return r if red == "none" else r.sum() if red == "sum" else r.mean()
+
+
+@mse_loss_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: the elementwise losses of all examples at once, then each example's reduction."""
+    from ._batching import elementwise_rule
+    r, _ = elementwise_rule(op, vals, bd, {"reduction": "none"}, size)
+    red = params.get("reduction", "mean")
+    dims = tuple(range(1, r.dim()))
+    if red == "none" or not dims:
+        return r, True
+    return (r.sum(dims) if red == "sum" else r.mean(dims)), True
