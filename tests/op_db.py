@@ -231,7 +231,7 @@ add("mul", fn=lambda m, a, b: m.mul(a, b), samples=binary(scalars=(2.5, -2)))
 add("div", fn=lambda m, a, b: m.div(a, b),
     samples=binary(gen_b=lambda r, s: away(r, s, bad=(0.0,), margin=0.3), scalars=(2.5,)),
     fd_tol=1e-4)
-add("div", "div_scalar_numerator", fn=lambda m, b: 3.0 / b,
+add("reciprocal", "div_scalar_numerator", fn=lambda m, b: 3.0 / b,  # (reciprocal(b) * 3.0, as PyTorch)
     samples=unary(lambda r, s: away(r, s, margin=0.3)), fd_tol=1e-4)
 add("div", "div_floor", fn=lambda m, a, b: m.div(a, b, rounding_mode="floor"),
     samples=fixed(lambda r: S((away_int(r, (2, 3), -6, 6), np.full((3,), 2.0)))))

@@ -1418,13 +1418,26 @@ layer_norm_op = defop("layer_norm", _ln_impl, save=("inputs",), family=NN, node_
 layer_norm_bwd_op = defop("layer_norm_backward", _ln_bwd_impl, nout=3, family=NN, differentiable=False)
 
 
-def _ln_stats(ctx):
-    x = ctx.inputs[0]
-    p = ctx.params
-    dims = tuple(range(x.dim() - len(p["normalized_shape"]), x.dim()))
+def _ln_stats(x, params):
+    dims = tuple(range(x.dim() - len(params["normalized_shape"]), x.dim()))
     xc = x - x.mean(dims, keepdim=True)
-    rstd = ((xc * xc).mean(dims, keepdim=True) + p["eps"]).rsqrt()
+    rstd = ((xc * xc).mean(dims, keepdim=True) + params["eps"]).rsqrt()
     return dims, xc * rstd, rstd
+
+
+def _ln_grads(g, x, w, params, needs=(True, True, True), first_lead=0):
+    """(gx, gw, gb) in ember ops; gw and gb sum over the leading dims from ``first_lead`` on."""
+    dims, xhat, rstd = _ln_stats(x, params)
+    lead = tuple(range(first_lead, x.dim() - len(dims)))
+    gx = gw = gb = None
+    if needs[0]:
+        gxh = g if w is None else g * w
+        gx = (gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)) * rstd
+    if needs[1]:
+        gw = (g * xhat).sum(lead) if lead else g * xhat
+    if needs[2]:
+        gb = g.sum(lead) if lead else g
+    return gx, gw, gb
 
 
 @layer_norm_op.def_vjp
@@ -1435,23 +1448,25 @@ def _(ctx, g):
         gx, gw, gb = dispatch(layer_norm_bwd_op, (g, x, w), ctx.params)
         return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
     # composite rule in ember ops: differentiable (create_graph) and batchable
-    dims, xhat, rstd = _ln_stats(ctx)
-    lead = tuple(range(x.dim() - len(dims)))
-    gx = gw = gb = None
-    if n[0]:
-        gxh = g if w is None else g * w
-        gx = (gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)) * rstd
-    if n[1]:
-        gw = (g * xhat).sum(lead) if lead else g * xhat
-    if n[2]:
-        gb = g.sum(lead) if lead else g
-    return gx, gw, gb
+    return _ln_grads(g, x, w, ctx.params, n)
+
+
+@layer_norm_bwd_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap of the fused backward: the ember-ops rule with the batch dim kept out of the sums."""
+    from ._batching import _materialize
+    g, x, w = vals
+    g = g if bd[0] else _materialize(g, size)
+    x = x if bd[1] else _materialize(x, size)
+    if w is not None and bd[2]:
+        w = w.reshape((size,) + (1,) * (x.dim() - 1 - len(params["normalized_shape"])) + tuple(w.shape[1:]))
+    return _ln_grads(g, x, w, params, first_lead=1), (True, True, True)
 
 
 @layer_norm_op.def_jvp
 def _(ctx, tx, tw, tb):
     x, w, b = ctx.inputs
-    dims, xhat, rstd = _ln_stats(ctx)
+    dims, xhat, rstd = _ln_stats(x, ctx.params)
     txh = None
     if tx is not None:
         txh = (tx - tx.mean(dims, keepdim=True) - xhat * (tx * xhat).mean(dims, keepdim=True)) * rstd
