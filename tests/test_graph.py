@@ -20,6 +20,63 @@ def test_node_names_match_torch(torch):
         assert len(e.grad_fn.next_functions) == len(t.grad_fn.next_functions), e.grad_fn.name()
 
 
+# PyTorch names a node after the overload or the distinct op a call amounts to
+_OVERLOAD_CASES = {
+    "rsub_scalar": lambda m, x: 2 - x,
+    "rdiv_scalar": lambda m, x: 2 / x,
+    "rpow_scalar": lambda m, x: 2 ** x,
+    "pow_tensor": lambda m, x: x ** (x + 1),
+    "sum_dim": lambda m, x: x.sum(1),
+    "sum_dims_keepdim": lambda m, x: x.sum((0, 1), keepdim=True),
+    "mean_dim": lambda m, x: x.mean(-1),
+    "prod_dim": lambda m, x: x.prod(0),
+    "max_all": lambda m, x: x.max(),
+    "min_all": lambda m, x: x.min(),
+    "amax_dim": lambda m, x: x.amax(1),
+    "std": lambda m, x: x.std(),
+    "std_dim": lambda m, x: x.std(1, keepdim=True),
+    "norm": lambda m, x: x.norm(),
+    "norm_dim": lambda m, x: x.norm(dim=1),
+    "vector_norm": lambda m, x: m.linalg.vector_norm(x),
+    "t": lambda m, x: x.t(),
+    "transpose": lambda m, x: x.transpose(0, 1),
+    "swapaxes": lambda m, x: x.swapaxes(0, 1),
+    "mT": lambda m, x: x.mT,
+    "T": lambda m, x: x.T,
+    "squeeze_dim": lambda m, x: x.unsqueeze(0).squeeze(0),
+    "squeeze_dims": lambda m, x: x.unsqueeze(0).squeeze((0,)),
+    "dot": lambda m, x: x[0] @ x[1],
+    "mv": lambda m, x: x @ x[0],
+    "mm": lambda m, x: x @ x,
+    "bmm": lambda m, x: m.bmm(x.unsqueeze(0), x.unsqueeze(0)),
+    "clamp": lambda m, x: x.clamp(0.2, 0.8),
+    "clamp_min": lambda m, x: x.clamp(min=0.2),
+    "linear": lambda m, x: m.nn.functional.linear(x, x, x[0]),
+    "linear_no_bias": lambda m, x: m.nn.functional.linear(x, x),
+    "mse_loss": lambda m, x: m.nn.functional.mse_loss(x, x.detach() * 0.5),
+    "mse_loss_sum": lambda m, x: m.nn.functional.mse_loss(x, x.detach() * 0.5, reduction="sum"),
+    "layer_norm": lambda m, x: m.nn.functional.layer_norm(x, (2,)),
+    "layer_norm_affine": lambda m, x: m.nn.functional.layer_norm(x, (2,), x[0], x[1]),
+}
+
+
+@pytest.mark.parametrize("name", list(_OVERLOAD_CASES))
+def test_overload_node_names_match_torch(torch, name):
+    f = _OVERLOAD_CASES[name]
+    x = np.array([[0.3, 0.6], [0.9, 0.4]])
+    e = f(ember, ember.tensor(x, requires_grad=True))
+    t = f(torch, torch.tensor(x, requires_grad=True))
+    assert e.grad_fn.name() == t.grad_fn.name()
+    assert type(e.grad_fn).__name__ == e.grad_fn.name()
+
+
+def test_node_classes_are_made_once_per_name():
+    x = ember.ones(2, 3, requires_grad=True)
+    assert type(x.sum(0).grad_fn) is type(x.sum(1).grad_fn)
+    assert type(x.sum(0).grad_fn) is not type(x.sum().grad_fn)
+    assert type(x.sum().grad_fn).__name__ == "SumBackward0"
+
+
 def test_next_functions_and_accumulate_grad():
     a = ember.tensor([2.0], requires_grad=True)
     b = ember.tensor([3.0], requires_grad=True)

@@ -106,6 +106,16 @@ def test_ops_and_backward_nodes_are_events():
     assert D.state.simple and not D.state.listeners
 
 
+def test_backward_nodes_carry_pytorch_overload_names():
+    x = ember.randn(3, 4, requires_grad=True)
+    w = ember.randn(3, 2, requires_grad=True)
+    with ember.autograd.profiler.profile() as prof:
+        (x.t() @ w).sum(1).std().backward()
+    names = {e.name for e in prof.function_events}
+    assert {"TBackward0", "MmBackward0", "SumBackward1", "StdBackward0"} <= names
+    assert not {"PermuteBackward0", "SumBackward0", "SqrtBackward0"} & names
+
+
 def test_record_function_context_and_decorator():
     @ember.profiler.record_function("decorated")
     def f(t):
