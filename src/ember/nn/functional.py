@@ -279,8 +279,15 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
-    if weight is None and input.is_floating_point():
-        return D.dispatch(_loss.mse_loss_op, (input, target), {"reduction": reduction})
+    if weight is None:
+        from ..ops._util import result_dtype
+        dt = result_dtype(input._data, target._data)
+        if not dt.is_floating_point:
+            raise RuntimeError(f"mse_loss: not implemented for {input.dtype} input and {target.dtype} target "
+                               f"(a floating point input or target is expected)")
+        a = input if input.dtype is dt else input.to(dt)
+        b = target if target.dtype is dt else target.to(dt)
+        return D.dispatch(_loss.mse_loss_op, (a, b), {"reduction": reduction})
     d = input - target
     loss = d * d
     if weight is not None:

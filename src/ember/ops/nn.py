@@ -1379,6 +1379,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         if t is not None and tuple(t.shape) != normalized_shape:
             raise RuntimeError(f"layer_norm: expected {name} of shape {list(normalized_shape)}, got "
                                f"{U.fmt_shape(t.shape)}")
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"layer_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype} (the input's), got {t.dtype}")
     return dispatch(layer_norm_op, (input, weight, bias), {"normalized_shape": normalized_shape, "eps": float(eps)})
 
 
