@@ -569,6 +569,11 @@ add("cross_entropy_backward", fn=_reg_late("cross_entropy_backward"), oracle=Fal
     samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
                   lambda r: S((U(r, ()), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "sum"}),
                   lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
+add("nll_loss", fn=lambda m, x, t, **k: F(m).nll_loss(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
+                  lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1}),
+                  lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1, "reduction": "sum"}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
 add("layer_norm", fn=lambda m, x, ns, w=None, b=None, **k: F(m).layer_norm(x, ns, w, b, **k),
     samples=fixed(lambda r: S((U(r, (2, 3, 4)), (4,), U(r, (4,)), U(r, (4,)))),
                   lambda r: S((U(r, (3, 4)), (3, 4)), {"eps": 1e-3}),

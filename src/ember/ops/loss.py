@@ -1,4 +1,4 @@
-"""Classification losses: nll_loss and cross_entropy.
+"""Losses: nll_loss, cross_entropy and mse_loss.
 
 ``cross_entropy`` on 2-d logits with class-index targets (the training hot path) runs as one
 fused primitive whose backward is a second primitive, ``cross_entropy_backward``; that one's
@@ -58,12 +58,13 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """-input[target] per sample (weighted), composed from gather so every transform applies."""
     C = _check_index_target("nll_loss", input, target, ignore_index)
     _weight_check("nll_loss", weight, C)
+    if not input.is_floating_point():
+        raise RuntimeError(f"nll_loss: not implemented for {input.dtype} input (log-probabilities of a "
+                           f"floating point dtype are expected)")
     cdim = 0 if input.dim() == 1 else 1
-    if (weight is None and not D.state.levels and not target._meta and target.dtype.name == "int64"
-            and not (target._data == ignore_index).any()):
-        # nothing ignored, no weights: the plain mean/sum of -input[target] (fewer ops on the hot path)
-        loss = -_I.gather(input, cdim, target.unsqueeze(cdim)).squeeze(cdim)
-        return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
+    if input.dim() == 2 and weight is None and not input._meta:
+        # (N, C) without weights, the usual case: one primitive, PyTorch's NllLossBackward0
+        return dispatch(nll_loss_op, (input, target), {"ignore_index": ignore_index, "reduction": reduction})
     valid = target != ignore_index
     safe = _E.where(valid, target, 0).long()
     picked = _I.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
@@ -275,6 +276,54 @@ def _(ctx, gg):
     return gg_g, gg_x, None
 
 
+def _nll_impl(xp, x, t, ignore_index=-100, reduction="mean"):
+    n = x.shape[0]
+    if _check_targets(t, x.shape[1], ignore_index):
+        loss = _picked(xp, x, t)
+        cnt = n
+    else:
+        valid = t != ignore_index
+        loss = xp.where(valid, x[xp.arange(n), xp.where(valid, t, 0)], 0)
+        cnt = int(valid.sum())
+    if reduction == "none":
+        return -loss
+    total = -loss.sum()
+    if reduction == "sum":
+        return xp.asarray(total, dtype=x.dtype)
+    return xp.asarray(total / x.dtype.type(cnt) if cnt else np.nan, dtype=x.dtype)
+
+
+# nll_loss on (N, C) input: -x[i, t_i], reduced; rules in ember ops (double backward, forward mode)
+nll_loss_op = defop("nll_loss", _nll_impl, save=("inputs",))
+
+
+def _nll_coef(x, t, g, p_):
+    """The per-row factor of d loss / d x[i, t_i] (0 on ignored rows) and the safe class indices."""
+    valid = t != p_["ignore_index"]
+    vf = valid.to(x.dtype)
+    coef = -(g * vf)
+    if p_["reduction"] == "mean":
+        coef = coef / vf.sum()
+    return coef, _E.where(valid, t, 0).unsqueeze(1)
+
+
+@nll_loss_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    coef, idx = _nll_coef(x, t, g, ctx.params)
+    from .._creation import zeros
+    return zeros(x.shape, dtype=x.dtype).scatter(1, idx, coef.unsqueeze(1)), None
+
+
+@nll_loss_op.def_jvp
+def _(ctx, tx, tt=None):
+    x, t = ctx.inputs
+    p_ = ctx.params
+    vf = _valid_f(t, p_["ignore_index"], x.dtype)
+    r = -(_I.gather(tx, 1, _E.where(t != p_["ignore_index"], t, 0).unsqueeze(1)).squeeze(1) * vf)
+    return _ce_reduce(r, vf, p_["reduction"])
+
+
 def _onehot(shape, t, dtype):
     oh = np.zeros(shape, dtype)
     oh[np.arange(shape[0]), t] = 1
@@ -350,6 +399,9 @@ def _(op, vals, bd, params, size):
     if red == "sum":
         return rows.sum(1), True
     return rows.sum(1) / (t2.reshape(B, N) != ign).sum(1).to(rows.dtype), True
+
+
+nll_loss_op.batch = cross_entropy_op.batch  # the same per-row losses, then each example's reduction
 
 
 @cross_entropy_backward_op.def_batch
