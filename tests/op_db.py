@@ -544,8 +544,11 @@ add("matmul", "mm", fn=lambda m, a, b: m.mm(a, b), samples=fixed(lambda r: S((U(
 add("matmul", "bmm", fn=lambda m, a, b: m.bmm(a, b), samples=fixed(lambda r: S((U(r, (2, 2, 3)), U(r, (2, 3, 4))))))
 add("matmul", "mv", fn=lambda m, a, b: m.mv(a, b), samples=fixed(lambda r: S((U(r, (2, 3)), U(r, (3,))))))
 add("matmul", "dot", fn=lambda m, a, b: m.dot(a, b), samples=fixed(lambda r: S((U(r, (3,)), U(r, (3,))))))
-add("matmul", "addmm", fn=lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0),
-    samples=fixed(lambda r: S((U(r, (2, 4)), U(r, (2, 3)), U(r, (3, 4)))), lambda r: S((U(r, (4,)), U(r, (2, 3)), U(r, (3, 4))))))
+add("addmm", fn=lambda m, c, a, b, **k: m.addmm(c, a, b, **k),
+    samples=fixed(lambda r: S((U(r, (2, 4)), U(r, (2, 3)), U(r, (3, 4))), {"beta": 0.5, "alpha": 2.0}),
+                  lambda r: S((U(r, (4,)), U(r, (2, 3)), U(r, (3, 4))), {"beta": 0.5, "alpha": 2.0}),
+                  lambda r: S((U(r, (4,)), U(r, (2, 3)), U(r, (3, 4)))),
+                  lambda r: S((U(r, (2, 1)), U(r, (2, 3)), U(r, (3, 4))), {"beta": 0.0})))
 add("mul", "outer", fn=lambda m, a, b: m.outer(a, b), samples=fixed(lambda r: S((U(r, (3,)), U(r, (4,))))))
 add("linear", fn=lambda m, x, w, b=None: F(m).linear(x, w, b),
     samples=fixed(lambda r: S((U(r, (2, 3)), U(r, (4, 3)), U(r, (4,)))), lambda r: S((U(r, (2, 5, 3)), U(r, (4, 3)))),
