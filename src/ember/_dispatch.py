@@ -156,7 +156,10 @@ def defop(name, impl=None, **kw):
 
 
 def _camel(name):
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+    """PyTorch's node names: log_softmax -> LogSoftmax, and a letter after a digit is a capital
+    (log1p -> Log1P, avg_pool2d_backward -> AvgPool2DBackward)."""
+    s = "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+    return "".join(c.upper() if i and s[i - 1].isdigit() else c for i, c in enumerate(s))
 
 
 # ----------------------------------------------------------------------------- the path

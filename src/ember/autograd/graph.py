@@ -33,6 +33,11 @@ _FREED_MSG = ("Trying to backward through the graph a second time (or directly a
               "calling backward.")
 
 
+# PyTorch's hand-written C++ nodes report their namespace in name() and in profiler events
+_CPP_NODES = frozenset(("AccumulateGrad", "CopySlices", "CopyBackwards"))
+_CPP_PREFIX = "torch::autograd::"
+
+
 class Node:
     """Base of every backward node.
 
@@ -66,7 +71,8 @@ class Node:
         self._edges = tuple(edges)
 
     def name(self):
-        return type(self).__name__
+        n = type(self).__name__
+        return _CPP_PREFIX + n if n in _CPP_NODES else n
 
     @property
     def metadata(self):

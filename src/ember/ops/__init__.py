@@ -233,7 +233,16 @@ Tensor.expand_as = _expand_as
 Tensor.type_as = _type_as
 Tensor.T = property(lambda self: _S.permute(self, *reversed(range(self.dim()))))
 Tensor.mT = property(lambda self: _S.transpose(self, -2, -1))
-Tensor.H = Tensor.T
+
+
+def _H(self):
+    if self.dim() != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""))
+    return _S.transpose(self, 0, 1)  # (the adjoint of a real matrix: PyTorch's TransposeBackward0)
+
+
+Tensor.H = property(_H)
 Tensor.mH = Tensor.mT
 Tensor.adjoint = lambda self: _S.transpose(self, -2, -1)
 
