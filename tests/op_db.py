@@ -582,6 +582,15 @@ add("layer_norm", fn=lambda m, x, ns, w=None, b=None, **k: F(m).layer_norm(x, ns
                   lambda r: S((U(r, (3, 4)), (3, 4)), {"eps": 1e-3}),
                   lambda r: S((U(r, (2, 3, 4)), (3, 4), U(r, (3, 4)))),
                   lambda r: S((U(r, (5,)), (5,), None, U(r, (5,))))))
+add("binary_cross_entropy", fn=lambda m, x, t, **k: F(m).binary_cross_entropy(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4), 0.1, 0.9), U(r, (3, 4), 0.0, 1.0))),
+                  lambda r: S((U(r, (3, 4), 0.1, 0.9), U(r, (3, 4), 0.0, 1.0)), {"reduction": "sum"}),
+                  lambda r: S((U(r, (5,), 0.1, 0.9), U(r, (5,), 0.0, 1.0)), {"reduction": "none"}, nondiff=(1,))),
+    fd_tol=1e-4)
+add("binary_cross_entropy_with_logits", fn=lambda m, x, t, **k: F(m).binary_cross_entropy_with_logits(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4), 0.0, 1.0))),
+                  lambda r: S((U(r, (3, 4)), U(r, (3, 4), 0.0, 1.0)), {"reduction": "sum"}),
+                  lambda r: S((U(r, (5,)), U(r, (5,), 0.0, 1.0)), {"reduction": "none"}, nondiff=(1,))))
 add("mse_loss", fn=lambda m, x, t, **k: F(m).mse_loss(x, t, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4)))),
                   lambda r: S((U(r, (3, 4)), U(r, (3, 4))), {"reduction": "sum"}),

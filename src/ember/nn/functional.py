@@ -337,6 +337,14 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if a.size and not D.state.levels and ((a < 0).any() or (a > 1).any()):
         raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 and 1 (got values "
                            f"in [{float(a.min())}, {float(a.max())}])")
+    if not input.is_floating_point():
+        raise RuntimeError(f"binary_cross_entropy: not implemented for {input.dtype} input (probabilities of a "
+                           f"floating point dtype are expected)")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"binary_cross_entropy: Found dtype {target.dtype} but expected {input.dtype} (the "
+                           f"target must have the input's dtype)")
+    if weight is None:
+        return D.dispatch(_loss.binary_cross_entropy_op, (input, target), {"reduction": reduction})
     # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
     with np.errstate(divide="ignore"):
         logp = _ops.clamp_min(input.log(), -100.0)
@@ -352,6 +360,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy_with_logits", input, target)
+    if not input.is_floating_point():
+        raise RuntimeError(f"binary_cross_entropy_with_logits: not implemented for {input.dtype} input (logits "
+                           f"of a floating point dtype are expected)")
+    if weight is None and pos_weight is None and target.dtype == input.dtype:
+        return D.dispatch(_loss.binary_cross_entropy_with_logits_op, (input, target), {"reduction": reduction})
     # log(1 + exp(-x)) computed stably as softplus(-x)
     sp = softplus(-input)
     if pos_weight is not None:

@@ -420,20 +420,45 @@ def _(op, vals, bd, params, size):
     return out.reshape(B, N, x2.shape[1]), True
 
 
-# ----------------------------------------------------------------------------- mse_loss
-# One primitive (PyTorch's MseLossBackward0 node, one pass instead of sub, mul and mean); its rules
-# are written in ember ops, so double backward, forward mode and vmap compose.
+# ----------------------------------------------------------------------------- pointwise losses
+# mse_loss, binary_cross_entropy(_with_logits): one primitive each (PyTorch's MseLossBackward0,
+# BinaryCrossEntropyBackward0, ...; one pass instead of several ops); their rules are written in
+# ember ops, so double backward, forward mode and vmap compose.
 
 
-def _mse_impl(xp, a, b, reduction="mean"):
-    d = a - b
-    r = d * d
+def _reduce_arr(xp, r, reduction):
     if reduction == "none":
         return r
     return xp.sum(r) if reduction == "sum" else xp.mean(r)
 
 
+def _reduce_t(r, reduction):
+    return r if reduction == "none" else r.sum() if reduction == "sum" else r.mean()
+
+
+def _grad_scale(ctx, g, x):
+    """The output gradient as each element's factor: g / numel for the mean."""
+    return g / x.numel() if ctx.params.get("reduction", "mean") == "mean" and x.numel() else g
+
+
+def _pointwise_loss_batch(op, vals, bd, params, size):
+    """vmap: the elementwise losses of all examples at once, then each example's reduction."""
+    from ._batching import elementwise_rule
+    r, _ = elementwise_rule(op, vals, bd, {"reduction": "none"}, size)
+    red = params.get("reduction", "mean")
+    dims = tuple(range(1, r.dim()))
+    if red == "none" or not dims:
+        return r, True
+    return (r.sum(dims) if red == "sum" else r.mean(dims)), True
+
+
+def _mse_impl(xp, a, b, reduction="mean"):
+    d = a - b
+    return _reduce_arr(xp, d * d, reduction)
+
+
 mse_loss_op = defop("mse_loss", _mse_impl, save=("inputs",), bcast=True)
+mse_loss_op.batch = _pointwise_loss_batch
 
 
 @mse_loss_op.def_vjp
@@ -453,18 +478,70 @@ def _(ctx, g):
 def _(ctx, ta, tb):
     a, b = ctx.inputs
     t = ta if tb is None else (-tb if ta is None else ta - tb)
-    r = (a - b) * 2.0 * t
-    red = ctx.params.get("reduction", "mean")
-    return r if red == "none" else r.sum() if red == "sum" else r.mean()
+    return _reduce_t((a - b) * 2.0 * t, ctx.params.get("reduction", "mean"))
 
 
-@mse_loss_op.def_batch
-def _(op, vals, bd, params, size):
-    """vmap: the elementwise losses of all examples at once, then each example's reduction."""
-    from ._batching import elementwise_rule
-    r, _ = elementwise_rule(op, vals, bd, {"reduction": "none"}, size)
-    red = params.get("reduction", "mean")
-    dims = tuple(range(1, r.dim()))
-    if red == "none" or not dims:
-        return r, True
-    return (r.sum(dims) if red == "sum" else r.mean(dims)), True
+def _bce_logs(xp, x):
+    # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
+    with np.errstate(divide="ignore"):
+        return xp.maximum(xp.log(x), -100), xp.maximum(xp.log1p(-x), -100)
+
+
+def _bce_impl(xp, x, t, reduction="mean"):
+    lp, l1p = _bce_logs(xp, x)
+    return _reduce_arr(xp, (t - 1) * l1p - t * lp, reduction)
+
+
+binary_cross_entropy_op = defop("binary_cross_entropy", _bce_impl, save=("inputs",))
+binary_cross_entropy_op.batch = _pointwise_loss_batch
+
+
+def _bce_target_grad(x):
+    with np.errstate(divide="ignore"):
+        return (-x).log1p().clamp_min(-100.0) - x.log().clamp_min(-100.0)
+
+
+@binary_cross_entropy_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    gs = _grad_scale(ctx, g, x)
+    n = ctx.needs
+    gx = (x - t) / ((1 - x) * x).clamp_min(1e-12) * gs if n[0] else None
+    gt = _bce_target_grad(x) * gs if n[1] else None
+    return gx, gt
+
+
+@binary_cross_entropy_op.def_jvp
+def _(ctx, tx, tt):
+    x, t = ctx.inputs
+    r = None if tx is None else (x - t) / ((1 - x) * x).clamp_min(1e-12) * tx
+    if tt is not None:
+        d = _bce_target_grad(x) * tt
+        r = d if r is None else r + d
+    return _reduce_t(r, ctx.params.get("reduction", "mean"))
+
+
+def _bce_logits_impl(xp, x, t, reduction="mean"):
+    # (1 - t) x + log(1 + exp(-x)), the softplus computed stably
+    return _reduce_arr(xp, (1 - t) * x + xp.maximum(-x, 0) + xp.log1p(xp.exp(-xp.abs(x))), reduction)
+
+
+binary_cross_entropy_with_logits_op = defop("binary_cross_entropy_with_logits", _bce_logits_impl, save=("inputs",))
+binary_cross_entropy_with_logits_op.batch = _pointwise_loss_batch
+
+
+@binary_cross_entropy_with_logits_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    gs = _grad_scale(ctx, g, x)
+    n = ctx.needs
+    return ((x.sigmoid() - t) * gs if n[0] else None), (-x * gs if n[1] else None)
+
+
+@binary_cross_entropy_with_logits_op.def_jvp
+def _(ctx, tx, tt):
+    x, t = ctx.inputs
+    r = None if tx is None else (x.sigmoid() - t) * tx
+    if tt is not None:
+        r = -x * tt if r is None else r - x * tt
+    return _reduce_t(r, ctx.params.get("reduction", "mean"))
