@@ -591,6 +591,14 @@ add("binary_cross_entropy_with_logits", fn=lambda m, x, t, **k: F(m).binary_cros
     samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4), 0.0, 1.0))),
                   lambda r: S((U(r, (3, 4)), U(r, (3, 4), 0.0, 1.0)), {"reduction": "sum"}),
                   lambda r: S((U(r, (5,)), U(r, (5,), 0.0, 1.0)), {"reduction": "none"}, nondiff=(1,))))
+add("smooth_l1_loss", fn=lambda m, x, t, **k: F(m).smooth_l1_loss(x, t, **k),
+    samples=fixed(lambda r: S((away(r, (3, 4), bad=(-1.0, 1.0)), np.zeros((3, 4)))),
+                  lambda r: S((away(r, (3, 4), bad=(-0.5, 0.5)), np.zeros((3, 4))), {"reduction": "sum", "beta": 0.5}),
+                  lambda r: S((away(r, (5,), bad=(-1.0, 1.0)), np.zeros((5,))), {"reduction": "none"}, nondiff=(1,))))
+add("huber_loss", fn=lambda m, x, t, **k: F(m).huber_loss(x, t, **k),
+    samples=fixed(lambda r: S((away(r, (3, 4), bad=(-1.0, 1.0)), np.zeros((3, 4)))),
+                  lambda r: S((away(r, (3, 4), bad=(-0.5, 0.5)), np.zeros((3, 4))), {"reduction": "sum", "delta": 0.5}),
+                  lambda r: S((away(r, (5,), bad=(-1.0, 1.0)), np.zeros((5,))), {"reduction": "none"}, nondiff=(1,))))
 add("mse_loss", fn=lambda m, x, t, **k: F(m).mse_loss(x, t, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4)))),
                   lambda r: S((U(r, (3, 4)), U(r, (3, 4))), {"reduction": "sum"}),

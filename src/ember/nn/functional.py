@@ -275,19 +275,24 @@ def _check_broadcast(name, input, target):
                       "broadcasting. Please ensure they have the same size.", stacklevel=3)
 
 
+def _float_operands(name, input, target, dtype=None):
+    """input and target in one floating dtype (PyTorch's result dtype unless given), for the fused
+    pointwise losses; integer-only operands are an error naming the loss."""
+    if dtype is None:
+        from ..ops._util import result_dtype
+        dtype = result_dtype(input._data, target._data)
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name}: not implemented for {input.dtype} input and {target.dtype} target "
+                           f"(a floating point input or target is expected)")
+    return (input if input.dtype is dtype else input.to(dtype)), (target if target.dtype is dtype else target.to(dtype))
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
     if weight is None:
-        from ..ops._util import result_dtype
-        dt = result_dtype(input._data, target._data)
-        if not dt.is_floating_point:
-            raise RuntimeError(f"mse_loss: not implemented for {input.dtype} input and {target.dtype} target "
-                               f"(a floating point input or target is expected)")
-        a = input if input.dtype is dt else input.to(dt)
-        b = target if target.dtype is dt else target.to(dt)
-        return D.dispatch(_loss.mse_loss_op, (a, b), {"reduction": reduction})
+        return D.dispatch(_loss.mse_loss_op, _float_operands("mse_loss", input, target), {"reduction": reduction})
     d = input - target
     loss = d * d
     if weight is not None:
@@ -311,6 +316,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_broadcast("smooth_l1_loss", input, target)
+    if beta != 0.0:
+        return D.dispatch(_loss.smooth_l1_loss_op, _float_operands("smooth_l1_loss", input, target),
+                          {"reduction": reduction, "beta": float(beta)})
     d = (input - target).abs()
     if beta == 0.0:
         loss = d
@@ -322,6 +330,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     _check_broadcast("huber_loss", input, target)
+    if weight is None:  # (PyTorch's huber_loss computes in the input's dtype)
+        return D.dispatch(_loss.huber_loss_op, _float_operands("huber_loss", input, target, input.dtype),
+                          {"reduction": reduction, "delta": float(delta)})
     d = (input - target).abs()
     loss = _ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:

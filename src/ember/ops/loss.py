@@ -444,7 +444,7 @@ def _grad_scale(ctx, g, x):
 def _pointwise_loss_batch(op, vals, bd, params, size):
     """vmap: the elementwise losses of all examples at once, then each example's reduction."""
     from ._batching import elementwise_rule
-    r, _ = elementwise_rule(op, vals, bd, {"reduction": "none"}, size)
+    r, _ = elementwise_rule(op, vals, bd, dict(params, reduction="none"), size)
     red = params.get("reduction", "mean")
     dims = tuple(range(1, r.dim()))
     if red == "none" or not dims:
@@ -545,3 +545,41 @@ def _(ctx, tx, tt):
     if tt is not None:
         r = -x * tt if r is None else r - x * tt
     return _reduce_t(r, ctx.params.get("reduction", "mean"))
+
+
+def _smooth_l1_impl(xp, a, b, reduction="mean", beta=1.0):
+    d = xp.abs(a - b)
+    return _reduce_arr(xp, xp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def _huber_impl(xp, a, b, reduction="mean", delta=1.0):
+    d = xp.abs(a - b)
+    return _reduce_arr(xp, xp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+smooth_l1_loss_op = defop("smooth_l1_loss", _smooth_l1_impl, save=("inputs",), bcast=True)
+huber_loss_op = defop("huber_loss", _huber_impl, save=("inputs",), bcast=True)
+
+
+def _smooth_l1_slope(params, d):
+    beta = params.get("beta", 1.0)
+    return _E.where(d.abs() < beta, d / beta, d.sign())
+
+
+def _huber_slope(params, d):
+    delta = params.get("delta", 1.0)
+    return _E.where(d.abs() < delta, d, d.sign() * delta)
+
+
+for _op, _slope in ((smooth_l1_loss_op, _smooth_l1_slope), (huber_loss_op, _huber_slope)):
+    def _vjp(ctx, g, _slope=_slope):
+        a, b = ctx.inputs
+        gd = _slope(ctx.params, a - b) * _grad_scale(ctx, g, a)
+        n = ctx.needs
+        return (gd if n[0] else None), (-gd if n[1] else None)
+
+    def _jvp(ctx, ta, tb, _slope=_slope):
+        a, b = ctx.inputs
+        t = ta if tb is None else (-tb if ta is None else ta - tb)
+        return _reduce_t(_slope(ctx.params, a - b) * t, ctx.params.get("reduction", "mean"))
+    _op.vjp, _op.jvp, _op.batch = _vjp, _jvp, _pointwise_loss_batch
