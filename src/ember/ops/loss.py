@@ -1,10 +1,12 @@
-"""Losses: nll_loss, cross_entropy and mse_loss.
+"""Losses: nll_loss, cross_entropy and the fused pointwise losses (mse, bce, smooth_l1, huber).
 
 ``cross_entropy`` on 2-d logits with class-index targets (the training hot path) runs as one
 fused primitive whose backward is a second primitive, ``cross_entropy_backward``; that one's
 vjp is written in ember ops, so double backward (hessians, create_graph) works. Under an active
 transform (vmap, forward mode) the same loss is composed from log_softmax and gather, whose
-rules the transforms already know. Everything else is composed from ember ops.
+rules the transforms already know. nll_loss on (N, C) input and the pointwise losses without
+weights are primitives too (PyTorch's node names, one pass); weighted variants are composed from
+ember ops.
 """
 import numpy as np
 
@@ -421,8 +423,8 @@ def _(op, vals, bd, params, size):
 
 
 # ----------------------------------------------------------------------------- pointwise losses
-# mse_loss, binary_cross_entropy(_with_logits): one primitive each (PyTorch's MseLossBackward0,
-# BinaryCrossEntropyBackward0, ...; one pass instead of several ops); their rules are written in
+# mse_loss, binary_cross_entropy(_with_logits), smooth_l1_loss, huber_loss: one primitive each
+# (PyTorch's MseLossBackward0, BinaryCrossEntropyBackward0, ...; one pass instead of several ops); their rules are written in
 # ember ops, so double backward, forward mode and vmap compose.
 
 
