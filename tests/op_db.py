@@ -572,6 +572,11 @@ add("cross_entropy_backward", fn=_reg_late("cross_entropy_backward"), oracle=Fal
     samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
                   lambda r: S((U(r, ()), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "sum"}),
                   lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
+add("group_norm", fn=lambda m, x, G, w=None, b=None, **k: F(m).group_norm(x, G, w, b, **k),
+    samples=fixed(lambda r: S((U(r, (2, 4, 3)), 2, U(r, (4,)), U(r, (4,)))),
+                  lambda r: S((U(r, (3, 6)), 3), {"eps": 1e-3}),
+                  lambda r: S((U(r, (1, 4, 2, 2)), 4, U(r, (4,)))),
+                  lambda r: S((U(r, (2, 2, 3)), 1))), fd_tol=1e-4)
 add("nll_loss", fn=lambda m, x, t, **k: F(m).nll_loss(x, t, **k),
     samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
                   lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1}),
@@ -712,6 +717,9 @@ add("batch_norm_backward", fn=_reg("batch_norm_backward"), oracle=False, grad=Fa
 add("layer_norm_backward", fn=_reg("layer_norm_backward"), oracle=False, grad=False,
     samples=fixed(lambda r: S((U(r, (2, 3, 4)), U(r, (2, 3, 4)), U(r, (4,))), {"normalized_shape": (4,), "eps": 1e-5}),
                   lambda r: S((U(r, (3, 4)), U(r, (3, 4)), None), {"normalized_shape": (3, 4), "eps": 1e-5})))
+add("group_norm_backward", fn=_reg("group_norm_backward"), oracle=False, grad=False,
+    samples=fixed(lambda r: S((U(r, (2, 4, 3)), U(r, (2, 4, 3)), U(r, (4,))), {"groups": 2, "eps": 1e-5}),
+                  lambda r: S((U(r, (3, 6)), U(r, (3, 6)), None), {"groups": 3, "eps": 1e-5})))
 add("embedding", fn=lambda m, i, w, **kw: F(m).embedding(i, w, **kw),
     samples=fixed(lambda r: S((ints(r, (2, 3), 0, 5), U(r, (5, 3)))),
                   lambda r: S((ints(r, (4,), 0, 5), U(r, (5, 2))), {"padding_idx": 1}, desc="padding_idx (its row's gradient is zero by definition)",
@@ -725,11 +733,11 @@ NON_DIFFERENTIABLE = sorted(n for n in (
     "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isnan", "isinf", "isfinite", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_left_shift", "bitwise_right_shift", "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero", "max_pool2d",
-    "batch_norm_backward", "layer_norm_backward"))
+    "batch_norm_backward", "layer_norm_backward", "group_norm_backward"))
 INTERNAL = ("select_backward", "slice_backward", "diagonal_backward", "as_strided_backward",
             "as_strided_scatter", "index_backward", "conv2d_backward_weight", "max_pool2d_with_indices_backward",
             "avg_pool2d_backward", "embedding_backward", "batch_norm_backward",
-            "layer_norm_backward")
+            "layer_norm_backward", "group_norm_backward")
 
 
 def sample_list(entry, seed=0):

@@ -57,6 +57,7 @@ _OVERLOAD_CASES = {
     "mse_loss_sum": lambda m, x: m.nn.functional.mse_loss(x, x.detach() * 0.5, reduction="sum"),
     "layer_norm": lambda m, x: m.nn.functional.layer_norm(x, (2,)),
     "layer_norm_affine": lambda m, x: m.nn.functional.layer_norm(x, (2,), x[0], x[1]),
+    "group_norm": lambda m, x: m.nn.functional.group_norm(x.reshape(1, 2, 2), 2, x[0], x[1]),
     "nll_loss": lambda m, x: m.nn.functional.nll_loss(x, m.tensor([0, 1])),
     "bce": lambda m, x: m.nn.functional.binary_cross_entropy(x, x.detach() * 0.5),
     "bce_with_logits": lambda m, x: m.nn.functional.binary_cross_entropy_with_logits(x, x.detach() * 0.5),

@@ -15,6 +15,7 @@ pixels). Fused backward kernels that are not closed under differentiation (batch
 when nothing observes them (grad mode off, no transform); otherwise the vjp is the composite
 formula in ember ops. Forward-mode (jvp) rules are written in ember ops too.
 """
+import math
 import threading
 
 import numpy as np
@@ -1390,12 +1391,36 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 # forward mode and vmap compose.
 
 
+def _row_stats(xp, x2, eps):
+    """Rows of x2 (R, K): the centered rows (a new array) and 1/std per row (R, 1); sums of
+    squares by einsum, without a temporary the size of x."""
+    xc = x2 - x2.mean(1, keepdims=True)
+    var = xp.einsum("rk,rk->r", xc, xc)[:, None] / max(x2.shape[1], 1)
+    return xc, (1.0 / xp.sqrt(var + eps)).astype(x2.dtype, copy=False)
+
+
+def _row_norm_input_grad(xp, gg, xhat, rstd, own=False):
+    """d loss / d x of row normalization from gg = d loss / d xhat (R, K); overwrites xhat, and gg
+    when ``own`` (a fresh array: no further allocation the size of x)."""
+    k = max(gg.shape[1], 1)
+    dot = xp.einsum("rk,rk->r", gg, xhat)[:, None] / k
+    if own:
+        gx = gg
+        gx -= gg.mean(1, keepdims=True)
+    else:
+        gx = gg - gg.mean(1, keepdims=True)
+    xhat *= dot
+    gx -= xhat
+    gx *= rstd
+    return gx
+
+
 def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
     _float_check("layer_norm", x)
-    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    y = x - x.mean(axes, keepdims=True)
-    rstd = 1.0 / xp.sqrt((y * y).mean(axes, keepdims=True) + eps)
-    y *= rstd.astype(y.dtype, copy=False)
+    k = math.prod(normalized_shape)
+    y, rstd = _row_stats(xp, x.reshape(x.size // k if k else 0, k), eps)
+    y *= rstd
+    y = y.reshape(x.shape)
     if w is not None:
         y *= w
     if b is not None:
@@ -1405,16 +1430,15 @@ def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
 
 def _ln_bwd_impl(xp, g, x, w, *, normalized_shape, eps):
     """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
-    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    xhat = x - x.mean(axes, keepdims=True)
-    rstd = (1.0 / xp.sqrt((xhat * xhat).mean(axes, keepdims=True) + eps)).astype(x.dtype, copy=False)
+    k = math.prod(normalized_shape)
+    rows = x.size // k if k else 0
+    xhat, rstd = _row_stats(xp, x.reshape(rows, k), eps)
     xhat *= rstd
-    gxh = g if w is None else g * w
-    gx = gxh - gxh.mean(axes, keepdims=True)
-    gx -= xhat * (gxh * xhat).mean(axes, keepdims=True)
-    gx *= rstd
-    lead = tuple(range(x.ndim - len(axes)))
-    return gx, (g * xhat).sum(lead), g.sum(lead) if lead else xp.array(g, copy=True)
+    g2 = g.reshape(rows, k)
+    gw = xp.einsum("rk,rk->k", g2, xhat).reshape(normalized_shape)
+    gb = g2.sum(0).reshape(normalized_shape)
+    gg = g2 if w is None else (g * w).reshape(rows, k)
+    return _row_norm_input_grad(xp, gg, xhat, rstd, own=w is not None).reshape(x.shape), gw, gb
 
 
 layer_norm_op = defop("layer_norm", _ln_impl, save=("inputs",), family=NN, node_name="NativeLayerNormBackward0")
@@ -1508,16 +1532,131 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (C,):
             raise RuntimeError(f"group_norm: expected {name} of shape [{C}], got {U.fmt_shape(t.shape)}")
-    x = input.reshape(N, num_groups, -1)
-    mu = x.mean(2, keepdim=True)
-    xc = x - mu
-    y = (xc * ((xc * xc).mean(2, keepdim=True) + eps).rsqrt()).reshape(input.shape)
-    cs = _cshape(input)
-    if weight is not None:
-        y = y * weight.reshape(cs)
-    if bias is not None:
-        y = y + bias.reshape(cs)
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"group_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype} (the input's), got {t.dtype}")
+    return dispatch(group_norm_op, (input, weight, bias), {"groups": num_groups, "eps": float(eps)})
+
+
+# One primitive (PyTorch's NativeGroupNormBackward0); rules in ember ops recomputing the statistics.
+
+
+def _gn_impl(xp, x, w, b, *, groups, eps):
+    _float_check("group_norm", x)
+    N, C = x.shape[:2]
+    y, rstd = _row_stats(xp, x.reshape(N * groups, (C // groups) * math.prod(x.shape[2:])), eps)
+    y *= rstd
+    y = y.reshape(x.shape)
+    cs = (1, C) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y *= w.reshape(cs)
+    if b is not None:
+        y += b.reshape(cs)
     return y
+
+
+def _gn_bwd_impl(xp, g, x, w, *, groups, eps):
+    """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    N, C = x.shape[:2]
+    L = math.prod(x.shape[2:])
+    xhat, rstd = _row_stats(xp, x.reshape(N * groups, (C // groups) * L), eps)
+    xhat *= rstd
+    g3 = g.reshape(N, C, L)
+    gw = xp.einsum("ncl,ncl->c", g3, xhat.reshape(N, C, L))
+    gb = g3.sum((0, 2))
+    gg = g if w is None else g * w.reshape((1, C) + (1,) * (x.ndim - 2))
+    gx = _row_norm_input_grad(xp, gg.reshape(xhat.shape), xhat, rstd, own=w is not None)
+    return gx.reshape(x.shape), gw, gb
+
+
+group_norm_op = defop("group_norm", _gn_impl, save=("inputs",), family=NN, node_name="NativeGroupNormBackward0")
+group_norm_bwd_op = defop("group_norm_backward", _gn_bwd_impl, nout=3, family=NN, differentiable=False)
+
+
+@group_norm_bwd_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap of the fused backward: the input gradient with the batch joined to the samples, the
+    weight/bias gradients summed per example from the normalized input."""
+    from ._batching import _materialize
+    g, x, w = vals
+    g = g if bd[0] else _materialize(g, size)
+    x = x if bd[1] else _materialize(x, size)
+    s = tuple(x.shape)
+    if w is not None:
+        g_w = g * w.reshape(((size,) if bd[2] else (1,)) + (1, s[2]) + (1,) * (len(s) - 3))
+    else:
+        g_w = g
+    merged = (s[0] * s[1],) + s[2:]
+    gx = dispatch(op, (g_w.reshape(merged), x.reshape(merged), None), params)[0].reshape(s)
+    xhat = dispatch(group_norm_op, (x.reshape(merged), None, None), params).reshape(s)
+    dims = (1,) + tuple(range(3, len(s)))
+    return (gx, (g * xhat).sum(dims), g.sum(dims)), (True, True, True)
+
+
+def _gn_stats(x, params):
+    """x grouped as (N, G, M), its normalized values in that shape and 1/std per group."""
+    N, C = x.shape[:2]
+    G = params["groups"]
+    xg = x.reshape(N, G, (C // G) * math.prod(x.shape[2:]))
+    xc = xg - xg.mean(2, keepdim=True)
+    rstd = ((xc * xc).mean(2, keepdim=True) + params["eps"]).rsqrt()
+    return xg.shape, xc * rstd, rstd
+
+
+@group_norm_op.def_vjp
+def _(ctx, g):
+    x, w, b = ctx.inputs
+    n = ctx.needs
+    if not D.grad_mode.enabled and D.state.simple:
+        gx, gw, gb = dispatch(group_norm_bwd_op, (g, x, w), ctx.params)
+        return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
+    # composite rule in ember ops: differentiable (create_graph) and batchable
+    gshape, xhat, rstd = _gn_stats(x, ctx.params)
+    cs = _cshape(x)
+    dims = (0,) + tuple(range(2, x.dim()))
+    gx = gw = gb = None
+    if n[0]:
+        gg = (g if w is None else g * w.reshape(cs)).reshape(gshape)
+        gx = ((gg - gg.mean(2, keepdim=True) - xhat * (gg * xhat).mean(2, keepdim=True)) * rstd).reshape(x.shape)
+    if n[1]:
+        gw = (g * xhat.reshape(x.shape)).sum(dims)
+    if n[2]:
+        gb = g.sum(dims)
+    return gx, gw, gb
+
+
+@group_norm_op.def_jvp
+def _(ctx, tx, tw, tb):
+    x, w, b = ctx.inputs
+    gshape, xhat, rstd = _gn_stats(x, ctx.params)
+    cs = _cshape(x)
+    txh = None
+    if tx is not None:
+        tg = tx.reshape(gshape)
+        txh = ((tg - tg.mean(2, keepdim=True) - xhat * (tg * xhat).mean(2, keepdim=True)) * rstd).reshape(x.shape)
+        if w is not None:
+            txh = txh * w.reshape(cs)
+    return _tsum(txh, None if tw is None else xhat.reshape(x.shape) * tw.reshape(cs),
+                 None if tb is None else tb.reshape(cs))
+
+
+@group_norm_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: the batch joins the samples (dim 0); batched weights or biases (ensembles) scale and
+    shift the normalized batch afterwards."""
+    from ._batching import _materialize
+    x, w, b = vals
+    if not bd[0]:
+        x = _materialize(x, size)
+    s = tuple(x.shape)
+    y = dispatch(op, (x.reshape((s[0] * s[1],) + s[2:]), None if bd[1] else w, None if bd[2] else b),
+                 params).reshape(s)
+    cs = (size, 1, s[2]) + (1,) * (len(s) - 3)
+    if w is not None and bd[1]:
+        y = y * w.reshape(cs)
+    if b is not None and bd[2]:
+        y = y + b.reshape(cs)
+    return y, True
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
