@@ -168,3 +168,10 @@ def test_metadata_dict():
     y = x * 2
     y.grad_fn.metadata["tag"] = 1
     assert y.grad_fn.metadata == {"tag": 1}
+
+
+def test_naming_rules_take_array_operands():
+    a = ember.rand(3, 3, requires_grad=True)
+    assert (np.ones((2, 3), dtype=np.float32) @ a).grad_fn.name() == "MmBackward0"
+    assert (a @ np.ones(3, dtype=np.float32)).grad_fn.name() == "MvBackward0"
+    assert (2 - a).grad_fn.name() == "RsubBackward1" and (a - 2).grad_fn.name() == "SubBackward0"

@@ -44,7 +44,7 @@ def _matmul_impl(xp, a, b):
 def _matmul_name(args, params):
     """The PyTorch product the call amounts to: dot, mv, mm or bmm (PyTorch's matmul reshapes
     batched operands around mm/bmm, ember multiplies them in one node)."""
-    na, nb = args[0]._data.ndim, args[1]._data.ndim
+    na, nb = (a._data.ndim if isinstance(a, D.Tensor) else np.ndim(a) for a in args)
     if nb == 1:
         return "DotBackward0" if na == 1 else "MvBackward0"
     if na >= 3 and nb >= 3:
