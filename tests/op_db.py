@@ -420,10 +420,15 @@ add("cumsum", fn=lambda m, x, d: m.cumsum(x, d),
                   lambda r: S((U(r, (0, 4)), 1))))
 add("cumprod", fn=lambda m, x, d: m.cumprod(x, d),
     samples=fixed(lambda r: S((U(r, (3, 4)), 1)), lambda r: S((U(r, (5,)), 0))))
-add("norm", fn=lambda m, x, **k: m.norm(x, **k),
+add("linalg_vector_norm", "norm", fn=lambda m, x, **k: m.norm(x, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1}),
                   lambda r: S((U(r, (3, 4)),), {"dim": 0, "keepdim": True})))
-add("abs", "norm_p1", fn=lambda m, x: m.norm(x, p=1), samples=fixed(lambda r: S((_nz(r, (3, 4)),))))
+add("linalg_vector_norm", "norm_p1", fn=lambda m, x, **k: m.norm(x, p=1, **k),
+    samples=fixed(lambda r: S((_nz(r, (3, 4)),)), lambda r: S((_nz(r, (3, 4)),), {"dim": 1})))
+add("linalg_vector_norm", "norm_p3", fn=lambda m, x, **k: m.norm(x, p=3, **k),
+    samples=fixed(lambda r: S((_nz(r, (3, 4)),)), lambda r: S((_nz(r, (2, 3, 4)),), {"dim": (0, 2), "keepdim": True})))
+add("linalg_vector_norm", "vector_norm", fn=lambda m, x, **k: m.linalg.vector_norm(x, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)),), {"ord": 1.5, "dim": -1}), lambda r: S((U(r, (0, 4)),))))
 
 # ----------------------------------------------------------------------------- views and shapes
 

@@ -649,10 +649,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         U.wrap_dims(dim, input.dim(), "norm")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
-    if p == "fro" or p == 2 or p is None:
-        if dim is None and input.numel() == 0:
-            return sum(input * input).sqrt()
-        return _l2(input, dim, keepdim)
+    if p == "fro" or p is None:
+        p = 2
+    if not isinstance(p, str) and 1 <= p < math.inf:
+        prm = {"ord": p, "keepdim": keepdim}
+        if dim is not None:
+            prm["dims"] = U.wrap_dims(dim, input.dim(), "norm")
+        return dispatch(vector_norm_op, (input,), prm)
     if p == "nuc":
         raise NotImplementedError("norm(p='nuc') is not implemented in ember")
     if p == math.inf or p == "inf":
@@ -672,19 +675,48 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return sum(a ** p, dim, keepdim) ** (1.0 / p)
 
 
-def _l2(x, dim, keepdim):
-    # sqrt(sum(x^2)) whose gradient at 0 is 0 (the subgradient PyTorch uses)
-    return dispatch(_safe_norm_op, (sum(x * x, dim, keepdim),))
+def _vector_norm_impl(xp, x, ord=2, dims=None, keepdim=False):
+    if ord == 2:
+        return xp.sqrt(xp.sum(x * x, axis=dims, keepdims=keepdim))
+    a = xp.abs(x)
+    if ord == 1:
+        return xp.sum(a, axis=dims, keepdims=keepdim)
+    return xp.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
 
 
-def _safe_sqrt(xp, a):
-    return xp.sqrt(a)
+# the p-norm (p >= 1, finite) over some dims: PyTorch's LinalgVectorNormBackward0, one pass forward;
+# at a zero norm the gradient is 0 (the subgradient PyTorch uses)
+vector_norm_op = defop("linalg_vector_norm", _vector_norm_impl, save=("inputs", "out"), family=RED,
+                       node_name="LinalgVectorNormBackward0")
 
 
-_safe_norm_op = defop("norm", _safe_sqrt, save=("out",), family="elementwise",
-                      node_name="LinalgVectorNormBackward0")
-_safe_norm_op.vjp = lambda ctx, g: where(ctx.out == 0, 0.0, g * 0.5 / ctx.out)
-_safe_norm_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, t * 0.5 / ctx.out)
+def _vector_norm_slope(ctx):
+    """d norm / d x, with the norm expanded back to x's shape; (slope, dims, keepdim)."""
+    x = ctx.inputs[0]
+    p = ctx.params
+    ord = p.get("ord", 2)
+    dims = p.get("dims")
+    dims = dims if dims is not None else tuple(range(x.dim()))
+    keep = p.get("keepdim", False)
+    if ord == 1:
+        return x.sign(), dims, keep
+    n = _expand_back(ctx.out, x.shape, dims, keep)
+    zero = n == 0
+    n = where(zero, 1.0, n)
+    s = x / n if ord == 2 else x.sign() * (x.abs() / n) ** (ord - 1)
+    return where(zero, 0.0, s), dims, keep
+
+
+@vector_norm_op.def_vjp
+def _(ctx, g):
+    s, dims, keep = _vector_norm_slope(ctx)
+    return _expand_back(g, s.shape, dims, keep) * s
+
+
+@vector_norm_op.def_jvp
+def _(ctx, t):
+    s, dims, keep = _vector_norm_slope(ctx)
+    return sum(s * t, dims, keep)
 
 
 def dist(input, other, p=2):
