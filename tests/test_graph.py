@@ -38,6 +38,8 @@ _OVERLOAD_CASES = {
     "norm": lambda m, x: x.norm(),
     "norm_dim": lambda m, x: x.norm(dim=1),
     "vector_norm": lambda m, x: m.linalg.vector_norm(x),
+    "norm_p1": lambda m, x: x.norm(p=1),
+    "norm_p3_dim": lambda m, x: x.norm(p=3, dim=1),
     "t": lambda m, x: x.t(),
     "transpose": lambda m, x: x.transpose(0, 1),
     "swapaxes": lambda m, x: x.swapaxes(0, 1),
