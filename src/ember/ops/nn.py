@@ -424,16 +424,13 @@ def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
         y = xp.empty((N, Th, 4, Tw, 4, Cout), x.dtype)
         xp.copyto(y.transpose(2, 4, 0, 1, 3, 5), yt)
         y = y.reshape(N, 4 * Th, 4 * Tw, Cout)
-        if (4 * Th, 4 * Tw) != (Ho, Wo):
-            y = xp.ascontiguousarray(y[:, :Ho, :Wo])
-        if b is not None:
-            y += b
-        return y.transpose(0, 3, 1, 2)
-    y = xp.empty((N, Cout, Th, 4, Tw, 4), x.dtype)
-    xp.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
-    y = y.reshape(N, Cout, 4 * Th, 4 * Tw)
+    else:
+        y = xp.empty((N, Cout, Th, 4, Tw, 4), x.dtype)
+        xp.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
+        y = y.reshape(N, Cout, 4 * Th, 4 * Tw)
     if (4 * Th, 4 * Tw) != (Ho, Wo):
-        y = xp.ascontiguousarray(y[:, :, :Ho, :Wo])
+        y = xp.ascontiguousarray(y[_sp(nhwc, slice(0, Ho), slice(0, Wo))])
+    y = _unphys(y, nhwc)
     if b is not None:
         y += b.reshape(Cout, 1, 1)
     return y
