@@ -69,6 +69,8 @@ _OVERLOAD_CASES = {
     "addmm_scaled": lambda m, x: m.addmm(x, x, x, beta=0.5, alpha=2.0),
     "H": lambda m, x: x.H,
     "log1p": lambda m, x: x.log1p(),
+    "pad": lambda m, x: m.nn.functional.pad(x, (1, 2)),
+    "pad_crop": lambda m, x: m.nn.functional.pad(x, (-1, 1), value=0.5),
     "scatter_value": lambda m, x: x.scatter(1, m.tensor([[0], [1]]), 0.5),
     "scatter_src": lambda m, x: x.scatter(1, m.tensor([[0], [1]]), x),
     "copy_slices": lambda m, x: _set_first(x.clone()),

@@ -841,6 +841,41 @@ def triu(input, diagonal=0):
     return dispatch(triu_op, (input,), {"diagonal": diagonal})
 
 
+def _constant_pad_impl(xp, a, pad, value=0.0):
+    """pad = (last_lo, last_hi, second_last_lo, ...) as F.pad; negative entries crop."""
+    k = len(pad) // 2
+    crop = [slice(None)] * a.ndim
+    shape = list(a.shape)
+    inner = [slice(None)] * a.ndim
+    for i in range(k):
+        d = a.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        crop[d] = slice(max(-lo, 0), a.shape[d] - max(-hi, 0))
+        n = max(a.shape[d] - max(-lo, 0) - max(-hi, 0), 0)
+        shape[d] = n + max(lo, 0) + max(hi, 0)
+        inner[d] = slice(max(lo, 0), max(lo, 0) + n)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"constant_pad_nd: the padding {list(pad)} makes a negative size {shape} of input "
+                           f"{list(a.shape)}")
+    from .._memory_format import is_channels_last
+    if is_channels_last(a):  # the output keeps the input's layout, as PyTorch's
+        out = xp.full((shape[0], shape[2], shape[3], shape[1]), value, dtype=a.dtype).transpose(0, 3, 1, 2)
+    else:
+        out = xp.full(shape, value, dtype=a.dtype)
+    out[tuple(inner)] = a[tuple(crop)]
+    return out
+
+
+# F.pad(mode="constant"): PyTorch's ConstantPadNdBackward0; the vjp crops (pads by the negated widths)
+constant_pad_op = defop("constant_pad_nd", _constant_pad_impl, family="join")
+constant_pad_op.vjp = lambda ctx, g: dispatch(constant_pad_op, (g,), {"pad": tuple(-p for p in ctx.params["pad"])})
+constant_pad_op.jvp = lambda ctx, t: dispatch(constant_pad_op, (t,), {"pad": ctx.params["pad"]})
+
+
+def constant_pad(input, pad, value=0.0):
+    return dispatch(constant_pad_op, (input,), {"pad": tuple(int(p) for p in pad), "value": value})
+
+
 # ----------------------------------------------------------------------------- copies and casts
 
 
@@ -961,6 +996,8 @@ as_strided_op.batch = as_strided_rule
 as_strided_scatter_op.batch = as_strided_scatter_rule
 as_strided_backward_op.batch = as_strided_backward_rule
 permute_op.batch = transpose_op.batch = t_op.batch = permute_rule
+# (the padded dims are the trailing ones: a leading batch dim passes through)
+constant_pad_op.batch = lambda op, vals, bd, params, size: (dispatch(op, tuple(vals), params), True)
 expand_op.batch = expand_rule
 repeat_op.batch = repeat_rule
 cat_op.batch = stack_op.batch = cat_rule
