@@ -300,6 +300,10 @@ add("gelu", fn=lambda m, x: F(m).gelu(x), samples=unary())
 add("gelu", "gelu_tanh", fn=lambda m, x: F(m).gelu(x, approximate="tanh"), samples=unary())
 add("silu", fn=lambda m, x: F(m).silu(x), samples=unary())
 add("softplus", fn=lambda m, x: F(m).softplus(x), samples=unary())
+add("log_sigmoid", fn=lambda m, x: F(m).logsigmoid(x), samples=unary())
+add("mish", fn=lambda m, x: F(m).mish(x), samples=unary())
+add("hardswish", fn=lambda m, x: F(m).hardswish(x), samples=unary(lambda r, s: away(r, s, -5.0, 5.0, bad=(-3.0, 3.0))))
+add("hardsigmoid", fn=lambda m, x: F(m).hardsigmoid(x), samples=unary(lambda r, s: away(r, s, -5.0, 5.0, bad=(-3.0, 3.0))))
 add("softplus", "softplus_beta", fn=lambda m, x: F(m).softplus(x, beta=2.0, threshold=3.0),
     samples=fixed(lambda r: S((away(r, (3, 4), -3, 3, bad=(1.5,)),))))
 add("clamp", fn=lambda m, x: m.clamp(x, -0.5, 0.7),

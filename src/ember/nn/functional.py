@@ -14,6 +14,7 @@ from .. import ops as _ops
 from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
+from ..ops import elementwise as _E
 from . import _composite
 
 from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
@@ -109,22 +110,22 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
-    out = _ops.clamp(input / 6 + 0.5, 0.0, 1.0)
+    out = D.dispatch(_E.hardsigmoid_op, (input,))
     return input.copy_(out) if inplace else out
 
 
 def hardswish(input, inplace=False):
-    out = input * _ops.clamp(input + 3, 0.0, 6.0) / 6
+    out = D.dispatch(_E.hardswish_op, (input,))
     return input.copy_(out) if inplace else out
 
 
 def mish(input, inplace=False):
-    out = input * softplus(input).tanh()
+    out = D.dispatch(_E.mish_op, (input,))
     return input.copy_(out) if inplace else out
 
 
 def logsigmoid(input):
-    return -softplus(-input)
+    return D.dispatch(_E.log_sigmoid_op, (input,))
 
 
 def softsign(input):

@@ -599,6 +599,38 @@ softplus_op.vjp = lambda ctx, g: g * _softplus_deriv(ctx)
 softplus_op.jvp = lambda ctx, t: t * _softplus_deriv(ctx)
 
 
+# activations PyTorch runs as ops of their own (LogSigmoidBackward0, MishBackward0, ...): one pass
+# forward, f'(x) in ember ops
+
+
+def _log_sigmoid(xp, a):
+    return -(xp.maximum(-a, 0) + xp.log1p(xp.exp(-xp.abs(a))))
+
+
+def _mish(xp, a):
+    return a * xp.tanh(xp.maximum(a, 0) + xp.log1p(xp.exp(-xp.abs(a))))
+
+
+def _mish_deriv(c):
+    x = c.inputs[0]
+    t = dispatch(softplus_op, (x,)).tanh()
+    return t + x * x.sigmoid() * (1 - t * t)
+
+
+def _float_unary(name, fn, deriv):
+    """A unary op defined for floating inputs only (PyTorch has no integer kernel for it)."""
+    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)), deriv, floating=False)
+
+
+log_sigmoid_op = _float_unary("log_sigmoid", _log_sigmoid, lambda c: (-c.inputs[0]).sigmoid())
+mish_op = _float_unary("mish", _mish, _mish_deriv)
+hardswish_op = _float_unary("hardswish", lambda xp, a: a * xp.clip(a + 3, 0, 6) / 6,
+                            lambda c: where(c.inputs[0] <= -3, 0.0,  # (PyTorch's one-sided values at +-3)
+                                            where(c.inputs[0] < 3, (2 * c.inputs[0] + 3) / 6, 1.0)))
+hardsigmoid_op = _float_unary("hardsigmoid", lambda xp, a: xp.clip(a / 6 + 0.5, 0, 1),
+                              lambda c: where((c.inputs[0] > -3) & (c.inputs[0] < 3), 1 / 6, 0.0))
+
+
 def _clamp(xp, a, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
