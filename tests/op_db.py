@@ -310,8 +310,12 @@ add("clamp", fn=lambda m, x: m.clamp(x, -0.5, 0.7),
     samples=unary(lambda r, s: away(r, s, bad=(-0.5, 0.7))))
 add("clamp", "clamp_min", fn=lambda m, x: m.clamp(x, min=0.3), samples=unary(lambda r, s: away(r, s, bad=(0.3,))))
 add("clamp", "clamp_max", fn=lambda m, x: x.clamp(max=0.3), samples=unary(lambda r, s: away(r, s, bad=(0.3,))))
-add("maximum", "clamp_tensor", fn=lambda m, x, lo, hi: m.clamp(x, lo, hi),
+add("clamp_tensor", fn=lambda m, x, lo, hi: m.clamp(x, lo, hi),
     samples=fixed(lambda r: S((distinct(r, (2, 3)), U(r, (3,), -1.5, -0.5), U(r, (2, 1), 0.5, 1.5)))))
+add("clamp_tensor", "clamp_tensor_min", fn=lambda m, x, lo: m.clamp(x, min=lo),
+    samples=fixed(lambda r: S((distinct(r, (2, 3)), U(r, (3,), -1.5, -0.5)))))
+add("clamp_tensor", "clamp_tensor_max", fn=lambda m, x, hi: m.clamp(x, max=hi),
+    samples=fixed(lambda r: S((distinct(r, (2, 3)), U(r, (2, 1), 0.5, 1.5)))))
 add("nan_to_num", fn=lambda m, x: m.nan_to_num(x), samples=unary())
 add("nan_to_num", "nan_to_num_special", fn=lambda m, x: m.nan_to_num(x, nan=1.0, posinf=9.0, neginf=-9.0),
     grad=False, samples=fixed(lambda r: S((np.array([np.nan, np.inf, -np.inf, 1.5]),))))

@@ -53,6 +53,7 @@ _OVERLOAD_CASES = {
     "bmm": lambda m, x: m.bmm(x.unsqueeze(0), x.unsqueeze(0)),
     "clamp": lambda m, x: x.clamp(0.2, 0.8),
     "clamp_min": lambda m, x: x.clamp(min=0.2),
+    "clamp_tensor": lambda m, x: x.clamp(x.detach() * 0.5, x.detach() + 1),
     "linear": lambda m, x: m.nn.functional.linear(x, x, x[0]),
     "linear_no_bias": lambda m, x: m.nn.functional.linear(x, x),
     "mse_loss": lambda m, x: m.nn.functional.mse_loss(x, x.detach() * 0.5),

@@ -659,6 +659,50 @@ clamp_op.vjp = lambda ctx, g: g * _clamp_mask(ctx)
 clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 
 
+def _clamp_tensor(xp, a, lo, hi):
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    r = a if lo is None else xp.maximum(a, lo)
+    return r if hi is None else xp.minimum(r, hi)
+
+
+def _clamp_tensor_masks(ctx):
+    """Where the output is x, the lower bound and the upper bound (lo > hi gives hi, as PyTorch)."""
+    x, lo, hi = ctx.inputs
+    mx = mlo = mhi = None
+    if lo is not None and hi is not None:
+        mx = (x >= lo) & (x <= hi)
+        mlo = (x < lo) & (lo <= hi)
+        mhi = (x > hi) | (lo > hi)
+    elif lo is not None:
+        mx, mlo = x >= lo, x < lo
+    else:
+        mx, mhi = x <= hi, x > hi
+    return mx, mlo, mhi
+
+
+# clamp with tensor bounds: PyTorch's ClampBackward0 (one node, not maximum and minimum)
+clamp_tensor_op = defop("clamp_tensor", _clamp_tensor, save=("inputs",), bcast=True, family=EW,
+                        node_name="ClampBackward0")
+
+
+@clamp_tensor_op.def_vjp
+def _(ctx, g):
+    n = ctx.needs
+    mx, mlo, mhi = _clamp_tensor_masks(ctx)
+    return ((g * mx) if n[0] else None), ((g * mlo) if n[1] else None), ((g * mhi) if n[2] else None)
+
+
+@clamp_tensor_op.def_jvp
+def _(ctx, tx, tlo, thi):
+    mx, mlo, mhi = _clamp_tensor_masks(ctx)
+    r = None
+    for t, m in ((tx, mx), (tlo, mlo), (thi, mhi)):
+        if t is not None and m is not None:
+            r = t * m if r is None else r + t * m
+    return r
+
+
 # ----------------------------------------------------------------------------- comparisons & logic
 
 
@@ -853,12 +897,7 @@ def where(condition, input=None, other=None):
 
 def clamp(input, min=None, max=None, *, out=None):
     if U.is_tensor(min) or U.is_tensor(max):
-        r = input
-        if min is not None:
-            r = maximum(r, min)
-        if max is not None:
-            r = minimum(r, max)
-        return _out(r, out)
+        return _out(dispatch(clamp_tensor_op, (input, min, max)), out)
     p = {}
     if min is not None:
         p["min"] = min
