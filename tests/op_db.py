@@ -294,6 +294,7 @@ add("sigmoid", "sigmoid_method", fn=lambda m, x: x.sigmoid(), samples=unary(shap
 
 add("leaky_relu", fn=lambda m, x: F(m).leaky_relu(x, 0.2), samples=unary(_nz))
 add("elu", fn=lambda m, x: F(m).elu(x, 1.3), samples=unary(_nz))
+add("elu", "selu", fn=lambda m, x: F(m).selu(x), samples=unary(_nz))
 add("hardtanh", fn=lambda m, x: F(m).hardtanh(x, -1.0, 1.0),
     samples=unary(lambda r, s: away(r, s, bad=(-1.0, 1.0))))
 add("gelu", fn=lambda m, x: F(m).gelu(x), samples=unary())

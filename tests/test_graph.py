@@ -72,6 +72,7 @@ _OVERLOAD_CASES = {
     "log1p": lambda m, x: x.log1p(),
     "logsigmoid": lambda m, x: m.nn.functional.logsigmoid(x),
     "mish": lambda m, x: m.nn.functional.mish(x),
+    "selu": lambda m, x: m.nn.functional.selu(x),
     "hardswish": lambda m, x: m.nn.functional.hardswish(x),
     "hardsigmoid": lambda m, x: m.nn.functional.hardsigmoid(x),
     "pad": lambda m, x: m.nn.functional.pad(x, (1, 2)),

@@ -502,15 +502,19 @@ leaky_relu_op.vjp = lambda ctx, g: g * where(ctx.inputs[0] > 0, 1.0, ctx.params.
 leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.get("negative_slope", 0.01))
 
 
-def _elu(xp, a, alpha=1.0):
+def _elu(xp, a, alpha=1.0, scale=1.0):
     a = U.float_only("elu", a)
-    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
+    r = xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
+    if scale != 1.0:  # (selu: PyTorch runs it as elu with a scale, EluBackward0)
+        r *= scale
+    return r
 
 
 def _elu_deriv(c):
     x = c.inputs[0]
-    alpha = c.params.get("alpha", 1.0)
-    return where(x > 0, 1.0, c.out + alpha)
+    p = c.params
+    scale = p.get("scale", 1.0)
+    return where(x > 0, scale, c.out + p.get("alpha", 1.0) * scale)
 
 
 elu_op = defop("elu", _elu, save=("inputs", "out"), family=EW)
