@@ -448,6 +448,10 @@ add("_unsafe_view", "reshape_noncontig", fn=lambda m, x: x.t().reshape(-1),
     samples=fixed(lambda r: S((U(r, (3, 4)),))))
 add("view", "flatten", fn=lambda m, x: m.flatten(x, 1), samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
 add("view", "unflatten", fn=lambda m, x: x.unflatten(1, (2, 3)), samples=fixed(lambda r: S((U(r, (2, 6)),))))
+add("upsample_nearest", fn=lambda m, x, **k: F(m).interpolate(x, **k),
+    samples=fixed(lambda r: S((U(r, (1, 2, 3)),), {"scale_factor": 2}),
+                  lambda r: S((U(r, (1, 2, 3, 2)),), {"size": (5, 3)}),
+                  lambda r: S((U(r, (1, 1, 2, 2, 3)),), {"scale_factor": 1.5})))
 add("constant_pad_nd", fn=lambda m, x, p, **k: F(m).pad(x, p, **k),
     samples=fixed(lambda r: S((U(r, (2, 3, 4)), (1, 2))), lambda r: S((U(r, (2, 3, 4)), (1, 0, 2, 1)), {"value": 0.5}),
                   lambda r: S((U(r, (2, 5)), (-1, 2))), lambda r: S((U(r, (3,)), (0, 0)))))

@@ -76,6 +76,8 @@ _OVERLOAD_CASES = {
     "hardswish": lambda m, x: m.nn.functional.hardswish(x),
     "hardsigmoid": lambda m, x: m.nn.functional.hardsigmoid(x),
     "pad": lambda m, x: m.nn.functional.pad(x, (1, 2)),
+    "interpolate_nearest_1d": lambda m, x: m.nn.functional.interpolate(x.unsqueeze(0), scale_factor=2),
+    "interpolate_nearest_2d": lambda m, x: m.nn.functional.interpolate(x.reshape(1, 1, 2, 2), size=(3, 5)),
     "pad_crop": lambda m, x: m.nn.functional.pad(x, (-1, 1), value=0.5),
     "scatter_value": lambda m, x: x.scatter(1, m.tensor([[0], [1]]), 0.5),
     "scatter_src": lambda m, x: x.scatter(1, m.tensor([[0], [1]]), x),

@@ -491,8 +491,8 @@ def adaptive_avg_pool1d(input, output_size):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """'nearest' (PyTorch's index rule) and 'linear'/'bilinear'/'trilinear' resampling of the trailing
-    spatial dims, separably, from index_select and lerp weights (differentiable in the input)."""
+    """'nearest' (PyTorch's index rule; one primitive, upsample_nearest) and 'linear'/'bilinear'/'trilinear'
+    resampling of the trailing spatial dims, separably, from index_select and lerp weights."""
     linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
     if mode != "nearest" and mode not in linear_modes:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (nearest, linear, "
@@ -515,13 +515,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
         out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, sf)]
         scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
+    if mode == "nearest":
+        from ..ops.nn import upsample_nearest
+        return upsample_nearest(input, [np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64),
+                                                   n_in - 1) for n_in, n_out, sc in zip(in_sizes, out_sizes, scales)])
     out = input
     for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + k
-        if mode == "nearest":
-            src = np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64), n_in - 1)
-            out = _ops.index_select(out, dim, D._new_tensor(src))
-            continue
         if align_corners:
             pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
         else:

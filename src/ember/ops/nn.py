@@ -1184,6 +1184,46 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (out, it) if return_indices else out
 
 
+# ----------------------------------------------------------------------------- nearest upsampling
+
+
+def _upsample_nearest_impl(xp, x, src):
+    """src: per trailing spatial dim, the input index each output position reads."""
+    if x.dtype.kind != "f" and x.dtype != np.uint8:
+        raise RuntimeError(f"upsample_nearest: not implemented for {dt.FROM_NP[x.dtype].name} input "
+                           f"(floating point or uint8 is expected)")
+    k = len(src)
+    return x[(Ellipsis,) + xp.ix_(*[xp.asarray(s, dtype=np.intp) for s in src])] if k else x.copy()
+
+
+# F.interpolate(mode="nearest"): PyTorch's UpsampleNearest{1,2,3}DBackward0; the vjp adds each output
+# gradient into the input position it was read from (index_add per dim, in ember ops)
+upsample_nearest_op = defop("upsample_nearest", _upsample_nearest_impl, save=("shapes",), family=NN,
+                            node_name=lambda args, params: f"UpsampleNearest{len(params['src'])}DBackward0")
+
+
+@upsample_nearest_op.def_vjp
+def _(ctx, g):
+    from .._creation import zeros, tensor
+    src = ctx.params["src"]
+    shape = ctx.shapes[0]
+    nd = len(shape)
+    for k in range(len(src) - 1, -1, -1):
+        d = nd - len(src) + k
+        size = tuple(g.shape[:d]) + (shape[d],) + tuple(g.shape[d + 1:])
+        g = zeros(size, dtype=g.dtype).index_add(d, tensor(np.asarray(src[k], dtype=np.int64)), g)
+    return g
+
+
+upsample_nearest_op.jvp = lambda ctx, t: dispatch(upsample_nearest_op, (t,), ctx.params)
+# (the resampled dims are the trailing ones: a leading batch dim passes through)
+upsample_nearest_op.batch = lambda op, vals, bd, params, size: (dispatch(op, tuple(vals), params), True)
+
+
+def upsample_nearest(input, src):
+    return dispatch(upsample_nearest_op, (input,), {"src": tuple(tuple(int(i) for i in s) for s in src)})
+
+
 # ----------------------------------------------------------------------------- batch norm
 
 
