@@ -231,7 +231,7 @@ add("mul", fn=lambda m, a, b: m.mul(a, b), samples=binary(scalars=(2.5, -2)))
 add("div", fn=lambda m, a, b: m.div(a, b),
     samples=binary(gen_b=lambda r, s: away(r, s, bad=(0.0,), margin=0.3), scalars=(2.5,)),
     fd_tol=1e-4)
-add("div", "div_scalar_numerator", fn=lambda m, b: 3.0 / b,
+add("reciprocal", "div_scalar_numerator", fn=lambda m, b: 3.0 / b,  # (reciprocal(b) * 3.0, as PyTorch)
     samples=unary(lambda r, s: away(r, s, margin=0.3)), fd_tol=1e-4)
 add("div", "div_floor", fn=lambda m, a, b: m.div(a, b, rounding_mode="floor"),
     samples=fixed(lambda r: S((away_int(r, (2, 3), -6, 6), np.full((3,), 2.0)))))
@@ -285,8 +285,6 @@ for _n, _g in UNARY.items():
     add(_n, fn=(lambda n: lambda m, x: getattr(m, n)(x))(_n), samples=unary(_g),
         fd_tol=1e-4 if _n in ("rsqrt", "reciprocal", "erfinv", "tan") else 1e-5)
 add("neg", "neg_operator", fn=lambda m, x: -x, samples=unary(shapes=[(3,)]))
-add("clamped_log", "binary_cross_entropy", fn=lambda m, p, t: F(m).binary_cross_entropy(p, t, reduction="none"),
-    samples=fixed(lambda r: S((U(r, (2, 3), 0.05, 0.95), U(r, (2, 3), 0.0, 1.0)))))
 add("abs", "abs_int", fn=lambda m, x: m.abs(x), grad=False, samples=fixed(lambda r: S((ints(r, (5,)),))))
 add("exp", "exp_int", fn=lambda m, x: m.exp(x), grad=False, samples=fixed(lambda r: S((ints(r, (5,)),))))
 add("sqrt", "sqrt_method", fn=lambda m, x: x.sqrt(), samples=unary(_pos, shapes=[(3,)]))
@@ -296,20 +294,29 @@ add("sigmoid", "sigmoid_method", fn=lambda m, x: x.sigmoid(), samples=unary(shap
 
 add("leaky_relu", fn=lambda m, x: F(m).leaky_relu(x, 0.2), samples=unary(_nz))
 add("elu", fn=lambda m, x: F(m).elu(x, 1.3), samples=unary(_nz))
+add("elu", "selu", fn=lambda m, x: F(m).selu(x), samples=unary(_nz))
 add("hardtanh", fn=lambda m, x: F(m).hardtanh(x, -1.0, 1.0),
     samples=unary(lambda r, s: away(r, s, bad=(-1.0, 1.0))))
 add("gelu", fn=lambda m, x: F(m).gelu(x), samples=unary())
 add("gelu", "gelu_tanh", fn=lambda m, x: F(m).gelu(x, approximate="tanh"), samples=unary())
 add("silu", fn=lambda m, x: F(m).silu(x), samples=unary())
 add("softplus", fn=lambda m, x: F(m).softplus(x), samples=unary())
+add("log_sigmoid", fn=lambda m, x: F(m).logsigmoid(x), samples=unary())
+add("mish", fn=lambda m, x: F(m).mish(x), samples=unary())
+add("hardswish", fn=lambda m, x: F(m).hardswish(x), samples=unary(lambda r, s: away(r, s, -5.0, 5.0, bad=(-3.0, 3.0))))
+add("hardsigmoid", fn=lambda m, x: F(m).hardsigmoid(x), samples=unary(lambda r, s: away(r, s, -5.0, 5.0, bad=(-3.0, 3.0))))
 add("softplus", "softplus_beta", fn=lambda m, x: F(m).softplus(x, beta=2.0, threshold=3.0),
     samples=fixed(lambda r: S((away(r, (3, 4), -3, 3, bad=(1.5,)),))))
 add("clamp", fn=lambda m, x: m.clamp(x, -0.5, 0.7),
     samples=unary(lambda r, s: away(r, s, bad=(-0.5, 0.7))))
 add("clamp", "clamp_min", fn=lambda m, x: m.clamp(x, min=0.3), samples=unary(lambda r, s: away(r, s, bad=(0.3,))))
 add("clamp", "clamp_max", fn=lambda m, x: x.clamp(max=0.3), samples=unary(lambda r, s: away(r, s, bad=(0.3,))))
-add("maximum", "clamp_tensor", fn=lambda m, x, lo, hi: m.clamp(x, lo, hi),
+add("clamp_tensor", fn=lambda m, x, lo, hi: m.clamp(x, lo, hi),
     samples=fixed(lambda r: S((distinct(r, (2, 3)), U(r, (3,), -1.5, -0.5), U(r, (2, 1), 0.5, 1.5)))))
+add("clamp_tensor", "clamp_tensor_min", fn=lambda m, x, lo: m.clamp(x, min=lo),
+    samples=fixed(lambda r: S((distinct(r, (2, 3)), U(r, (3,), -1.5, -0.5)))))
+add("clamp_tensor", "clamp_tensor_max", fn=lambda m, x, hi: m.clamp(x, max=hi),
+    samples=fixed(lambda r: S((distinct(r, (2, 3)), U(r, (2, 1), 0.5, 1.5)))))
 add("nan_to_num", fn=lambda m, x: m.nan_to_num(x), samples=unary())
 add("nan_to_num", "nan_to_num_special", fn=lambda m, x: m.nan_to_num(x, nan=1.0, posinf=9.0, neginf=-9.0),
     grad=False, samples=fixed(lambda r: S((np.array([np.nan, np.inf, -np.inf, 1.5]),))))
@@ -406,8 +413,9 @@ add("var", fn=lambda m, x, **k: m.var(x, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1}),
                   lambda r: S((U(r, (3, 4)),), {"dim": 0, "correction": 0, "keepdim": True}),
                   lambda r: S((U(r, (2, 3, 4)),), {"dim": (0, 2), "unbiased": False})))
-add("var", "std", fn=lambda m, x, **k: m.std(x, **k),
-    samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1, "correction": 2})))
+add("std", fn=lambda m, x, **k: m.std(x, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1, "correction": 2}),
+                  lambda r: S((U(r, (2, 3, 4)),), {"dim": (0, 2), "unbiased": False, "keepdim": True})))
 add("logsumexp", fn=lambda m, x, **k: m.logsumexp(x, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)),), {"dim": 1}), lambda r: S((U(r, (2, 3, 4)),), {"dim": (0, 2)}),
                   lambda r: S((U(r, (3, 4)) * 300,), {"dim": 0, "keepdim": True}, desc="large")))
@@ -421,10 +429,15 @@ add("cumsum", fn=lambda m, x, d: m.cumsum(x, d),
                   lambda r: S((U(r, (0, 4)), 1))))
 add("cumprod", fn=lambda m, x, d: m.cumprod(x, d),
     samples=fixed(lambda r: S((U(r, (3, 4)), 1)), lambda r: S((U(r, (5,)), 0))))
-add("norm", fn=lambda m, x, **k: m.norm(x, **k),
+add("linalg_vector_norm", "norm", fn=lambda m, x, **k: m.norm(x, **k),
     samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (3, 4)),), {"dim": 1}),
                   lambda r: S((U(r, (3, 4)),), {"dim": 0, "keepdim": True})))
-add("abs", "norm_p1", fn=lambda m, x: m.norm(x, p=1), samples=fixed(lambda r: S((_nz(r, (3, 4)),))))
+add("linalg_vector_norm", "norm_p1", fn=lambda m, x, **k: m.norm(x, p=1, **k),
+    samples=fixed(lambda r: S((_nz(r, (3, 4)),)), lambda r: S((_nz(r, (3, 4)),), {"dim": 1})))
+add("linalg_vector_norm", "norm_p3", fn=lambda m, x, **k: m.norm(x, p=3, **k),
+    samples=fixed(lambda r: S((_nz(r, (3, 4)),)), lambda r: S((_nz(r, (2, 3, 4)),), {"dim": (0, 2), "keepdim": True})))
+add("linalg_vector_norm", "vector_norm", fn=lambda m, x, **k: m.linalg.vector_norm(x, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)),), {"ord": 1.5, "dim": -1}), lambda r: S((U(r, (0, 4)),))))
 
 # ----------------------------------------------------------------------------- views and shapes
 
@@ -435,15 +448,23 @@ add("_unsafe_view", "reshape_noncontig", fn=lambda m, x: x.t().reshape(-1),
     samples=fixed(lambda r: S((U(r, (3, 4)),))))
 add("view", "flatten", fn=lambda m, x: m.flatten(x, 1), samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
 add("view", "unflatten", fn=lambda m, x: x.unflatten(1, (2, 3)), samples=fixed(lambda r: S((U(r, (2, 6)),))))
+add("upsample_nearest", fn=lambda m, x, **k: F(m).interpolate(x, **k),
+    samples=fixed(lambda r: S((U(r, (1, 2, 3)),), {"scale_factor": 2}),
+                  lambda r: S((U(r, (1, 2, 3, 2)),), {"size": (5, 3)}),
+                  lambda r: S((U(r, (1, 1, 2, 2, 3)),), {"scale_factor": 1.5})))
+add("constant_pad_nd", fn=lambda m, x, p, **k: F(m).pad(x, p, **k),
+    samples=fixed(lambda r: S((U(r, (2, 3, 4)), (1, 2))), lambda r: S((U(r, (2, 3, 4)), (1, 0, 2, 1)), {"value": 0.5}),
+                  lambda r: S((U(r, (2, 5)), (-1, 2))), lambda r: S((U(r, (3,)), (0, 0)))))
 add("permute", fn=lambda m, x: x.permute(2, 0, 1), samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
-add("permute", "transpose", fn=lambda m, x: x.transpose(0, -1), samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
-add("permute", "t", fn=lambda m, x: m.t(x), samples=fixed(lambda r: S((U(r, (2, 3)),))))
+add("transpose", fn=lambda m, x: x.transpose(0, -1), samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
+add("t", fn=lambda m, x: m.t(x), samples=fixed(lambda r: S((U(r, (2, 3)),)), lambda r: S((U(r, (3,)),))))
 add("permute", "movedim", fn=lambda m, x: m.movedim(x, 0, 2), samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
-add("permute", "mT", fn=lambda m, x: x.mT, samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
+add("transpose", "mT", fn=lambda m, x: x.mT, samples=fixed(lambda r: S((U(r, (2, 3, 4)),))))
 add("expand", fn=lambda m, x: x.expand(2, 3, 4), samples=fixed(lambda r: S((U(r, (3, 1)),)), lambda r: S((U(r, (1, 4)),))))
 add("expand", "expand_neg", fn=lambda m, x: x.expand(-1, 4), samples=fixed(lambda r: S((U(r, (3, 1)),))))
 add("squeeze", fn=lambda m, x: x.squeeze(), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
-add("squeeze", "squeeze_dim", fn=lambda m, x: x.squeeze(2), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
+add("squeeze_dim", fn=lambda m, x: x.squeeze(2), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
+add("squeeze_dims", fn=lambda m, x: x.squeeze((0, 2)), samples=fixed(lambda r: S((U(r, (1, 3, 1)),))))
 add("unsqueeze", fn=lambda m, x, d: x.unsqueeze(d),
     samples=fixed(lambda r: S((U(r, (2, 3)), 1)), lambda r: S((U(r, (2, 3)), 2)), lambda r: S((U(r, ()), 0))))
 add("unsqueeze", "unsqueeze_neg", fn=lambda m, x: m.unsqueeze(x, -1), samples=fixed(lambda r: S((U(r, (2, 3)),))))
@@ -544,8 +565,11 @@ add("matmul", "mm", fn=lambda m, a, b: m.mm(a, b), samples=fixed(lambda r: S((U(
 add("matmul", "bmm", fn=lambda m, a, b: m.bmm(a, b), samples=fixed(lambda r: S((U(r, (2, 2, 3)), U(r, (2, 3, 4))))))
 add("matmul", "mv", fn=lambda m, a, b: m.mv(a, b), samples=fixed(lambda r: S((U(r, (2, 3)), U(r, (3,))))))
 add("matmul", "dot", fn=lambda m, a, b: m.dot(a, b), samples=fixed(lambda r: S((U(r, (3,)), U(r, (3,))))))
-add("matmul", "addmm", fn=lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0),
-    samples=fixed(lambda r: S((U(r, (2, 4)), U(r, (2, 3)), U(r, (3, 4)))), lambda r: S((U(r, (4,)), U(r, (2, 3)), U(r, (3, 4))))))
+add("addmm", fn=lambda m, c, a, b, **k: m.addmm(c, a, b, **k),
+    samples=fixed(lambda r: S((U(r, (2, 4)), U(r, (2, 3)), U(r, (3, 4))), {"beta": 0.5, "alpha": 2.0}),
+                  lambda r: S((U(r, (4,)), U(r, (2, 3)), U(r, (3, 4))), {"beta": 0.5, "alpha": 2.0}),
+                  lambda r: S((U(r, (4,)), U(r, (2, 3)), U(r, (3, 4)))),
+                  lambda r: S((U(r, (2, 1)), U(r, (2, 3)), U(r, (3, 4))), {"beta": 0.0})))
 add("mul", "outer", fn=lambda m, a, b: m.outer(a, b), samples=fixed(lambda r: S((U(r, (3,)), U(r, (4,))))))
 add("linear", fn=lambda m, x, w, b=None: F(m).linear(x, w, b),
     samples=fixed(lambda r: S((U(r, (2, 3)), U(r, (4, 3)), U(r, (4,)))), lambda r: S((U(r, (2, 5, 3)), U(r, (4, 3)))),
@@ -569,6 +593,43 @@ add("cross_entropy_backward", fn=_reg_late("cross_entropy_backward"), oracle=Fal
     samples=fixed(lambda r: S((U(r, ()), U(r, (4, 5)), np.array([0, 2, 1, 4])), {"ignore_index": 2, "reduction": "mean"}),
                   lambda r: S((U(r, ()), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "sum"}),
                   lambda r: S((U(r, (3,)), U(r, (3, 4)), ints(r, (3,), 0, 4)), {"ignore_index": -100, "reduction": "none"})))
+add("group_norm", fn=lambda m, x, G, w=None, b=None, **k: F(m).group_norm(x, G, w, b, **k),
+    samples=fixed(lambda r: S((U(r, (2, 4, 3)), 2, U(r, (4,)), U(r, (4,)))),
+                  lambda r: S((U(r, (3, 6)), 3), {"eps": 1e-3}),
+                  lambda r: S((U(r, (1, 4, 2, 2)), 4, U(r, (4,)))),
+                  lambda r: S((U(r, (2, 2, 3)), 1))), fd_tol=1e-4)
+add("nll_loss", fn=lambda m, x, t, **k: F(m).nll_loss(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (4, 5)), ints(r, (4,), 0, 5))),
+                  lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1}),
+                  lambda r: S((U(r, (4, 5)), np.array([0, 1, 1, 4])), {"ignore_index": 1, "reduction": "sum"}),
+                  lambda r: S((U(r, (3, 4)), ints(r, (3,), 0, 4)), {"reduction": "none"})))
+add("layer_norm", fn=lambda m, x, ns, w=None, b=None, **k: F(m).layer_norm(x, ns, w, b, **k),
+    samples=fixed(lambda r: S((U(r, (2, 3, 4)), (4,), U(r, (4,)), U(r, (4,)))),
+                  lambda r: S((U(r, (3, 4)), (3, 4)), {"eps": 1e-3}),
+                  lambda r: S((U(r, (2, 3, 4)), (3, 4), U(r, (3, 4)))),
+                  lambda r: S((U(r, (5,)), (5,), None, U(r, (5,))))))
+add("binary_cross_entropy", fn=lambda m, x, t, **k: F(m).binary_cross_entropy(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4), 0.1, 0.9), U(r, (3, 4), 0.0, 1.0))),
+                  lambda r: S((U(r, (3, 4), 0.1, 0.9), U(r, (3, 4), 0.0, 1.0)), {"reduction": "sum"}),
+                  lambda r: S((U(r, (5,), 0.1, 0.9), U(r, (5,), 0.0, 1.0)), {"reduction": "none"}, nondiff=(1,))),
+    fd_tol=1e-4)
+add("binary_cross_entropy_with_logits", fn=lambda m, x, t, **k: F(m).binary_cross_entropy_with_logits(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4), 0.0, 1.0))),
+                  lambda r: S((U(r, (3, 4)), U(r, (3, 4), 0.0, 1.0)), {"reduction": "sum"}),
+                  lambda r: S((U(r, (5,)), U(r, (5,), 0.0, 1.0)), {"reduction": "none"}, nondiff=(1,))))
+add("smooth_l1_loss", fn=lambda m, x, t, **k: F(m).smooth_l1_loss(x, t, **k),
+    samples=fixed(lambda r: S((away(r, (3, 4), bad=(-1.0, 1.0)), np.zeros((3, 4)))),
+                  lambda r: S((away(r, (3, 4), bad=(-0.5, 0.5)), np.zeros((3, 4))), {"reduction": "sum", "beta": 0.5}),
+                  lambda r: S((away(r, (5,), bad=(-1.0, 1.0)), np.zeros((5,))), {"reduction": "none"}, nondiff=(1,))))
+add("huber_loss", fn=lambda m, x, t, **k: F(m).huber_loss(x, t, **k),
+    samples=fixed(lambda r: S((away(r, (3, 4), bad=(-1.0, 1.0)), np.zeros((3, 4)))),
+                  lambda r: S((away(r, (3, 4), bad=(-0.5, 0.5)), np.zeros((3, 4))), {"reduction": "sum", "delta": 0.5}),
+                  lambda r: S((away(r, (5,), bad=(-1.0, 1.0)), np.zeros((5,))), {"reduction": "none"}, nondiff=(1,))))
+add("mse_loss", fn=lambda m, x, t, **k: F(m).mse_loss(x, t, **k),
+    samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4)))),
+                  lambda r: S((U(r, (3, 4)), U(r, (3, 4))), {"reduction": "sum"}),
+                  lambda r: S((U(r, (3, 4)), U(r, (3, 4))), {"reduction": "none"}),
+                  lambda r: S((U(r, (2, 3)), U(r, (2, 3))), nondiff=(1,))))
 
 
 # ----------------------------------------------------------------------------- in place (functional form)
@@ -674,6 +735,12 @@ add("batch_norm", "batch_norm_eval",
 add("batch_norm_backward", fn=_reg("batch_norm_backward"), oracle=False, grad=False,
     samples=fixed(lambda r: S((U(r, (3, 2, 2, 2)), U(r, (3, 2, 2, 2)), U(r, (2,)), U(r, (2,)), U(r, (2,), 0.5, 2)),
                               {"training": True})))
+add("layer_norm_backward", fn=_reg("layer_norm_backward"), oracle=False, grad=False,
+    samples=fixed(lambda r: S((U(r, (2, 3, 4)), U(r, (2, 3, 4)), U(r, (4,))), {"normalized_shape": (4,), "eps": 1e-5}),
+                  lambda r: S((U(r, (3, 4)), U(r, (3, 4)), None), {"normalized_shape": (3, 4), "eps": 1e-5})))
+add("group_norm_backward", fn=_reg("group_norm_backward"), oracle=False, grad=False,
+    samples=fixed(lambda r: S((U(r, (2, 4, 3)), U(r, (2, 4, 3)), U(r, (4,))), {"groups": 2, "eps": 1e-5}),
+                  lambda r: S((U(r, (3, 6)), U(r, (3, 6)), None), {"groups": 3, "eps": 1e-5})))
 add("embedding", fn=lambda m, i, w, **kw: F(m).embedding(i, w, **kw),
     samples=fixed(lambda r: S((ints(r, (2, 3), 0, 5), U(r, (5, 3)))),
                   lambda r: S((ints(r, (4,), 0, 5), U(r, (5, 2))), {"padding_idx": 1}, desc="padding_idx (its row's gradient is zero by definition)",
@@ -687,10 +754,11 @@ NON_DIFFERENTIABLE = sorted(n for n in (
     "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isnan", "isinf", "isfinite", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_left_shift", "bitwise_right_shift", "bitwise_not", "argmax", "argmin", "all", "any", "count_nonzero", "nonzero", "max_pool2d",
-    "batch_norm_backward"))
+    "batch_norm_backward", "layer_norm_backward", "group_norm_backward"))
 INTERNAL = ("select_backward", "slice_backward", "diagonal_backward", "as_strided_backward",
             "as_strided_scatter", "index_backward", "conv2d_backward_weight", "max_pool2d_with_indices_backward",
-            "avg_pool2d_backward", "embedding_backward", "batch_norm_backward")
+            "avg_pool2d_backward", "embedding_backward", "batch_norm_backward",
+            "layer_norm_backward", "group_norm_backward")
 
 
 def sample_list(entry, seed=0):

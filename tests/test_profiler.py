@@ -96,7 +96,7 @@ def test_ops_and_backward_nodes_are_events():
         y.backward()
     names = [e.name for e in prof.function_events]
     assert "ember::mul" in names and "ember::sum" in names
-    assert "MulBackward0" in names and "SumBackward0" in names and "AccumulateGrad" in names
+    assert "MulBackward0" in names and "SumBackward0" in names and "torch::autograd::AccumulateGrad" in names
     # ops run by a backward node are its children
     mb = next(e for e in prof.function_events if e.name == "MulBackward0")
     assert mb.cpu_children and all(c.name.startswith("ember::") for c in mb.cpu_children)
@@ -104,6 +104,16 @@ def test_ops_and_backward_nodes_are_events():
     for e in prof.key_averages():
         assert 0 <= e.self_cpu_time_total <= e.cpu_time_total + 1e-9
     assert D.state.simple and not D.state.listeners
+
+
+def test_backward_nodes_carry_pytorch_overload_names():
+    x = ember.randn(3, 4, requires_grad=True)
+    w = ember.randn(3, 2, requires_grad=True)
+    with ember.autograd.profiler.profile() as prof:
+        (x.t() @ w).sum(1).std().backward()
+    names = {e.name for e in prof.function_events}
+    assert {"TBackward0", "MmBackward0", "SumBackward1", "StdBackward0"} <= names
+    assert not {"PermuteBackward0", "SumBackward0", "SqrtBackward0"} & names
 
 
 def test_record_function_context_and_decorator():

@@ -62,8 +62,8 @@ _new = object.__new__
 class Op:
     """One primitive and all its rules."""
     __slots__ = ("name", "impl", "vjp", "jvp", "batch", "nout", "view", "bcast",
-                 "diff_outputs", "node_cls", "family", "inplace_ufunc", "differentiable",
-                 "tensor_edges_only", "_save", "save_inputs", "save_out", "save_shapes",
+                 "diff_outputs", "node_cls", "node_rule", "_node_classes", "family", "inplace_ufunc",
+                 "differentiable", "tensor_edges_only", "_save", "save_inputs", "save_out", "save_shapes",
                  "__dict__")
 
     def __init__(self, name, impl, *, save=(), nout=1, view=False, bcast=False,
@@ -83,8 +83,32 @@ class Op:
         self.differentiable = differentiable
         # Python-number args get no edge in the node (PyTorch's Scalar overloads, e.g. pow)
         self.tensor_edges_only = tensor_edges_only
+        # the backward node's class name, as PyTorch names it: a string, or a rule
+        # ``node_name(args, params) -> str`` for an op that stands for several PyTorch overloads
+        # (sum() is SumBackward0, sum(dim) SumBackward1); a rule runs only when a node is
+        # recorded, and ops without one pay nothing (node_cls is their one class)
         from .autograd.graph import make_node_class
-        self.node_cls = make_node_class(node_name or _camel(name) + "Backward0", self)
+        if callable(node_name):
+            self.node_cls = None
+            self.node_rule = node_name
+            self._node_classes = {}
+        else:
+            self.node_cls = make_node_class(node_name or _camel(name) + "Backward0", self)
+            self.node_rule = None
+            self._node_classes = None
+
+    def node_class(self, args, params):
+        """The node class for one call: the op's fixed class, or the one its naming rule picks
+        (made once per name)."""
+        cls = self.node_cls
+        if cls is not None:
+            return cls
+        name = self.node_rule(args, params)
+        cls = self._node_classes.get(name)
+        if cls is None:
+            from .autograd.graph import make_node_class
+            cls = self._node_classes[name] = make_node_class(name, self)
+        return cls
 
     @property
     def save(self):
@@ -132,7 +156,10 @@ def defop(name, impl=None, **kw):
 
 
 def _camel(name):
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+    """PyTorch's node names: log_softmax -> LogSoftmax, and a letter after a digit is a capital
+    (log1p -> Log1P, avg_pool2d_backward -> AvgPool2DBackward)."""
+    s = "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+    return "".join(c.upper() if i and s[i - 1].isdigit() else c for i, c in enumerate(s))
 
 
 # ----------------------------------------------------------------------------- the path

@@ -33,6 +33,11 @@ _FREED_MSG = ("Trying to backward through the graph a second time (or directly a
               "calling backward.")
 
 
+# PyTorch's hand-written C++ nodes report their namespace in name() and in profiler events
+_CPP_NODES = frozenset(("AccumulateGrad", "CopySlices", "CopyBackwards"))
+_CPP_PREFIX = "torch::autograd::"
+
+
 class Node:
     """Base of every backward node.
 
@@ -66,7 +71,8 @@ class Node:
         self._edges = tuple(edges)
 
     def name(self):
-        return type(self).__name__
+        n = type(self).__name__
+        return _CPP_PREFIX + n if n in _CPP_NODES else n
 
     @property
     def metadata(self):
@@ -403,7 +409,8 @@ def record(op, args, params, out):
     single = op.nout == 1
     if single and type(out) is not _ndarray:
         out = _asarray(out)
-    node = _new(op.node_cls)
+    cls = op.node_cls
+    node = _new(cls if cls is not None else op.node_class(args, params))
     node._seq = next(_seq)
     node.params = params
     nargs = len(args)

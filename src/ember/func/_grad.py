@@ -93,7 +93,8 @@ def wrap(level, value, requires_grad):
 
 def _record(level, op, args, vals, params, out):
     outs = (out,) if op.nout == 1 else tuple(out)
-    node = op.node_cls()
+    cls = op.node_cls
+    node = (cls if cls is not None else op.node_class(vals, params))()
     nf, needs = [], []
     for a in args:
         if isinstance(a, Tensor) and a._wr is level and a._rg:

@@ -1,4 +1,5 @@
-"""F.pad composed from ember ops (index_select over computed source indices, where for constants)."""
+"""F.pad: constant padding is one primitive (ops.shape.constant_pad); reflect, replicate and circular
+are composed from ember ops (index_select over computed source indices)."""
 import numpy as np
 
 from .. import _dispatch as D
@@ -18,6 +19,9 @@ def pad(input, pad, mode="constant", value=None):
                 f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor. Non-constant "
                 "padding supports: 2D or 3D input with padding size 2, 3D or 4D input with size 4, 4D or "
                 "5D input with size 6")
+    if mode == "constant":
+        from ..ops.shape import constant_pad
+        return constant_pad(input, pad, 0.0 if value is None else value)
     out = input
     for k in range(len(pad) // 2):
         dim = input.dim() - 1 - k

@@ -15,6 +15,7 @@ from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from ..ops import _util as U
+from ..ops import elementwise as _E
 from . import _composite
 
 from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
@@ -99,8 +100,8 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def selu(input, inplace=False):
-    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    out = scale * elu(input, alpha)
+    out = D.dispatch(_E.elu_op, (input,), {"alpha": 1.6732632423543772848170429916717,
+                                           "scale": 1.0507009873554804934193349852946})
     return input.copy_(out) if inplace else out
 
 
@@ -110,22 +111,22 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
-    out = _ops.clamp(input / 6 + 0.5, 0.0, 1.0)
+    out = D.dispatch(_E.hardsigmoid_op, (input,))
     return input.copy_(out) if inplace else out
 
 
 def hardswish(input, inplace=False):
-    out = input * _ops.clamp(input + 3, 0.0, 6.0) / 6
+    out = D.dispatch(_E.hardswish_op, (input,))
     return input.copy_(out) if inplace else out
 
 
 def mish(input, inplace=False):
-    out = input * softplus(input).tanh()
+    out = D.dispatch(_E.mish_op, (input,))
     return input.copy_(out) if inplace else out
 
 
 def logsigmoid(input):
-    return -softplus(-input)
+    return D.dispatch(_E.log_sigmoid_op, (input,))
 
 
 def softsign(input):
@@ -276,10 +277,24 @@ def _check_broadcast(name, input, target):
                       "broadcasting. Please ensure they have the same size.", stacklevel=3)
 
 
+def _float_operands(name, input, target, dtype=None):
+    """input and target in one floating dtype (PyTorch's result dtype unless given), for the fused
+    pointwise losses; integer-only operands are an error naming the loss."""
+    if dtype is None:
+        from ..ops._util import result_dtype
+        dtype = result_dtype(input._data, target._data)
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name}: not implemented for {input.dtype} input and {target.dtype} target "
+                           f"(a floating point input or target is expected)")
+    return (input if input.dtype is dtype else input.to(dtype)), (target if target.dtype is dtype else target.to(dtype))
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
+    if weight is None:
+        return D.dispatch(_loss.mse_loss_op, _float_operands("mse_loss", input, target), {"reduction": reduction})
     d = input - target
     loss = d * d
     if weight is not None:
@@ -303,6 +318,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_broadcast("smooth_l1_loss", input, target)
+    if beta != 0.0:
+        return D.dispatch(_loss.smooth_l1_loss_op, _float_operands("smooth_l1_loss", input, target),
+                          {"reduction": reduction, "beta": float(beta)})
     d = (input - target).abs()
     if beta == 0.0:
         loss = d
@@ -314,6 +332,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     _check_broadcast("huber_loss", input, target)
+    if weight is None:  # (PyTorch's huber_loss computes in the input's dtype)
+        return D.dispatch(_loss.huber_loss_op, _float_operands("huber_loss", input, target, input.dtype),
+                          {"reduction": reduction, "delta": float(delta)})
     d = (input - target).abs()
     loss = _ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
@@ -325,23 +346,21 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy", input, target)
-    if not input.is_floating_point():
-        raise NotImplementedError(f"binary_cross_entropy: not implemented for integer/bool input (got "
-                                  f"{input.dtype}); pass probabilities as a floating tensor")
-    if U.is_tensor(target) and target.dtype is not input.dtype:
-        raise RuntimeError(f"binary_cross_entropy: Found dtype {target.dtype.name} (target) but expected "
-                           f"{input.dtype.name} (the input's)")
     a = input._data
     if a.size and not D.state.levels and ((a < 0).any() or (a > 1).any()):
         raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 and 1 (got values "
                            f"in [{float(a.min())}, {float(a.max())}])")
-    # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
-    with np.errstate(divide="ignore"):
-        logp = D.dispatch(_ops.elementwise.clamped_log_op, (input,))
-        log1mp = D.dispatch(_ops.elementwise.clamped_log_op, (1 - input,))
-    loss = -(target * logp + (1 - target) * log1mp)
-    if weight is not None:
-        loss = loss * weight
+    if not input.is_floating_point():
+        raise RuntimeError(f"binary_cross_entropy: not implemented for {input.dtype} input (probabilities of a "
+                           f"floating point dtype are expected)")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"binary_cross_entropy: Found dtype {target.dtype} but expected {input.dtype} (the "
+                           f"target must have the input's dtype)")
+    if weight is None:
+        return D.dispatch(_loss.binary_cross_entropy_op, (input, target), {"reduction": reduction})
+    # weighted: the same primitive per element (logs clamped at -100, PyTorch's finite gradient at a
+    # saturated probability), times the weight, then reduced
+    loss = D.dispatch(_loss.binary_cross_entropy_op, (input, target), {"reduction": "none"}) * weight
     return _reduce(loss, reduction)
 
 
@@ -350,6 +369,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy_with_logits", input, target)
+    if not input.is_floating_point():
+        raise RuntimeError(f"binary_cross_entropy_with_logits: not implemented for {input.dtype} input (logits "
+                           f"of a floating point dtype are expected)")
+    if weight is None and pos_weight is None and target.dtype == input.dtype:
+        return D.dispatch(_loss.binary_cross_entropy_with_logits_op, (input, target), {"reduction": reduction})
     # log(1 + exp(-x)) computed stably as softplus(-x)
     sp = softplus(-input)
     if pos_weight is not None:
@@ -464,8 +488,8 @@ def adaptive_avg_pool1d(input, output_size):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """'nearest' (PyTorch's index rule) and 'linear'/'bilinear'/'trilinear' resampling of the trailing
-    spatial dims, separably, from index_select and lerp weights (differentiable in the input)."""
+    """'nearest' (PyTorch's index rule; one primitive, upsample_nearest) and 'linear'/'bilinear'/'trilinear'
+    resampling of the trailing spatial dims, separably, from index_select and lerp weights."""
     linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
     if mode != "nearest" and mode not in linear_modes:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (nearest, linear, "
@@ -491,13 +515,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and mode != "nearest" and any(o < i for i, o in zip(in_sizes, out_sizes)):
         # antialiasing changes the result only when downsampling (a wider kernel); not implemented
         raise NotImplementedError("interpolate: antialias=True when downsampling is not supported by ember")
+    if mode == "nearest":
+        from ..ops.nn import upsample_nearest
+        return upsample_nearest(input, [np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64),
+                                                   n_in - 1) for n_in, n_out, sc in zip(in_sizes, out_sizes, scales)])
     out = input
     for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + k
-        if mode == "nearest":
-            src = np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64), n_in - 1)
-            out = _ops.index_select(out, dim, D._new_tensor(src))
-            continue
         if align_corners:
             pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
         else:

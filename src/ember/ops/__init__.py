@@ -48,6 +48,10 @@ def _rmul(self, other):
 
 
 def _rdiv(self, other):
+    if type(other) in (int, float) and self._data.dtype.kind == "f":
+        # PyTorch computes `n / t` as t.reciprocal() * n: the same values, and its graph
+        # (MulBackward0 over ReciprocalBackward0)
+        return dispatch(_mul, (dispatch(_E.reciprocal_op, (self,)), other))
     return dispatch(_div, (other, self))
 
 
@@ -236,7 +240,16 @@ Tensor.expand_as = _expand_as
 Tensor.type_as = _type_as
 Tensor.T = property(lambda self: _S.permute(self, *reversed(range(self.dim()))))
 Tensor.mT = property(lambda self: _S.transpose(self, -2, -1))
-Tensor.H = Tensor.T
+
+
+def _H(self):
+    if self.dim() != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""))
+    return _S.transpose(self, 0, 1)  # (the adjoint of a real matrix: PyTorch's TransposeBackward0)
+
+
+Tensor.H = property(_H)
 Tensor.mH = Tensor.mT
 Tensor.adjoint = lambda self: _S.transpose(self, -2, -1)
 

@@ -97,7 +97,13 @@ def _(ctx, ta, tb):
     return _tsum(ta, tb)
 
 
-sub_op = defop("sub", _binary_impl(np.subtract, "sub", nobool=True), bcast=True, family=EW)
+def _sub_name(args, params):
+    # `2 - t` is PyTorch's rsub(t, 2) (the Scalar overload)
+    return "SubBackward0" if isinstance(args[0], D.Tensor) else "RsubBackward1"
+
+
+sub_op = defop("sub", _binary_impl(np.subtract, "sub", nobool=True), bcast=True, family=EW,
+               node_name=_sub_name)
 
 
 @sub_op.def_vjp
@@ -200,7 +206,15 @@ def _pow_impl(xp, a, b):
         raise U.broadcast_error("pow", a, b) from None
 
 
-pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW, tensor_edges_only=True)
+def _pow_name(args, params):
+    # PyTorch's overloads: pow(Tensor, Scalar), pow(Tensor, Tensor), pow(Scalar, Tensor)
+    if not isinstance(args[0], D.Tensor):
+        return "PowBackward2"
+    return "PowBackward1" if isinstance(args[1], D.Tensor) else "PowBackward0"
+
+
+pow_op = defop("pow", _pow_impl, save=("inputs", "out"), bcast=True, family=EW, tensor_edges_only=True,
+               node_name=_pow_name)
 
 
 @pow_op.def_vjp
@@ -386,10 +400,6 @@ log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2
 log10_op = _unary("log10", lambda xp, a: xp.log10(a), lambda c: (_x(c) * math.log(10.0)).reciprocal())
 log1p_op = _unary("log1p", lambda xp, a: xp.log1p(a), lambda c: (_x(c) + 1).reciprocal())
 expm1_op = _unary("expm1", lambda xp, a: xp.expm1(a), lambda c: c.out + 1, save=("out",))
-# log clamped at -100 with the derivative 1 / max(x, 1e-12): binary_cross_entropy's logs, whose
-# gradient at a saturated probability (0 or 1) is then large and finite, as PyTorch's, not nan
-clamped_log_op = _unary("clamped_log", lambda xp, a: xp.maximum(xp.log(a), a.dtype.type(-100.0)),
-                        lambda c: clamp_min(_x(c), 1e-12).reciprocal())
 sqrt_op = _unary("sqrt", lambda xp, a: xp.sqrt(a), lambda c: 0.5 / c.out, save=("out",))
 rsqrt_op = _unary("rsqrt", lambda xp, a: 1.0 / xp.sqrt(a) if a.ndim else xp.asarray(1.0 / xp.sqrt(a)),
                   lambda c: -0.5 * c.out ** 3, save=("out",))
@@ -497,15 +507,19 @@ leaky_relu_op.vjp = lambda ctx, g: g * where(ctx.inputs[0] > 0, 1.0, ctx.params.
 leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.get("negative_slope", 0.01))
 
 
-def _elu(xp, a, alpha=1.0):
+def _elu(xp, a, alpha=1.0, scale=1.0):
     a = U.float_only("elu", a)
-    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
+    r = xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
+    if scale != 1.0:  # (selu: PyTorch runs it as elu with a scale, EluBackward0)
+        r *= scale
+    return r
 
 
 def _elu_deriv(c):
     x = c.inputs[0]
-    alpha = c.params.get("alpha", 1.0)
-    return where(x > 0, 1.0, c.out + alpha)
+    p = c.params
+    scale = p.get("scale", 1.0)
+    return where(x > 0, scale, c.out + p.get("alpha", 1.0) * scale)
 
 
 elu_op = defop("elu", _elu, save=("inputs", "out"), family=EW)
@@ -594,6 +608,38 @@ softplus_op.vjp = lambda ctx, g: g * _softplus_deriv(ctx)
 softplus_op.jvp = lambda ctx, t: t * _softplus_deriv(ctx)
 
 
+# activations PyTorch runs as ops of their own (LogSigmoidBackward0, MishBackward0, ...): one pass
+# forward, f'(x) in ember ops
+
+
+def _log_sigmoid(xp, a):
+    return -(xp.maximum(-a, 0) + xp.log1p(xp.exp(-xp.abs(a))))
+
+
+def _mish(xp, a):
+    return a * xp.tanh(xp.maximum(a, 0) + xp.log1p(xp.exp(-xp.abs(a))))
+
+
+def _mish_deriv(c):
+    x = c.inputs[0]
+    t = dispatch(softplus_op, (x,)).tanh()
+    return t + x * x.sigmoid() * (1 - t * t)
+
+
+def _float_unary(name, fn, deriv):
+    """A unary op defined for floating inputs only (PyTorch has no integer kernel for it)."""
+    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)), deriv, floating=False)
+
+
+log_sigmoid_op = _float_unary("log_sigmoid", _log_sigmoid, lambda c: (-c.inputs[0]).sigmoid())
+mish_op = _float_unary("mish", _mish, _mish_deriv)
+hardswish_op = _float_unary("hardswish", lambda xp, a: a * xp.clip(a + 3, 0, 6) / 6,
+                            lambda c: where(c.inputs[0] <= -3, 0.0,  # (PyTorch's one-sided values at +-3)
+                                            where(c.inputs[0] < 3, (2 * c.inputs[0] + 3) / 6, 1.0)))
+hardsigmoid_op = _float_unary("hardsigmoid", lambda xp, a: xp.clip(a / 6 + 0.5, 0, 1),
+                              lambda c: where((c.inputs[0] > -3) & (c.inputs[0] < 3), 1 / 6, 0.0))
+
+
 def _clamp(xp, a, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -617,9 +663,53 @@ def _clamp_mask(c):
     return m
 
 
-clamp_op = defop("clamp", _clamp, save=("inputs",), family=EW)
+clamp_op = defop("clamp", _clamp, save=("inputs",), family=EW, node_name="ClampBackward1")  # (Scalar bounds)
 clamp_op.vjp = lambda ctx, g: g * _clamp_mask(ctx)
 clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
+
+
+def _clamp_tensor(xp, a, lo, hi):
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    r = a if lo is None else xp.maximum(a, lo)
+    return r if hi is None else xp.minimum(r, hi)
+
+
+def _clamp_tensor_masks(ctx):
+    """Where the output is x, the lower bound and the upper bound (lo > hi gives hi, as PyTorch)."""
+    x, lo, hi = ctx.inputs
+    mx = mlo = mhi = None
+    if lo is not None and hi is not None:
+        mx = (x >= lo) & (x <= hi)
+        mlo = (x < lo) & (lo <= hi)
+        mhi = (x > hi) | (lo > hi)
+    elif lo is not None:
+        mx, mlo = x >= lo, x < lo
+    else:
+        mx, mhi = x <= hi, x > hi
+    return mx, mlo, mhi
+
+
+# clamp with tensor bounds: PyTorch's ClampBackward0 (one node, not maximum and minimum)
+clamp_tensor_op = defop("clamp_tensor", _clamp_tensor, save=("inputs",), bcast=True, family=EW,
+                        node_name="ClampBackward0")
+
+
+@clamp_tensor_op.def_vjp
+def _(ctx, g):
+    n = ctx.needs
+    mx, mlo, mhi = _clamp_tensor_masks(ctx)
+    return ((g * mx) if n[0] else None), ((g * mlo) if n[1] else None), ((g * mhi) if n[2] else None)
+
+
+@clamp_tensor_op.def_jvp
+def _(ctx, tx, tlo, thi):
+    mx, mlo, mhi = _clamp_tensor_masks(ctx)
+    r = None
+    for t, m in ((tx, mx), (tlo, mlo), (thi, mhi)):
+        if t is not None and m is not None:
+            r = t * m if r is None else r + t * m
+    return r
 
 
 # ----------------------------------------------------------------------------- comparisons & logic
@@ -816,12 +906,7 @@ def where(condition, input=None, other=None):
 
 def clamp(input, min=None, max=None, *, out=None):
     if U.is_tensor(min) or U.is_tensor(max):
-        r = input
-        if min is not None:
-            r = maximum(r, min)
-        if max is not None:
-            r = minimum(r, max)
-        return _out(r, out)
+        return _out(dispatch(clamp_tensor_op, (input, min, max)), out)
     p = {}
     if min is not None:
         p["min"] = min

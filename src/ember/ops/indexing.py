@@ -315,7 +315,9 @@ def _scatter_impl(xp, a, index, src, dim, reduce=None):
     return out
 
 
-scatter_op = defop("scatter", _scatter_impl, save=("inputs",), family=IDX)
+scatter_op = defop("scatter", _scatter_impl, save=("inputs",), family=IDX,  # (value overload: Backward1)
+                   node_name=lambda args, params: "ScatterBackward0" if isinstance(args[2], D.Tensor)
+                   else "ScatterBackward1")
 
 
 @scatter_op.def_vjp

@@ -41,7 +41,18 @@ def _matmul_impl(xp, a, b):
                            f"cannot be broadcast") from None
 
 
-matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_name="MmBackward0")
+def _matmul_name(args, params):
+    """The PyTorch product the call amounts to: dot, mv, mm or bmm (PyTorch's matmul reshapes
+    batched operands around mm/bmm, ember multiplies them in one node)."""
+    na, nb = (a._data.ndim if isinstance(a, D.Tensor) else np.ndim(a) for a in args)
+    if nb == 1:
+        return "DotBackward0" if na == 1 else "MvBackward0"
+    if na >= 3 and nb >= 3:
+        return "BmmBackward0"
+    return "MvBackward0" if na == 1 and nb >= 3 else "MmBackward0"
+
+
+matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_name=_matmul_name)
 
 
 @matmul_op.def_vjp
@@ -125,13 +136,91 @@ def outer(input, vec2):
 ger = outer
 
 
+def _addmm_impl(xp, c, a, b, beta=1, alpha=1):
+    p = _matmul_impl(xp, a, b)
+    if alpha != 1:
+        p *= alpha
+    if beta != 0:  # (beta 0 ignores input, nan and inf included, as PyTorch)
+        p += c if beta == 1 else c * beta
+    return p
+
+
+# beta * input + alpha * (mat1 @ mat2): one node, PyTorch's AddmmBackward0
+addmm_op = defop("addmm", _addmm_impl, save=("inputs",), bcast=True, family=LIN)
+
+
+@addmm_op.def_vjp
+def _(ctx, g):
+    c, a, b = ctx.inputs
+    p = ctx.params
+    beta, alpha = p.get("beta", 1), p.get("alpha", 1)
+    n = ctx.needs
+    ga = gb = None
+    gs = g if alpha == 1 else g * alpha
+    if n[1]:
+        ga = matmul(gs, b.mT)
+    if n[2]:
+        gb = matmul(a.mT, gs)
+    return ((g if beta == 1 else g * beta) if n[0] else None), ga, gb
+
+
+@addmm_op.def_jvp
+def _(ctx, tc, ta, tb):
+    c, a, b = ctx.inputs
+    p = ctx.params
+    beta, alpha = p.get("beta", 1), p.get("alpha", 1)
+    r = None if ta is None else matmul(ta, b)
+    if tb is not None:
+        s = matmul(a, tb)
+        r = s if r is None else r + s
+    if r is not None and alpha != 1:
+        r = r * alpha
+    if tc is not None and beta != 0:
+        tc = tc if beta == 1 else tc * beta
+        r = tc if r is None else r + tc
+    return r
+
+
+@addmm_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: the batched product (matmul broadcasts an unbatched operand), then the input."""
+    from ._batching import _materialize, _pad_to
+    c, a, b = vals
+    beta, alpha = params.get("beta", 1), params.get("alpha", 1)
+    r = matmul(a, b)
+    if alpha != 1:
+        r = r * alpha
+    if beta != 0:
+        if bd[0]:
+            c = _pad_to(c, 2)
+        r = r + (c if beta == 1 else c * beta)
+    elif not (bd[1] or bd[2]):  # only the ignored input was batched
+        r = _materialize(r, size)
+    return r, True
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if U.is_tensor(input) and input.dtype != mat1.dtype:
         raise RuntimeError(f"addmm: self and mat1 must have the same dtype, but got {input.dtype} and {mat1.dtype}")
-    p = mm(mat1, mat2)
+    if mat1.dim() != 2 or mat2.dim() != 2:
+        raise RuntimeError(f"addmm: expected 2D tensors for mat1 and mat2, got {mat1.dim()}D and {mat2.dim()}D")
+    if not U.is_tensor(input):
+        from .._creation import tensor
+        input = tensor(input, dtype=mat1.dtype)
+    out = (mat1.shape[0], mat2.shape[1])
+    try:
+        ok = np.broadcast_shapes(tuple(input.shape), out) == out
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"addmm: the input of shape {list(input.shape)} does not broadcast to the "
+                           f"product's shape {list(out)} (mat1 {list(mat1.shape)} @ mat2 {list(mat2.shape)})")
+    p = {}
+    if beta != 1:
+        p["beta"] = beta
     if alpha != 1:
-        p = p * alpha
-    return p + (input if beta == 1 else input * beta) if beta != 0 else p
+        p["alpha"] = alpha
+    return dispatch(addmm_op, (input, mat1, mat2), p)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -185,7 +274,8 @@ def _linear_impl(xp, x, w, b=None):
     return y
 
 
-linear_op = defop("linear", _linear_impl, save=("inputs",), family=LIN, node_name="AddmmBackward0")
+linear_op = defop("linear", _linear_impl, save=("inputs",), family=LIN,
+                  node_name=lambda args, params: "AddmmBackward0" if len(args) == 3 else "MmBackward0")
 
 
 @linear_op.def_vjp

@@ -1,10 +1,12 @@
-"""Classification losses: nll_loss and cross_entropy.
+"""Losses: nll_loss, cross_entropy and the fused pointwise losses (mse, bce, smooth_l1, huber).
 
 ``cross_entropy`` on 2-d logits with class-index targets (the training hot path) runs as one
 fused primitive whose backward is a second primitive, ``cross_entropy_backward``; that one's
 vjp is written in ember ops, so double backward (hessians, create_graph) works. Under an active
 transform (vmap, forward mode) the same loss is composed from log_softmax and gather, whose
-rules the transforms already know. Everything else is composed from ember ops.
+rules the transforms already know. nll_loss on (N, C) input and the pointwise losses without
+weights are primitives too (PyTorch's node names, one pass); weighted variants are composed from
+ember ops.
 """
 import numpy as np
 
@@ -58,12 +60,13 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """-input[target] per sample (weighted), composed from gather so every transform applies."""
     C = _check_index_target("nll_loss", input, target, ignore_index)
     _weight_check("nll_loss", weight, C)
+    if not input.is_floating_point():
+        raise RuntimeError(f"nll_loss: not implemented for {input.dtype} input (log-probabilities of a "
+                           f"floating point dtype are expected)")
     cdim = 0 if input.dim() == 1 else 1
-    if (weight is None and not D.state.levels and not target._meta and target.dtype.name == "int64"
-            and not (target._data == ignore_index).any()):
-        # nothing ignored, no weights: the plain mean/sum of -input[target] (fewer ops on the hot path)
-        loss = -_I.gather(input, cdim, target.unsqueeze(cdim)).squeeze(cdim)
-        return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
+    if input.dim() == 2 and weight is None and not input._meta:
+        # (N, C) without weights, the usual case: one primitive, PyTorch's NllLossBackward0
+        return dispatch(nll_loss_op, (input, target), {"ignore_index": ignore_index, "reduction": reduction})
     valid = target != ignore_index
     safe = _E.where(valid, target, 0).long()
     picked = _I.gather(input, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
@@ -275,6 +278,54 @@ def _(ctx, gg):
     return gg_g, gg_x, None
 
 
+def _nll_impl(xp, x, t, ignore_index=-100, reduction="mean"):
+    n = x.shape[0]
+    if _check_targets(t, x.shape[1], ignore_index):
+        loss = _picked(xp, x, t)
+        cnt = n
+    else:
+        valid = t != ignore_index
+        loss = xp.where(valid, x[xp.arange(n), xp.where(valid, t, 0)], 0)
+        cnt = int(valid.sum())
+    if reduction == "none":
+        return -loss
+    total = -loss.sum()
+    if reduction == "sum":
+        return xp.asarray(total, dtype=x.dtype)
+    return xp.asarray(total / x.dtype.type(cnt) if cnt else np.nan, dtype=x.dtype)
+
+
+# nll_loss on (N, C) input: -x[i, t_i], reduced; rules in ember ops (double backward, forward mode)
+nll_loss_op = defop("nll_loss", _nll_impl, save=("inputs",))
+
+
+def _nll_coef(x, t, g, p_):
+    """The per-row factor of d loss / d x[i, t_i] (0 on ignored rows) and the safe class indices."""
+    valid = t != p_["ignore_index"]
+    vf = valid.to(x.dtype)
+    coef = -(g * vf)
+    if p_["reduction"] == "mean":
+        coef = coef / vf.sum()
+    return coef, _E.where(valid, t, 0).unsqueeze(1)
+
+
+@nll_loss_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    coef, idx = _nll_coef(x, t, g, ctx.params)
+    from .._creation import zeros
+    return zeros(x.shape, dtype=x.dtype).scatter(1, idx, coef.unsqueeze(1)), None
+
+
+@nll_loss_op.def_jvp
+def _(ctx, tx, tt=None):
+    x, t = ctx.inputs
+    p_ = ctx.params
+    vf = _valid_f(t, p_["ignore_index"], x.dtype)
+    r = -(_I.gather(tx, 1, _E.where(t != p_["ignore_index"], t, 0).unsqueeze(1)).squeeze(1) * vf)
+    return _ce_reduce(r, vf, p_["reduction"])
+
+
 def _onehot(shape, t, dtype):
     oh = np.zeros(shape, dtype)
     oh[np.arange(shape[0]), t] = 1
@@ -352,6 +403,9 @@ def _(op, vals, bd, params, size):
     return rows.sum(1) / (t2.reshape(B, N) != ign).sum(1).to(rows.dtype), True
 
 
+nll_loss_op.batch = cross_entropy_op.batch  # the same per-row losses, then each example's reduction
+
+
 @cross_entropy_backward_op.def_batch
 def _(op, vals, bd, params, size):
     from ._batching import _materialize
@@ -366,3 +420,168 @@ def _(op, vals, bd, params, size):
         g2 = g.unsqueeze(1).expand(B, N).reshape(B * N)
     out = dispatch(op, (g2, x2, t2), {"ignore_index": ign, "reduction": "none"})
     return out.reshape(B, N, x2.shape[1]), True
+
+
+# ----------------------------------------------------------------------------- pointwise losses
+# mse_loss, binary_cross_entropy(_with_logits), smooth_l1_loss, huber_loss: one primitive each
+# (PyTorch's MseLossBackward0, BinaryCrossEntropyBackward0, ...; one pass instead of several ops); their rules are written in
+# ember ops, so double backward, forward mode and vmap compose.
+
+
+def _reduce_arr(xp, r, reduction):
+    if reduction == "none":
+        return r
+    return xp.sum(r) if reduction == "sum" else xp.mean(r)
+
+
+def _reduce_t(r, reduction):
+    return r if reduction == "none" else r.sum() if reduction == "sum" else r.mean()
+
+
+def _grad_scale(ctx, g, x):
+    """The output gradient as each element's factor: g / numel for the mean."""
+    return g / x.numel() if ctx.params.get("reduction", "mean") == "mean" and x.numel() else g
+
+
+def _pointwise_loss_batch(op, vals, bd, params, size):
+    """vmap: the elementwise losses of all examples at once, then each example's reduction."""
+    from ._batching import elementwise_rule
+    r, _ = elementwise_rule(op, vals, bd, dict(params, reduction="none"), size)
+    red = params.get("reduction", "mean")
+    dims = tuple(range(1, r.dim()))
+    if red == "none" or not dims:
+        return r, True
+    return (r.sum(dims) if red == "sum" else r.mean(dims)), True
+
+
+def _mse_impl(xp, a, b, reduction="mean"):
+    d = a - b
+    return _reduce_arr(xp, d * d, reduction)
+
+
+mse_loss_op = defop("mse_loss", _mse_impl, save=("inputs",), bcast=True)
+mse_loss_op.batch = _pointwise_loss_batch
+
+
+@mse_loss_op.def_vjp
+def _(ctx, g):
+    a, b = ctx.inputs
+    d = a - b
+    if ctx.params.get("reduction", "mean") == "mean" and d.numel():
+        d = d * (2.0 / d.numel())
+    else:
+        d = d * 2.0
+    gd = d * g
+    n = ctx.needs
+    return (gd if n[0] else None), (-gd if n[1] else None)
+
+
+@mse_loss_op.def_jvp
+def _(ctx, ta, tb):
+    a, b = ctx.inputs
+    t = ta if tb is None else (-tb if ta is None else ta - tb)
+    return _reduce_t((a - b) * 2.0 * t, ctx.params.get("reduction", "mean"))
+
+
+def _bce_logs(xp, x):
+    # log is clamped at -100 as PyTorch does, so that log(0) gives a finite loss
+    with np.errstate(divide="ignore"):
+        return xp.maximum(xp.log(x), -100), xp.maximum(xp.log1p(-x), -100)
+
+
+def _bce_impl(xp, x, t, reduction="mean"):
+    lp, l1p = _bce_logs(xp, x)
+    return _reduce_arr(xp, (t - 1) * l1p - t * lp, reduction)
+
+
+binary_cross_entropy_op = defop("binary_cross_entropy", _bce_impl, save=("inputs",))
+binary_cross_entropy_op.batch = _pointwise_loss_batch
+
+
+def _bce_target_grad(x):
+    with np.errstate(divide="ignore"):
+        return (-x).log1p().clamp_min(-100.0) - x.log().clamp_min(-100.0)
+
+
+@binary_cross_entropy_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    gs = _grad_scale(ctx, g, x)
+    n = ctx.needs
+    gx = (x - t) / ((1 - x) * x).clamp_min(1e-12) * gs if n[0] else None
+    gt = _bce_target_grad(x) * gs if n[1] else None
+    return gx, gt
+
+
+@binary_cross_entropy_op.def_jvp
+def _(ctx, tx, tt):
+    x, t = ctx.inputs
+    r = None if tx is None else (x - t) / ((1 - x) * x).clamp_min(1e-12) * tx
+    if tt is not None:
+        d = _bce_target_grad(x) * tt
+        r = d if r is None else r + d
+    return _reduce_t(r, ctx.params.get("reduction", "mean"))
+
+
+def _bce_logits_impl(xp, x, t, reduction="mean"):
+    # (1 - t) x + log(1 + exp(-x)), the softplus computed stably
+    return _reduce_arr(xp, (1 - t) * x + xp.maximum(-x, 0) + xp.log1p(xp.exp(-xp.abs(x))), reduction)
+
+
+binary_cross_entropy_with_logits_op = defop("binary_cross_entropy_with_logits", _bce_logits_impl, save=("inputs",))
+binary_cross_entropy_with_logits_op.batch = _pointwise_loss_batch
+
+
+@binary_cross_entropy_with_logits_op.def_vjp
+def _(ctx, g):
+    x, t = ctx.inputs
+    gs = _grad_scale(ctx, g, x)
+    n = ctx.needs
+    return ((x.sigmoid() - t) * gs if n[0] else None), (-x * gs if n[1] else None)
+
+
+@binary_cross_entropy_with_logits_op.def_jvp
+def _(ctx, tx, tt):
+    x, t = ctx.inputs
+    r = None if tx is None else (x.sigmoid() - t) * tx
+    if tt is not None:
+        r = -x * tt if r is None else r - x * tt
+    return _reduce_t(r, ctx.params.get("reduction", "mean"))
+
+
+def _smooth_l1_impl(xp, a, b, reduction="mean", beta=1.0):
+    d = xp.abs(a - b)
+    return _reduce_arr(xp, xp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def _huber_impl(xp, a, b, reduction="mean", delta=1.0):
+    d = xp.abs(a - b)
+    return _reduce_arr(xp, xp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+smooth_l1_loss_op = defop("smooth_l1_loss", _smooth_l1_impl, save=("inputs",), bcast=True)
+huber_loss_op = defop("huber_loss", _huber_impl, save=("inputs",), bcast=True)
+
+
+def _smooth_l1_slope(params, d):
+    beta = params.get("beta", 1.0)
+    return _E.where(d.abs() < beta, d / beta, d.sign())
+
+
+def _huber_slope(params, d):
+    delta = params.get("delta", 1.0)
+    return _E.where(d.abs() < delta, d, d.sign() * delta)
+
+
+for _op, _slope in ((smooth_l1_loss_op, _smooth_l1_slope), (huber_loss_op, _huber_slope)):
+    def _vjp(ctx, g, _slope=_slope):
+        a, b = ctx.inputs
+        gd = _slope(ctx.params, a - b) * _grad_scale(ctx, g, a)
+        n = ctx.needs
+        return (gd if n[0] else None), (-gd if n[1] else None)
+
+    def _jvp(ctx, ta, tb, _slope=_slope):
+        a, b = ctx.inputs
+        t = ta if tb is None else (-tb if ta is None else ta - tb)
+        return _reduce_t(_slope(ctx.params, a - b) * t, ctx.params.get("reduction", "mean"))
+    _op.vjp, _op.jvp, _op.batch = _vjp, _jvp, _pointwise_loss_batch

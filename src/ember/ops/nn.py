@@ -15,6 +15,7 @@ pixels). Fused backward kernels that are not closed under differentiation (batch
 when nothing observes them (grad mode off, no transform); otherwise the vjp is the composite
 formula in ember ops. Forward-mode (jvp) rules are written in ember ops too.
 """
+import math
 import threading
 
 import numpy as np
@@ -1182,6 +1183,46 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (out, it) if return_indices else out
 
 
+# ----------------------------------------------------------------------------- nearest upsampling
+
+
+def _upsample_nearest_impl(xp, x, src):
+    """src: per trailing spatial dim, the input index each output position reads."""
+    if x.dtype.kind != "f" and x.dtype != np.uint8:
+        raise RuntimeError(f"upsample_nearest: not implemented for {dt.FROM_NP[x.dtype].name} input "
+                           f"(floating point or uint8 is expected)")
+    k = len(src)
+    return x[(Ellipsis,) + xp.ix_(*[xp.asarray(s, dtype=np.intp) for s in src])] if k else x.copy()
+
+
+# F.interpolate(mode="nearest"): PyTorch's UpsampleNearest{1,2,3}DBackward0; the vjp adds each output
+# gradient into the input position it was read from (index_add per dim, in ember ops)
+upsample_nearest_op = defop("upsample_nearest", _upsample_nearest_impl, save=("shapes",), family=NN,
+                            node_name=lambda args, params: f"UpsampleNearest{len(params['src'])}DBackward0")
+
+
+@upsample_nearest_op.def_vjp
+def _(ctx, g):
+    from .._creation import zeros, tensor
+    src = ctx.params["src"]
+    shape = ctx.shapes[0]
+    nd = len(shape)
+    for k in range(len(src) - 1, -1, -1):
+        d = nd - len(src) + k
+        size = tuple(g.shape[:d]) + (shape[d],) + tuple(g.shape[d + 1:])
+        g = zeros(size, dtype=g.dtype).index_add(d, tensor(np.asarray(src[k], dtype=np.int64)), g)
+    return g
+
+
+upsample_nearest_op.jvp = lambda ctx, t: dispatch(upsample_nearest_op, (t,), ctx.params)
+# (the resampled dims are the trailing ones: a leading batch dim passes through)
+upsample_nearest_op.batch = lambda op, vals, bd, params, size: (dispatch(op, tuple(vals), params), True)
+
+
+def upsample_nearest(input, src):
+    return dispatch(upsample_nearest_op, (input,), {"src": tuple(tuple(int(i) for i in s) for s in src)})
+
+
 # ----------------------------------------------------------------------------- batch norm
 
 
@@ -1375,15 +1416,146 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         if t is not None and tuple(t.shape) != normalized_shape:
             raise RuntimeError(f"layer_norm: expected {name} of shape {list(normalized_shape)}, got "
                                f"{U.fmt_shape(t.shape)}")
-    dims = tuple(range(input.dim() - k, input.dim()))
-    mu = input.mean(dims, keepdim=True)
-    xc = input - mu
-    y = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"layer_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype} (the input's), got {t.dtype}")
+    return dispatch(layer_norm_op, (input, weight, bias), {"normalized_shape": normalized_shape, "eps": float(eps)})
+
+
+# One primitive (PyTorch's NativeLayerNormBackward0 node; one pass over the data instead of eight ops)
+# whose rules are written in ember ops, recomputing the statistics from x, so double backward,
+# forward mode and vmap compose.
+
+
+def _row_stats(xp, x2, eps):
+    """Rows of x2 (R, K): the centered rows (a new array) and 1/std per row (R, 1); sums of
+    squares by einsum, without a temporary the size of x."""
+    xc = x2 - x2.mean(1, keepdims=True)
+    var = xp.einsum("rk,rk->r", xc, xc)[:, None] / max(x2.shape[1], 1)
+    return xc, (1.0 / xp.sqrt(var + eps)).astype(x2.dtype, copy=False)
+
+
+def _row_norm_input_grad(xp, gg, xhat, rstd, own=False):
+    """d loss / d x of row normalization from gg = d loss / d xhat (R, K); overwrites xhat, and gg
+    when ``own`` (a fresh array: no further allocation the size of x)."""
+    k = max(gg.shape[1], 1)
+    dot = xp.einsum("rk,rk->r", gg, xhat)[:, None] / k
+    if own:
+        gx = gg
+        gx -= gg.mean(1, keepdims=True)
+    else:
+        gx = gg - gg.mean(1, keepdims=True)
+    xhat *= dot
+    gx -= xhat
+    gx *= rstd
+    return gx
+
+
+def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
+    _float_check("layer_norm", x)
+    k = math.prod(normalized_shape)
+    y, rstd = _row_stats(xp, x.reshape(x.size // k if k else 0, k), eps)
+    y *= rstd
+    y = y.reshape(x.shape)
+    if w is not None:
+        y *= w
+    if b is not None:
+        y += b
     return y
+
+
+def _ln_bwd_impl(xp, g, x, w, *, normalized_shape, eps):
+    """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    k = math.prod(normalized_shape)
+    rows = x.size // k if k else 0
+    xhat, rstd = _row_stats(xp, x.reshape(rows, k), eps)
+    xhat *= rstd
+    g2 = g.reshape(rows, k)
+    gw = xp.einsum("rk,rk->k", g2, xhat).reshape(normalized_shape)
+    gb = g2.sum(0).reshape(normalized_shape)
+    gg = g2 if w is None else (g * w).reshape(rows, k)
+    return _row_norm_input_grad(xp, gg, xhat, rstd, own=w is not None).reshape(x.shape), gw, gb
+
+
+layer_norm_op = defop("layer_norm", _ln_impl, save=("inputs",), family=NN, node_name="NativeLayerNormBackward0")
+layer_norm_bwd_op = defop("layer_norm_backward", _ln_bwd_impl, nout=3, family=NN, differentiable=False)
+
+
+def _ln_stats(x, params):
+    dims = tuple(range(x.dim() - len(params["normalized_shape"]), x.dim()))
+    xc = x - x.mean(dims, keepdim=True)
+    rstd = ((xc * xc).mean(dims, keepdim=True) + params["eps"]).rsqrt()
+    return dims, xc * rstd, rstd
+
+
+def _ln_grads(g, x, w, params, needs=(True, True, True), first_lead=0):
+    """(gx, gw, gb) in ember ops; gw and gb sum over the leading dims from ``first_lead`` on."""
+    dims, xhat, rstd = _ln_stats(x, params)
+    lead = tuple(range(first_lead, x.dim() - len(dims)))
+    gx = gw = gb = None
+    if needs[0]:
+        gxh = g if w is None else g * w
+        gx = (gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)) * rstd
+    if needs[1]:
+        gw = (g * xhat).sum(lead) if lead else g * xhat
+    if needs[2]:
+        gb = g.sum(lead) if lead else g
+    return gx, gw, gb
+
+
+@layer_norm_op.def_vjp
+def _(ctx, g):
+    x, w, b = ctx.inputs
+    n = ctx.needs
+    if not D.grad_mode.enabled and D.state.simple:
+        gx, gw, gb = dispatch(layer_norm_bwd_op, (g, x, w), ctx.params)
+        return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
+    # composite rule in ember ops: differentiable (create_graph) and batchable
+    return _ln_grads(g, x, w, ctx.params, n)
+
+
+@layer_norm_bwd_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap of the fused backward: the ember-ops rule with the batch dim kept out of the sums."""
+    from ._batching import _materialize
+    g, x, w = vals
+    g = g if bd[0] else _materialize(g, size)
+    x = x if bd[1] else _materialize(x, size)
+    if w is not None and bd[2]:
+        w = w.reshape((size,) + (1,) * (x.dim() - 1 - len(params["normalized_shape"])) + tuple(w.shape[1:]))
+    return _ln_grads(g, x, w, params, first_lead=1), (True, True, True)
+
+
+@layer_norm_op.def_jvp
+def _(ctx, tx, tw, tb):
+    x, w, b = ctx.inputs
+    dims, xhat, rstd = _ln_stats(x, ctx.params)
+    txh = None
+    if tx is not None:
+        txh = (tx - tx.mean(dims, keepdim=True) - xhat * (tx * xhat).mean(dims, keepdim=True)) * rstd
+        if w is not None:
+            txh = txh * w
+    return _tsum(txh, None if tw is None else xhat * tw, tb)
+
+
+@layer_norm_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: a batched input is one more leading dim (the normalized dims are the trailing ones);
+    batched weights or biases (ensembles) scale and shift the normalized batch afterwards."""
+    from ._batching import _materialize
+    x, w, b = vals
+    if not any(bd[1:]):
+        return dispatch(op, (x, w, b), params), True
+    if not bd[0]:
+        x = _materialize(x, size)
+    y = dispatch(op, (x, None, None), params)
+    ones = (1,) * (x.dim() - 1 - len(params["normalized_shape"]))
+    for v, bv, last in ((w, bd[1], False), (b, bd[2], True)):
+        if v is not None:
+            if bv:
+                v = v.reshape((size,) + ones + tuple(v.shape[1:]))
+            y = y + v if last else y * v
+    return y, True
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
@@ -1396,16 +1568,131 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (C,):
             raise RuntimeError(f"group_norm: expected {name} of shape [{C}], got {U.fmt_shape(t.shape)}")
-    x = input.reshape(N, num_groups, -1)
-    mu = x.mean(2, keepdim=True)
-    xc = x - mu
-    y = (xc * ((xc * xc).mean(2, keepdim=True) + eps).rsqrt()).reshape(input.shape)
-    cs = _cshape(input)
-    if weight is not None:
-        y = y * weight.reshape(cs)
-    if bias is not None:
-        y = y + bias.reshape(cs)
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"group_norm: mixed dtype: expect parameter {name} to have scalar type "
+                               f"{input.dtype} (the input's), got {t.dtype}")
+    return dispatch(group_norm_op, (input, weight, bias), {"groups": num_groups, "eps": float(eps)})
+
+
+# One primitive (PyTorch's NativeGroupNormBackward0); rules in ember ops recomputing the statistics.
+
+
+def _gn_impl(xp, x, w, b, *, groups, eps):
+    _float_check("group_norm", x)
+    N, C = x.shape[:2]
+    y, rstd = _row_stats(xp, x.reshape(N * groups, (C // groups) * math.prod(x.shape[2:])), eps)
+    y *= rstd
+    y = y.reshape(x.shape)
+    cs = (1, C) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y *= w.reshape(cs)
+    if b is not None:
+        y += b.reshape(cs)
     return y
+
+
+def _gn_bwd_impl(xp, g, x, w, *, groups, eps):
+    """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    N, C = x.shape[:2]
+    L = math.prod(x.shape[2:])
+    xhat, rstd = _row_stats(xp, x.reshape(N * groups, (C // groups) * L), eps)
+    xhat *= rstd
+    g3 = g.reshape(N, C, L)
+    gw = xp.einsum("ncl,ncl->c", g3, xhat.reshape(N, C, L))
+    gb = g3.sum((0, 2))
+    gg = g if w is None else g * w.reshape((1, C) + (1,) * (x.ndim - 2))
+    gx = _row_norm_input_grad(xp, gg.reshape(xhat.shape), xhat, rstd, own=w is not None)
+    return gx.reshape(x.shape), gw, gb
+
+
+group_norm_op = defop("group_norm", _gn_impl, save=("inputs",), family=NN, node_name="NativeGroupNormBackward0")
+group_norm_bwd_op = defop("group_norm_backward", _gn_bwd_impl, nout=3, family=NN, differentiable=False)
+
+
+@group_norm_bwd_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap of the fused backward: the input gradient with the batch joined to the samples, the
+    weight/bias gradients summed per example from the normalized input."""
+    from ._batching import _materialize
+    g, x, w = vals
+    g = g if bd[0] else _materialize(g, size)
+    x = x if bd[1] else _materialize(x, size)
+    s = tuple(x.shape)
+    if w is not None:
+        g_w = g * w.reshape(((size,) if bd[2] else (1,)) + (1, s[2]) + (1,) * (len(s) - 3))
+    else:
+        g_w = g
+    merged = (s[0] * s[1],) + s[2:]
+    gx = dispatch(op, (g_w.reshape(merged), x.reshape(merged), None), params)[0].reshape(s)
+    xhat = dispatch(group_norm_op, (x.reshape(merged), None, None), params).reshape(s)
+    dims = (1,) + tuple(range(3, len(s)))
+    return (gx, (g * xhat).sum(dims), g.sum(dims)), (True, True, True)
+
+
+def _gn_stats(x, params):
+    """x grouped as (N, G, M), its normalized values in that shape and 1/std per group."""
+    N, C = x.shape[:2]
+    G = params["groups"]
+    xg = x.reshape(N, G, (C // G) * math.prod(x.shape[2:]))
+    xc = xg - xg.mean(2, keepdim=True)
+    rstd = ((xc * xc).mean(2, keepdim=True) + params["eps"]).rsqrt()
+    return xg.shape, xc * rstd, rstd
+
+
+@group_norm_op.def_vjp
+def _(ctx, g):
+    x, w, b = ctx.inputs
+    n = ctx.needs
+    if not D.grad_mode.enabled and D.state.simple:
+        gx, gw, gb = dispatch(group_norm_bwd_op, (g, x, w), ctx.params)
+        return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
+    # composite rule in ember ops: differentiable (create_graph) and batchable
+    gshape, xhat, rstd = _gn_stats(x, ctx.params)
+    cs = _cshape(x)
+    dims = (0,) + tuple(range(2, x.dim()))
+    gx = gw = gb = None
+    if n[0]:
+        gg = (g if w is None else g * w.reshape(cs)).reshape(gshape)
+        gx = ((gg - gg.mean(2, keepdim=True) - xhat * (gg * xhat).mean(2, keepdim=True)) * rstd).reshape(x.shape)
+    if n[1]:
+        gw = (g * xhat.reshape(x.shape)).sum(dims)
+    if n[2]:
+        gb = g.sum(dims)
+    return gx, gw, gb
+
+
+@group_norm_op.def_jvp
+def _(ctx, tx, tw, tb):
+    x, w, b = ctx.inputs
+    gshape, xhat, rstd = _gn_stats(x, ctx.params)
+    cs = _cshape(x)
+    txh = None
+    if tx is not None:
+        tg = tx.reshape(gshape)
+        txh = ((tg - tg.mean(2, keepdim=True) - xhat * (tg * xhat).mean(2, keepdim=True)) * rstd).reshape(x.shape)
+        if w is not None:
+            txh = txh * w.reshape(cs)
+    return _tsum(txh, None if tw is None else xhat.reshape(x.shape) * tw.reshape(cs),
+                 None if tb is None else tb.reshape(cs))
+
+
+@group_norm_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: the batch joins the samples (dim 0); batched weights or biases (ensembles) scale and
+    shift the normalized batch afterwards."""
+    from ._batching import _materialize
+    x, w, b = vals
+    if not bd[0]:
+        x = _materialize(x, size)
+    s = tuple(x.shape)
+    y = dispatch(op, (x.reshape((s[0] * s[1],) + s[2:]), None if bd[1] else w, None if bd[2] else b),
+                 params).reshape(s)
+    cs = (size, 1, s[2]) + (1,) * (len(s) - 3)
+    if w is not None and bd[1]:
+        y = y * w.reshape(cs)
+    if b is not None and bd[2]:
+        y = y + b.reshape(cs)
+    return y, True
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

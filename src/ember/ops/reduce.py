@@ -20,13 +20,19 @@ def _expand_back(g, shape, dims, keepdim):
     return g.expand(shape)
 
 
+def _dim_overload_name(op):
+    """PyTorch names a full reduction <Op>Backward0 and one over given dims <Op>Backward1."""
+    full, over_dims = op + "Backward0", op + "Backward1"
+    return lambda args, params: over_dims if "dims" in params else full
+
+
 def _sum_impl(xp, a, dims=None, keepdim=False, dtype=None):
     if dtype is None and a.dtype.kind in "bui" and a.dtype != np.int64:
         dtype = np.int64
     return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
-sum_op = defop("sum", _sum_impl, save=("shapes",), family=RED)
+sum_op = defop("sum", _sum_impl, save=("shapes",), family=RED, node_name=_dim_overload_name("Sum"))
 
 
 @sum_op.def_vjp
@@ -49,7 +55,7 @@ def _mean_impl(xp, a, dims=None, keepdim=False, dtype=None):
     return r.astype(a.dtype if dtype is None else dtype, copy=False) if hasattr(r, "astype") else r
 
 
-mean_op = defop("mean", _mean_impl, save=("shapes",), family=RED)
+mean_op = defop("mean", _mean_impl, save=("shapes",), family=RED, node_name=_dim_overload_name("Mean"))
 
 
 def _count(shape, dims):
@@ -81,7 +87,7 @@ def _prod_impl(xp, a, dims=None, keepdim=False, dtype=None):
     return xp.prod(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
-prod_op = defop("prod", _prod_impl, save=("inputs", "out"), family=RED)
+prod_op = defop("prod", _prod_impl, save=("inputs", "out"), family=RED, node_name=_dim_overload_name("Prod"))
 
 
 def _prod_others(ctx):
@@ -137,8 +143,12 @@ def _amin_impl(xp, a, dims=None, keepdim=False):
     return xp.amin(a, axis=dims, keepdims=keepdim)
 
 
-amax_op = defop("amax", _amax_impl, save=("inputs", "out"), family=RED)
-amin_op = defop("amin", _amin_impl, save=("inputs", "out"), family=RED)
+# max()/min() over all elements run amax/amin without parameters (amax() always passes keepdim):
+# PyTorch's nodes are then MaxBackward1/MinBackward1
+amax_op = defop("amax", _amax_impl, save=("inputs", "out"), family=RED,
+                node_name=lambda args, params: "AmaxBackward0" if params else "MaxBackward1")
+amin_op = defop("amin", _amin_impl, save=("inputs", "out"), family=RED,
+                node_name=lambda args, params: "AminBackward0" if params else "MinBackward1")
 
 
 def _even_mask(ctx):
@@ -283,6 +293,17 @@ def _(ctx, t):
     dims = dims if dims is not None else tuple(range(x.dim()))
     centered = x - x.mean(dims, keepdim=True)
     return sum(t * centered, dims, p.get("keepdim", False)) * _var_grad_factor(ctx, x)
+
+
+def _std_impl(xp, a, dims=None, correction=1, keepdim=False):
+    return xp.sqrt(_var_impl(xp, a, dims, correction, keepdim))
+
+
+# std is PyTorch's own node (StdBackward0): d std = d var / (2 std), with var's rules; where std is
+# 0 the gradient is 0, as in PyTorch (sqrt(var) would give nan there)
+std_op = defop("std", _std_impl, save=("inputs", "out"), family=RED)
+std_op.vjp = lambda ctx, g: var_op.vjp(ctx, where(ctx.out == 0, 0.0, g * 0.5 / ctx.out))
+std_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, var_op.jvp(ctx, t) * 0.5 / ctx.out)
 
 
 def _logsumexp_impl(xp, a, dims, keepdim=False):
@@ -593,9 +614,12 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    v = var(input, dim, unbiased, keepdim, correction=correction)
-    zero = v == 0  # a zero std (constant input) has a zero gradient, as in PyTorch, not 0 * inf = nan
-    return where(zero, 0.0, where(zero, 1.0, v).sqrt())
+    if isinstance(dim, bool):  # std(x, False)
+        unbiased, dim = dim, None
+    p = {"correction": _correction(unbiased, correction), "keepdim": keepdim}
+    if dim is not None:
+        p["dims"] = U.wrap_dims(dim, input.dim(), "std")
+    return dispatch(std_op, (input,), p)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -658,10 +682,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
     if input.dtype is dt.float16:  # float32 accumulation, as PyTorch (float16 squares overflow at 65504)
         return norm(input.float(), p, dim, keepdim).to(dt.float16)
-    if p == "fro" or p == 2 or p is None:
-        if dim is None and input.numel() == 0:
-            return sum(input * input).sqrt()
-        return _l2(input, dim, keepdim)
+    if p == "fro" or p is None:
+        p = 2
+    if not isinstance(p, str) and 1 <= p < math.inf:
+        prm = {"ord": p, "keepdim": keepdim}
+        if dim is not None:
+            prm["dims"] = U.wrap_dims(dim, input.dim(), "norm")
+        return dispatch(vector_norm_op, (input,), prm)
     if p == "nuc":
         raise NotImplementedError("norm(p='nuc') is not implemented in ember")
     if p == math.inf or p == "inf":
@@ -677,24 +704,51 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         zero = a == 0
         a = where(zero, 0.0, where(zero, 1.0, a) ** p)
         return sum(a, dim, keepdim) ** (1.0 / p)
-    s = sum(a ** p, dim, keepdim)
-    zero = s == 0  # the norm of a zero vector has slope 0, as in PyTorch (s ** (1/p) is infinitely steep at 0)
-    return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))
+    return sum(a ** p, dim, keepdim) ** (1.0 / p)
 
 
-def _l2(x, dim, keepdim):
-    # sqrt(sum(x^2)) whose gradient at 0 is 0 (the subgradient PyTorch uses)
-    return dispatch(_safe_norm_op, (sum(x * x, dim, keepdim),))
+def _vector_norm_impl(xp, x, ord=2, dims=None, keepdim=False):
+    if ord == 2:
+        return xp.sqrt(xp.sum(x * x, axis=dims, keepdims=keepdim))
+    a = xp.abs(x)
+    if ord == 1:
+        return xp.sum(a, axis=dims, keepdims=keepdim)
+    return xp.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
 
 
-def _safe_sqrt(xp, a):
-    return xp.sqrt(a)
+# the p-norm (p >= 1, finite) over some dims: PyTorch's LinalgVectorNormBackward0, one pass forward;
+# at a zero norm the gradient is 0 (the subgradient PyTorch uses)
+vector_norm_op = defop("linalg_vector_norm", _vector_norm_impl, save=("inputs", "out"), family=RED,
+                       node_name="LinalgVectorNormBackward0")
 
 
-_safe_norm_op = defop("norm", _safe_sqrt, save=("out",), family="elementwise",
-                      node_name="NormBackward1")
-_safe_norm_op.vjp = lambda ctx, g: where(ctx.out == 0, 0.0, g * 0.5 / ctx.out)
-_safe_norm_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, t * 0.5 / ctx.out)
+def _vector_norm_slope(ctx):
+    """d norm / d x, with the norm expanded back to x's shape; (slope, dims, keepdim)."""
+    x = ctx.inputs[0]
+    p = ctx.params
+    ord = p.get("ord", 2)
+    dims = p.get("dims")
+    dims = dims if dims is not None else tuple(range(x.dim()))
+    keep = p.get("keepdim", False)
+    if ord == 1:
+        return x.sign(), dims, keep
+    n = _expand_back(ctx.out, x.shape, dims, keep)
+    zero = n == 0
+    n = where(zero, 1.0, n)
+    s = x / n if ord == 2 else x.sign() * (x.abs() / n) ** (ord - 1)
+    return where(zero, 0.0, s), dims, keep
+
+
+@vector_norm_op.def_vjp
+def _(ctx, g):
+    s, dims, keep = _vector_norm_slope(ctx)
+    return _expand_back(g, s.shape, dims, keep) * s
+
+
+@vector_norm_op.def_jvp
+def _(ctx, t):
+    s, dims, keep = _vector_norm_slope(ctx)
+    return sum(s * t, dims, keep)
 
 
 def dist(input, other, p=2):

@@ -87,6 +87,12 @@ def _permute_impl(xp, a, dims):
 permute_op = defop("permute", _permute_impl, view=True, family=VIEW)
 permute_op.vjp = lambda ctx, g: g.permute(tuple(np.argsort(ctx.params["dims"])))
 permute_op.jvp = lambda ctx, t: t.permute(ctx.params["dims"])
+# transpose and t are PyTorch ops of their own (TransposeBackward0, TBackward0): thin registry ops
+# with permute's rules, so that graphs and profiler tables name them as PyTorch does
+transpose_op = defop("transpose", _permute_impl, view=True, family=VIEW)
+t_op = defop("t", _permute_impl, view=True, family=VIEW)
+for _op in (transpose_op, t_op):
+    _op.vjp, _op.jvp = permute_op.vjp, permute_op.jvp
 
 
 def permute(input, *args, dims=None):
@@ -105,20 +111,21 @@ def permute(input, *args, dims=None):
 def transpose(input, dim0, dim1):
     n = input.dim()
     if n == 0:
-        return dispatch(permute_op, (input,), {"dims": ()})
+        return dispatch(transpose_op, (input,), {"dims": ()})
     d0, d1 = U.wrap_dim(dim0, n, "transpose"), U.wrap_dim(dim1, n, "transpose")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return dispatch(permute_op, (input,), {"dims": tuple(dims)})
+    return dispatch(transpose_op, (input,), {"dims": tuple(dims)})
 
 
 swapaxes = swapdims = transpose
 
 
 def t(input):
-    if input.dim() > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
-    return transpose(input, 0, 1) if input.dim() == 2 else permute(input, *range(input.dim()))
+    n = input.dim()
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+    return dispatch(t_op, (input,), {"dims": (1, 0) if n == 2 else tuple(range(n))})
 
 
 def movedim(input, source, destination):
@@ -234,16 +241,25 @@ def _squeeze_impl(xp, a, dims):
 squeeze_op = defop("squeeze", _squeeze_impl, view=True, save=("shapes",), family=VIEW)
 squeeze_op.vjp = lambda ctx, g: g.reshape(ctx.shapes[0])
 squeeze_op.jvp = lambda ctx, t: dispatch(squeeze_op, (t,), ctx.params)
+# squeeze(dim) and squeeze(dims) are PyTorch overloads with nodes of their own (SqueezeBackward1/2):
+# thin registry ops with squeeze's rules
+squeeze_dim_op = defop("squeeze_dim", _squeeze_impl, view=True, save=("shapes",), family=VIEW,
+                       node_name="SqueezeBackward1")
+squeeze_dims_op = defop("squeeze_dims", _squeeze_impl, view=True, save=("shapes",), family=VIEW,
+                        node_name="SqueezeBackward2")
+squeeze_dim_op.vjp = squeeze_dims_op.vjp = squeeze_op.vjp
+squeeze_dim_op.jvp = lambda ctx, t: dispatch(squeeze_dim_op, (t,), ctx.params)
+squeeze_dims_op.jvp = lambda ctx, t: dispatch(squeeze_dims_op, (t,), ctx.params)
 
 
 def squeeze(input, dim=None):
     shp = input.shape
     n = len(shp)
     if dim is None:
-        dims = tuple(i for i, s in enumerate(shp) if s == 1)
-    else:
-        dims = tuple(d for d in U.wrap_dims(dim, n, "squeeze") if n and shp[d] == 1)
-    return dispatch(squeeze_op, (input,), {"dims": dims})
+        return dispatch(squeeze_op, (input,), {"dims": tuple(i for i, s in enumerate(shp) if s == 1)})
+    dims = tuple(d for d in U.wrap_dims(dim, n, "squeeze") if n and shp[d] == 1)
+    return dispatch(squeeze_dims_op if isinstance(dim, (tuple, list)) else squeeze_dim_op, (input,),
+                    {"dims": dims})
 
 
 def _unsqueeze_impl(xp, a, dim):
@@ -839,6 +855,41 @@ def triu(input, diagonal=0):
     return dispatch(triu_op, (input,), {"diagonal": diagonal})
 
 
+def _constant_pad_impl(xp, a, pad, value=0.0):
+    """pad = (last_lo, last_hi, second_last_lo, ...) as F.pad; negative entries crop."""
+    k = len(pad) // 2
+    crop = [slice(None)] * a.ndim
+    shape = list(a.shape)
+    inner = [slice(None)] * a.ndim
+    for i in range(k):
+        d = a.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        crop[d] = slice(max(-lo, 0), a.shape[d] - max(-hi, 0))
+        n = max(a.shape[d] - max(-lo, 0) - max(-hi, 0), 0)
+        shape[d] = n + max(lo, 0) + max(hi, 0)
+        inner[d] = slice(max(lo, 0), max(lo, 0) + n)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"constant_pad_nd: the padding {list(pad)} makes a negative size {shape} of input "
+                           f"{list(a.shape)}")
+    from .._memory_format import is_channels_last
+    if is_channels_last(a):  # the output keeps the input's layout, as PyTorch's
+        out = xp.full((shape[0], shape[2], shape[3], shape[1]), value, dtype=a.dtype).transpose(0, 3, 1, 2)
+    else:
+        out = xp.full(shape, value, dtype=a.dtype)
+    out[tuple(inner)] = a[tuple(crop)]
+    return out
+
+
+# F.pad(mode="constant"): PyTorch's ConstantPadNdBackward0; the vjp crops (pads by the negated widths)
+constant_pad_op = defop("constant_pad_nd", _constant_pad_impl, family="join")
+constant_pad_op.vjp = lambda ctx, g: dispatch(constant_pad_op, (g,), {"pad": tuple(-p for p in ctx.params["pad"])})
+constant_pad_op.jvp = lambda ctx, t: dispatch(constant_pad_op, (t,), {"pad": ctx.params["pad"]})
+
+
+def constant_pad(input, pad, value=0.0):
+    return dispatch(constant_pad_op, (input,), {"pad": tuple(int(p) for p in pad), "value": value})
+
+
 # ----------------------------------------------------------------------------- copies and casts
 
 
@@ -963,11 +1014,13 @@ view_op.batch = reshape_copy_op.batch = view_rule
 as_strided_op.batch = as_strided_rule
 as_strided_scatter_op.batch = as_strided_scatter_rule
 as_strided_backward_op.batch = as_strided_backward_rule
-permute_op.batch = permute_rule
+permute_op.batch = transpose_op.batch = t_op.batch = permute_rule
+# (the padded dims are the trailing ones: a leading batch dim passes through)
+constant_pad_op.batch = lambda op, vals, bd, params, size: (dispatch(op, tuple(vals), params), True)
 expand_op.batch = expand_rule
 repeat_op.batch = repeat_rule
 cat_op.batch = stack_op.batch = cat_rule
-for _op in (squeeze_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
+for _op in (squeeze_op, squeeze_dim_op, squeeze_dims_op, unsqueeze_op, select_op, select_backward_op, slice_op, slice_backward_op, diagonal_op,
             diagonal_backward_op, flip_op, roll_op):
     _op.batch = dim_shift_rule  # dims shift by one; shape params gain the batch size
 tril_op.batch = triu_op.batch = elementwise_rule  # they act on the last two dims

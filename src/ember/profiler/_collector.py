@@ -164,7 +164,7 @@ class Collector:
 
     def on_node(self, node):
         # a leaf tensor stands for its AccumulateGrad node (the engine accumulates leaves directly)
-        name = "AccumulateGrad" if isinstance(node, D.Tensor) else type(node).__name__
+        name = "torch::autograd::AccumulateGrad" if isinstance(node, D.Tensor) else node.name()
         return self._open(name, "cpu_op")
 
     def push_range(self, name, cat="user_annotation"):
