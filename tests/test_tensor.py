@@ -159,3 +159,14 @@ def test_repr_width_ignores_nonfinite_and_zero(torch):
     for v in ([float("nan"), 1.0, float("inf")], [-0.0, 1.0], [-float("inf"), 2.5, 0.0], [1e9, 0.0, float("nan")],
               [0.0, 0.0], [0.0, 123.456]):
         assert repr(ember.tensor(v)) == repr(torch.tensor(v))
+
+
+def test_legacy_tensor_types(torch):
+    # torch.FloatTensor(2, 3), LongTensor([1, 2]), isinstance(t, FloatTensor), t.type(LongTensor)
+    for m in (ember, torch):
+        assert tuple(m.FloatTensor(2, 3).shape) == (2, 3) and tuple(m.FloatTensor().shape) == (0,)
+        assert m.LongTensor([1, 2]).tolist() == [1, 2] and m.LongTensor([1, 2]).dtype is m.int64
+        assert m.ByteTensor([1]).dtype is m.uint8 and m.DoubleTensor([1.5]).dtype is m.float64
+        assert isinstance(m.ones(2), m.FloatTensor) and not isinstance(m.ones(2).long(), m.FloatTensor)
+        assert m.ones(2).type(m.LongTensor).dtype is m.int64
+        assert tuple(m.FloatTensor(m.Size([2])).shape) == (2,)

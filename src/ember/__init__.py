@@ -27,6 +27,7 @@ from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
 from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
+globals().update(_tensor_methods._LEGACY)  # FloatTensor, LongTensor, ... (legacy constructors and types)
 from . import autograd  # noqa: F401
 # torch.linalg (the star import from .ops bound the name to ops.linalg, which `from . import`
 # would return)

@@ -67,6 +67,8 @@ def type_(self, dtype=None, non_blocking=False):
         if name not in table:
             raise ValueError(f"invalid type: {dtype!r}")
         dtype = table[name]
+    elif isinstance(dtype, _LegacyTypeMeta):  # t.type(torch.LongTensor)
+        dtype = dtype.dtype
     return _S.to_dtype(self, dtype)
 
 
@@ -139,3 +141,32 @@ Tensor.multinomial = _multinomial
 Tensor.bernoulli = _bernoulli
 Tensor.is_nonzero = _is_nonzero
 Tensor.is_cpu = property(lambda self: True)
+
+
+# ----------------------------------------------------------------------------- legacy tensor types
+# torch.FloatTensor(2, 3) / LongTensor([1, 2]) build tensors of their dtype, isinstance(t, FloatTensor)
+# tests the dtype, and t.type(LongTensor) casts (the names type() returns).
+
+class _LegacyTypeMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+
+
+def _legacy_type(name, d):
+    def __new__(cls, *args):
+        from . import _creation as C
+        from ._tensor import Size
+        if len(args) == 1 and isinstance(args[0], Size):
+            args = tuple(args[0])
+        if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return C.empty(*args, dtype=d) if args else C.empty(0, dtype=d)
+        if len(args) != 1:
+            raise TypeError(f"{name}(): expected sizes or one sequence of data")
+        return C.tensor(args[0], dtype=d)
+    return _LegacyTypeMeta(name, (), {"__new__": __new__, "dtype": d, "__module__": "ember"})
+
+
+_LEGACY = {n: _legacy_type(n, d) for n, d in (
+    ("FloatTensor", dt.float32), ("DoubleTensor", dt.float64), ("HalfTensor", dt.float16),
+    ("LongTensor", dt.int64), ("IntTensor", dt.int32), ("ShortTensor", dt.int16), ("CharTensor", dt.int8),
+    ("ByteTensor", dt.uint8), ("BoolTensor", dt.bool_))}
