@@ -59,23 +59,29 @@ matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_nam
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
-    if a.dim() == 1 and b.dim() == 1:  # dot: g is 0-dim
-        return (g * b if n[0] else None), (g * a if n[1] else None)
-    a2 = a.unsqueeze(0) if a.dim() == 1 else a
-    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    da, db = a.dim(), b.dim()
+    if db == 1 and da <= 2:
+        if da == 1:  # dot: g is 0-dim
+            return (g * b if n[0] else None), (g * a if n[1] else None)
+        # mv: outer(g, b) and a^T g
+        return (g.unsqueeze(-1) * b if n[0] else None), (matmul(a.mT, g) if n[1] else None)
+    if da == 1 and db == 2:  # vector @ matrix: b g and outer(a, g)
+        return (matmul(b, g) if n[0] else None), (a.unsqueeze(-1) * g if n[1] else None)
+    a2 = a.unsqueeze(0) if da == 1 else a
+    b2 = b.unsqueeze(-1) if db == 1 else b
     g2 = g
-    if a.dim() == 1:
+    if da == 1:
         g2 = g2.unsqueeze(-2)
-    if b.dim() == 1:
+    if db == 1:
         g2 = g2.unsqueeze(-1)
     ga = gb = None
     if n[0]:
         ga = sum_to(matmul(g2, b2.mT), a2.shape)
-        if a.dim() == 1:
+        if da == 1:
             ga = ga.squeeze(0)
     if n[1]:
         gb = sum_to(matmul(a2.mT, g2), b2.shape)
-        if b.dim() == 1:
+        if db == 1:
             gb = gb.squeeze(-1)
     return ga, gb
 
