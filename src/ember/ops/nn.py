@@ -1503,15 +1503,23 @@ def _ln_grads(g, x, w, params, needs=(True, True, True), first_lead=0):
     return gx, gw, gb
 
 
+def _fused_norm_grads(ctx, g, bwd_op):
+    """(gx, gw, gb) of layer/group norm by their fused NumPy backward when nothing observes the vjp
+    (grad mode off, no transform: the fused kernel is not differentiable itself); else None, and
+    the caller's composite rule in ember ops (differentiable, batchable) runs."""
+    if D.grad_mode.enabled or not D.state.simple:
+        return None
+    n = ctx.needs
+    gx, gw, gb = dispatch(bwd_op, (g, ctx.inputs[0], ctx.inputs[1]), ctx.params)
+    return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
+
+
 @layer_norm_op.def_vjp
 def _(ctx, g):
-    x, w, b = ctx.inputs
-    n = ctx.needs
-    if not D.grad_mode.enabled and D.state.simple:
-        gx, gw, gb = dispatch(layer_norm_bwd_op, (g, x, w), ctx.params)
-        return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
-    # composite rule in ember ops: differentiable (create_graph) and batchable
-    return _ln_grads(g, x, w, ctx.params, n)
+    fused = _fused_norm_grads(ctx, g, layer_norm_bwd_op)
+    if fused is not None:
+        return fused
+    return _ln_grads(g, ctx.inputs[0], ctx.inputs[1], ctx.params, ctx.needs)
 
 
 @layer_norm_bwd_op.def_batch
@@ -1641,12 +1649,11 @@ def _gn_stats(x, params):
 
 @group_norm_op.def_vjp
 def _(ctx, g):
+    fused = _fused_norm_grads(ctx, g, group_norm_bwd_op)
+    if fused is not None:
+        return fused
     x, w, b = ctx.inputs
     n = ctx.needs
-    if not D.grad_mode.enabled and D.state.simple:
-        gx, gw, gb = dispatch(group_norm_bwd_op, (g, x, w), ctx.params)
-        return (gx if n[0] else None), (gw if n[1] else None), (gb if n[2] else None)
-    # composite rule in ember ops: differentiable (create_graph) and batchable
     gshape, xhat, rstd = _gn_stats(x, ctx.params)
     cs = _cshape(x)
     dims = (0,) + tuple(range(2, x.dim()))
