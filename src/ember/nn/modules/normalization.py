@@ -6,9 +6,11 @@ from .. import functional as F
 from .batchnorm import _NormBase, _affine_parameters, _reset_affine
 
 
-class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
-                 dtype=None):
+class _ShapeNorm(Module):
+    """LayerNorm and RMSNorm: normalisation over the trailing ``normalized_shape``, with an
+    elementwise affine weight (and bias) of that shape."""
+
+    def __init__(self, normalized_shape, eps, elementwise_affine, bias, device, dtype):
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -21,6 +23,12 @@ class LayerNorm(Module):
     def reset_parameters(self):
         _reset_affine(self)
 
+
+class LayerNorm(_ShapeNorm):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
+                 dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine, bias, device, dtype)
+
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
@@ -29,19 +37,9 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class RMSNorm(Module):
+class RMSNorm(_ShapeNorm):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
-        super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        _affine_parameters(self, self.normalized_shape, elementwise_affine, False, dtype, device)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        _reset_affine(self)
+        super().__init__(normalized_shape, eps, elementwise_affine, False, device, dtype)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
