@@ -617,21 +617,27 @@ def _cparams(p):
     return {"stride": p["stride"], "pad": p["pad"], "dilation": p["dilation"], "groups": p["groups"]}
 
 
+def _input_grad(g, w, p, in_hw, nhwc):
+    """conv2d's input gradient (conv_transpose2d of g) for a conv with params ``p``."""
+    return dispatch(conv2d_input_op, (g, w), dict(p, in_hw=in_hw, nhwc=nhwc))
+
+
+def _weight_grad(x, g, p, w, nhwc):
+    """conv2d's weight gradient, in the layout of the weight ``w``."""
+    return dispatch(conv2d_weight_op, (x, g), dict(p, ksize=tuple(w.shape[2:]), nhwc=nhwc,
+                                                   wcl=is_channels_last(w._data)))
+
+
 @conv2d_op.def_vjp
 def _(ctx, g):
     x, w = ctx.inputs[0], ctx.inputs[1]
     n = ctx.needs
     p = _cparams(ctx.params)
     nhwc = _use_nhwc(x._data, w._data)
-    gx = gw = gb = None
-    if n[0]:
-        gx = dispatch(conv2d_input_op, (g, w), dict(p, in_hw=tuple(x.shape[2:]), nhwc=nhwc))
-    if n[1]:
-        gw = dispatch(conv2d_weight_op, (x, g), dict(p, ksize=tuple(w.shape[2:]), nhwc=nhwc,
-                                                     wcl=is_channels_last(w._data)))
+    gx = _input_grad(g, w, p, tuple(x.shape[2:]), nhwc) if n[0] else None
+    gw = _weight_grad(x, g, p, w, nhwc) if n[1] else None
     if len(n) > 2:
-        gb = g.sum((0, 2, 3)) if n[2] else None
-        return gx, gw, gb
+        return gx, gw, (g.sum((0, 2, 3)) if n[2] else None)
     return gx, gw
 
 
@@ -641,8 +647,7 @@ def _(ctx, v):
     n = ctx.needs
     p = _cparams(ctx.params)
     dg = dispatch(conv2d_op, (v, w), p) if n[0] else None
-    dw = dispatch(conv2d_weight_op, (v, g), dict(p, ksize=tuple(w.shape[2:]), nhwc=ctx.params["nhwc"],
-                                                 wcl=is_channels_last(w._data))) if n[1] else None
+    dw = _weight_grad(v, g, p, w, ctx.params["nhwc"]) if n[1] else None
     return dg, dw
 
 
@@ -651,8 +656,7 @@ def _(ctx, v):
     x, g = ctx.inputs
     n = ctx.needs
     p = _cparams(ctx.params)
-    dx = dispatch(conv2d_input_op, (g, v), dict(p, in_hw=tuple(x.shape[2:]), nhwc=ctx.params["nhwc"])) \
-        if n[0] else None
+    dx = _input_grad(g, v, p, tuple(x.shape[2:]), ctx.params["nhwc"]) if n[0] else None
     dg = dispatch(conv2d_op, (x, v), p) if n[1] else None
     return dx, dg
 
