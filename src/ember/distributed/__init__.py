@@ -225,7 +225,10 @@ class _Buf:
             self.arr = np.ascontiguousarray(a)
             self.writeback = write
 
-    def done(self):
+    def done(self, divide_by=None):
+        """Write the result back; ``divide_by``: the world size, for ReduceOp.AVG."""
+        if divide_by is not None:
+            np.divide(self.arr, divide_by, out=self.arr)
         if self.writeback:
             np.copyto(self.t._data, self.arr.reshape(self.t._data.shape), casting="unsafe")
         self.t._bump()
@@ -275,12 +278,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if not async_op:
         _check_same(w, "all_reduce", _meta(tensor))
     b = _Buf(tensor)
-    avg = op is ReduceOp.AVG
 
     def finish():
-        if avg:
-            np.divide(b.arr, w.size, out=b.arr)
-        b.done()
+        b.done(w.size if op is ReduceOp.AVG else None)
 
     if w.size == 1:
         return _run(async_op, (), finish)
@@ -388,12 +388,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if send.dtype == np.bool_:
         send = send.view(np.uint8)
     b = _Buf(output)
-    avg = op is ReduceOp.AVG
 
     def finish():
-        if avg:
-            np.divide(b.arr, w.size, out=b.arr)
-        b.done()
+        b.done(w.size if op is ReduceOp.AVG else None)
 
     if w.size == 1:
         np.copyto(b.arr, send.reshape(b.arr.shape))
