@@ -3,10 +3,9 @@ computation is nn.functional's (ember.ops.nn kernels)."""
 import math
 
 from .module import Module
-from ..parameter import Parameter
+from .linear import _weight_and_bias
 from .. import functional as F
 from .. import init
-from ..._creation import empty
 
 
 def _ntuple(n, name="value"):
@@ -68,11 +67,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, shape, out_channels, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -8,6 +8,16 @@ from .. import init
 from ..._creation import empty
 
 
+def _weight_and_bias(module, weight_shape, bias_size, bias, dtype, device):
+    """Uninitialised ``weight`` and ``bias`` parameters (``bias`` registered as None when off), as
+    Linear, Bilinear and the ConvNd layers create them before reset_parameters()."""
+    module.weight = Parameter(empty(weight_shape, dtype=dtype, device=device))
+    if bias:
+        module.bias = Parameter(empty(bias_size, dtype=dtype, device=device))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -21,11 +31,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in_features), out_features, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -57,11 +63,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features), dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in1_features, in2_features), out_features, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
