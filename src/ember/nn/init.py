@@ -129,24 +129,28 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     return normal_(tensor, 0.0, std, generator)
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+def _kaiming_std(tensor, a, mode, nonlinearity):
+    """He et al.'s standard deviation gain / sqrt(fan); None (with PyTorch's warning) for a
+    zero-element tensor, which is left as it is."""
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op")
-        return tensor
+        return None
     fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
+        return tensor
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op")
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
 
 
