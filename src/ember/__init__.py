@@ -133,6 +133,12 @@ def are_deterministic_algorithms_enabled():
     return _deterministic[0]
 
 
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any DLPack producer (PyTorch, NumPy, JAX, ...)."""
+    from .utils.dlpack import from_dlpack as _f
+    return _f(ext_tensor)
+
+
 def _lazy(name):
     import importlib
     return importlib.import_module("." + name, __name__)

@@ -1,4 +1,6 @@
 """Tensor creation and random numbers (ember's own seeded generator on NumPy's PCG64)."""
+import collections.abc as _abc
+
 import numpy as np
 
 from . import _dispatch as D
@@ -129,8 +131,11 @@ def _to_array(data, dtype=None):
     if isinstance(data, Tensor):
         a = data._data
         return a.astype(dtype.np) if dtype is not None else a.copy()
-    if isinstance(data, range):
-        data = list(data)
+    foreign = _foreign_array(data)
+    if foreign is not None:
+        return foreign.astype(dtype.np) if dtype is not None else foreign.copy()
+    if isinstance(data, range) or (isinstance(data, _abc.Sequence) and not isinstance(data, (list, tuple, str, bytes))):
+        data = list(data)  # range, collections.deque and other sequences, as PyTorch takes them
     if dtype is None:
         dtype = _infer(data)
     flat = _flatten_tensors(data)
@@ -214,7 +219,23 @@ def as_tensor(data, dtype=None, device=None):
         a = data if dtype is None else data.astype(dtype.np, copy=False)
         dt.from_numpy_dtype(a.dtype)
         return _new(a)
+    foreign = _foreign_array(data)
+    if foreign is not None:  # a PyTorch/JAX/CuPy tensor: shared through DLPack, as torch.as_tensor does
+        return as_tensor(foreign, dtype, device)
     return _finish(_to_array(data, dtype), False, device)
+
+
+def _foreign_array(data):
+    """The memory of another library's array (``__dlpack__`` first, zero-copy; else ``__array__``)
+    as a NumPy array, or None for plain Python data."""
+    if isinstance(data, (list, tuple, int, float, bool, complex, range)) or data is None:
+        return None
+    if hasattr(data, "__dlpack__"):
+        from .utils.dlpack import from_dlpack
+        return from_dlpack(data)._data
+    if hasattr(data, "__array__"):
+        return np.asarray(data)
+    return None
 
 
 asarray = as_tensor

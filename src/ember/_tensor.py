@@ -380,6 +380,26 @@ class Tensor:
         a = self._data
         return a.astype(dtype) if dtype is not None else a
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export for any DLPack consumer (torch.from_dlpack, np.from_dlpack, ...), sharing memory."""
+        if self._rg:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if self._meta:
+            raise RuntimeError("Cannot export a meta tensor through DLPack: it has no data")
+        if dl_device is not None and tuple(dl_device)[0] != 1:
+            raise BufferError(f"ember tensors live on the CPU; DLPack device {tuple(dl_device)} was asked for")
+        a = self._data
+        if not a.flags.writeable and (max_version is None or tuple(max_version)[0] < 1):
+            # the legacy protocol cannot flag read-only memory (a broadcast view): give a copy
+            a = a.copy()
+        kw = {} if max_version is None else {"max_version": max_version}
+        if copy is not None:
+            kw["copy"] = copy
+        return a.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # (kDLCPU, device 0)
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
