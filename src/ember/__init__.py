@@ -23,6 +23,10 @@ from ._creation import (Generator, default_generator, manual_seed, seed, initial
                         get_rng_state, set_rng_state, range_ as range)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
+# the registry's Op objects (``abs_op``, ...) are ember's internals, not torch names: they stay in
+# ember.ops and ember._dispatch.REGISTRY, out of the public namespace
+for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k], _dispatch.Op)]:
+    del globals()[_k]
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
 from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)
@@ -145,7 +149,8 @@ def _lazy(name):
 
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
-         "trace_analysis", "testing", "cuda", "backends", "jit", "amp")
+         "trace_analysis", "testing", "cuda", "backends", "jit", "amp", "accelerator", "xpu", "mps",
+         "_dynamo", "functorch")
 
 
 def __getattr__(name):

@@ -134,6 +134,10 @@ class Op:
         self.batch = fn
         return fn
 
+    @property
+    def __name__(self):
+        return self.name
+
     def __repr__(self):
         return f"<ember op {self.name}>"
 

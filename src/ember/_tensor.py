@@ -144,6 +144,9 @@ class Tensor:
         return self._meta
 
     is_cuda = False
+    # the other devices and layouts PyTorch's Tensor reports on (all False for a CPU tensor)
+    is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = False
+    is_nested = is_sparse_csr = False
     is_sparse = False
     is_quantized = False
     layout = "strided"

@@ -140,7 +140,8 @@ def _is_nonzero(self):
 Tensor.multinomial = _multinomial
 Tensor.bernoulli = _bernoulli
 Tensor.is_nonzero = _is_nonzero
-Tensor.is_cpu = property(lambda self: True)
+Tensor.is_cpu = property(lambda self: not self._meta)
+Tensor._is_view = lambda self: self._base is not None
 
 
 # ----------------------------------------------------------------------------- legacy tensor types

@@ -168,12 +168,25 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(out)
 
 
-def Variable(data, requires_grad=False, volatile=False):
-    """Deprecated alias kept for old code: returns a tensor."""
-    from .._creation import as_tensor
-    t = as_tensor(data)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        from .._tensor import Tensor
+        return isinstance(obj, Tensor)
+
+    def __subclasscheck__(cls, sub):
+        from .._tensor import Tensor
+        return issubclass(sub, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The deprecated ``Variable``: every tensor is one (``isinstance(t, Variable)`` is True, as in
+    PyTorch), and ``Variable(t, requires_grad=True)`` returns the tensor itself (same memory)."""
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        from .._creation import as_tensor, empty
+        t = empty(0) if data is None else as_tensor(data).detach()  # a new tensor, the same memory
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
 
 

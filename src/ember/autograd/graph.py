@@ -316,6 +316,28 @@ class OpNode(Node):
                 _version_error(self, a, i, self._outv[i], vc, "output")
         return o
 
+    def __getattr__(self, name):
+        """PyTorch's saved-tensor attributes (``grad_fn._saved_self``, ``_saved_other``,
+        ``_saved_result``, ``_saved_<param>``) for code that inspects the graph (torchviz). Only what
+        the node really saved is there; after backward freed it, reading raises as PyTorch does."""
+        if not name.startswith("_saved_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        key = name[7:]
+        op = type(self)._op
+        if key == "result" and op.save_out:
+            return self.out
+        if key in ("self", "other") and op.save_inputs:
+            i = 0 if key == "self" else 1
+            args = self.inputs
+            if i < len(args):
+                return args[i]
+        params = object.__getattribute__(self, "params")
+        for k in (key, key + "s"):  # PyTorch's `dim` is the registry's `dims`
+            if k in params:
+                v = params[k]
+                return tuple(v) if isinstance(v, list) else v
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _release(self):
         if self._saved is not None or self._out is not None:
             self._saved = None

@@ -26,3 +26,5 @@ from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLog
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerDecoder, Transformer)
+from . import activation as _activation  # noqa: E402
+_activation.MultiheadAttention = MultiheadAttention  # PyTorch's import path: torch.nn.modules.activation

@@ -5,7 +5,7 @@ import math
 
 from .module import Module
 from .container import ModuleList
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .dropout import Dropout
 from .normalization import LayerNorm
 from ..parameter import Parameter
@@ -13,10 +13,6 @@ from .. import init
 from .. import functional as F
 from ... import ops as _ops
 from ..._creation import empty, zeros
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    pass
 
 
 def _float_mask(mask, dtype):
