@@ -25,7 +25,7 @@ from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 # the registry's Op objects (``abs_op``, ...) are ember's internals, not torch names: they stay in
 # ember.ops and ember._dispatch.REGISTRY, out of the public namespace
-for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k], _dispatch.Op)]:
+for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k], _dispatch.Op)] + ["aten"]:
     del globals()[_k]
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401

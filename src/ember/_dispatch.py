@@ -36,7 +36,7 @@ grad_mode = _GradMode()
 
 class _State:
     """Global switches that push dispatch off its fast path."""
-    __slots__ = ("simple", "levels", "listeners", "anomaly", "anomaly_nan", "inference_depth")
+    __slots__ = ("simple", "levels", "listeners", "anomaly", "anomaly_nan", "inference_depth", "proxy_tracers")
 
     def __init__(self):
         self.simple = True      # no transform level, no listener, no anomaly mode
@@ -46,9 +46,11 @@ class _State:
         self.anomaly = False
         self.anomaly_nan = True
         self.inference_depth = 0  # inference_mode blocks entered (outputs are marked there)
+        self.proxy_tracers = 0    # live fx tracers whose Proxies may reach ops outside a trace
 
     def refresh(self):
-        self.simple = not (self.levels or self.listeners or self.anomaly or self.inference_depth)
+        self.simple = not (self.levels or self.listeners or self.anomaly or self.inference_depth
+                           or self.proxy_tracers)
 
 
 state = _State()
@@ -258,8 +260,26 @@ def _link_view(t, src):
         t._inference = True
 
 
+def _foreign_handler(args):
+    """The ``__ember_dispatch__`` of an argument that records ops instead of running them (an fx
+    Proxy appended to a graph by hand), looked for one container deep (``cat([p, q])``)."""
+    for a in args:
+        h = getattr(type(a), "__ember_dispatch__", None)
+        if h is not None:
+            return a
+        if type(a) in (list, tuple):
+            for x in a:
+                if getattr(type(x), "__ember_dispatch__", None) is not None:
+                    return x
+    return None
+
+
 def dispatch_slow(op, args, params):
     """Transforms, listeners and anomaly mode. Transform levels run highest first."""
+    if state.proxy_tracers:
+        p = _foreign_handler(args)
+        if p is not None:
+            return p.__ember_dispatch__(op, args, params)
     lvl = _top_level(args)
     if lvl is not None:
         return lvl.process(op, args, params)

@@ -280,3 +280,5 @@ for _name in _IP.INPLACE_VIA:
 
 def sum_to(g, shape):  # noqa: F811 - re-exported for the autograd engine
     return _S.sum_to(g, shape)
+
+from .._aten import aten  # noqa: E402,F401  (torch.ops.aten: ATen names over the public functions)
