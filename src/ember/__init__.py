@@ -150,7 +150,7 @@ def _lazy(name):
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
          "trace_analysis", "testing", "cuda", "backends", "jit", "amp", "accelerator", "xpu", "mps",
-         "_dynamo", "functorch")
+         "_dynamo", "functorch", "onnx")
 
 
 def __getattr__(name):
