@@ -19,8 +19,8 @@ class M(nn.Module):
 
 class ReluToGelu(fx.Transformer):
     def call_function(self, target, args, kwargs):
-        if target is F.relu:
-            target = F.gelu
+        if target is F.relu:  # (PyTorch's trace records relu's inplace=False: gelu takes no such argument)
+            return super().call_function(F.gelu, args, {})
         return super().call_function(target, args, kwargs)
 
     def call_method(self, target, args, kwargs):
