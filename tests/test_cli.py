@@ -88,7 +88,7 @@ def test_train_profile_and_channels_last(run, tmp_path):
                     "--profile", str(prof), "--checkpoint", str(tmp_path / "p.ckpt"))
     assert code == 0
     assert (prof / "trace.json").stat().st_size > 0
-    assert "Self CPU" in out and "ember::conv2d" in out and "chrome trace" in out
+    assert "Self CPU" in out and "aten::conv2d" in out and "chrome trace" in out
 
 
 def test_progress_bar_optional(run, tmp_path, monkeypatch):

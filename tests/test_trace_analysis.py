@@ -197,13 +197,13 @@ def test_ember_traces_round_trip_through_trace_diff(tmp_path):
     assert lt.iterations() == [0, 1]
     df = TraceDiff.compare_traces(str(tmp_path / "c"), str(tmp_path / "t"), control_iteration=[0, 1],
                                   test_iteration=[0, 1])
-    assert df.loc["ember::tanh", "Test_counts"] == 2 and df.loc["ember::tanh", "Control_counts"] == 0
+    assert df.loc["aten::tanh", "Test_counts"] == 2 and df.loc["aten::tanh", "Control_counts"] == 0
     assert df.loc["TanhBackward0", "counts_change_categories"] == "+"
-    assert df.loc["ember::matmul", "diff_counts"] == 0
+    assert df.loc["aten::matmul", "diff_counts"] == 0
     assert df.loc["ProfilerStep#1", "Control_counts"] == 1
     ops = TraceDiff.ops_diff(str(tmp_path / "c"), str(tmp_path / "t"))
-    assert {"ember::tanh", "TanhBackward0"} <= set(ops["added"])  # (and the ops tanh's vjp runs)
-    assert ops["deleted"] == [] and "ember::matmul" in ops["unchanged"]
+    assert {"aten::tanh", "TanhBackward0"} <= set(ops["added"])  # (and the ops tanh's vjp runs)
+    assert ops["deleted"] == [] and "aten::matmul" in ops["unchanged"]
 
 
 def test_figures_write_html(tmp_path):
