@@ -35,6 +35,8 @@ class FunctionCtx:
             raise RuntimeError(G._FREED_MSG)
         if self._saved is None:
             return ()
+        if type(self._saved) is G._Packed:
+            return self._saved.unpack()
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
             if t is not None and t._version != v:
                 vc = t._vc
@@ -225,6 +227,7 @@ def _apply(cls, args, kwargs):
                 saved.append(t)
             ctx._saved = tuple(saved)
             ctx._saved_versions = tuple(None if t is None else t._version for t in ctx._saved)
+            ctx._saved = G.pack_saved(ctx._saved)
         if D.state.anomaly:
             node._trace = G.capture_forward_stack()
             node._parent_trace = G._current_parent_trace[0]

@@ -283,6 +283,8 @@ class OpNode(Node):
             if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its inputs")
+        if type(saved) is _Packed:
+            return saved.unpack()
         vs = self._versions
         if vs is _V00 and saved[0]._vc is None and saved[1]._vc is None:
             return saved  # two inputs, never modified in place
@@ -297,6 +299,8 @@ class OpNode(Node):
     @property
     def out(self):
         o = self._out
+        if type(o) is _Packed:
+            return o.unpack()[0]
         if o is not None and len(o) == 1:
             a = o[0]
             if a._vc[0] == self._outv[0]:
@@ -310,6 +314,8 @@ class OpNode(Node):
             if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its output")
+        if type(o) is _Packed:
+            return o.unpack()
         for i, a in enumerate(o):
             vc = a._vc
             if vc[0] != self._outv[i]:
@@ -563,6 +569,8 @@ def record(op, args, params, out):
         if _state.anomaly:
             node._trace = capture_forward_stack()
             node._parent_trace = _current_parent_trace[0]
+        if _saved_hooks:
+            _pack_node(node)
         return o
     outs = D.wrap_outputs(op, out, args)
     node._out_meta = tuple((o._data.shape, o.dtype) for o in outs)
@@ -580,7 +588,104 @@ def record(op, args, params, out):
     if _state.anomaly:
         node._trace = capture_forward_stack()
         node._parent_trace = _current_parent_trace[0]
+    if _saved_hooks:
+        _pack_node(node)
     return outs
+
+
+# ----------------------------------------------------------------------------- saved-tensor hooks
+
+_saved_hooks = []  # (pack_hook, unpack_hook) pairs of the saved_tensors_hooks blocks entered, innermost last
+
+
+class _Packed(tuple):
+    """What a node saved, passed through a pack hook: (unpack_hook, items), items the packed
+    values of the tensors (and the non-tensor values as they were). Reading it calls the unpack
+    hook on each packed value, every time backward reads it, as PyTorch does."""
+    __slots__ = ()
+
+    def unpack(self):
+        unpack_hook, items = self
+        out = []
+        for is_tensor, v in items:
+            if is_tensor:
+                t = unpack_hook(v)
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"saved_tensors_hooks: the unpack hook must return a Tensor, got "
+                                    f"{type(t).__name__}")
+                out.append(t)
+            else:
+                out.append(v)
+        return tuple(out)
+
+
+def pack_saved(values):
+    """``values`` through the innermost pack hook (a _Packed), or as they are without hooks."""
+    if not _saved_hooks or values is None:
+        return values
+    pack_hook, unpack_hook = _saved_hooks[-1]
+    stack = _saved_hooks[:]
+    _saved_hooks.clear()  # what a hook computes is not packed again (no recursion)
+    try:
+        return _Packed((unpack_hook, tuple((True, pack_hook(v)) if isinstance(v, Tensor) else (False, v)
+                                           for v in values)))
+    finally:
+        _saved_hooks[:] = stack
+
+
+def _pack_node(node):
+    node._saved = pack_saved(node._saved)
+    node._out = pack_saved(node._out)
+
+
+class saved_tensors_hooks:
+    """``with saved_tensors_hooks(pack_hook, unpack_hook):`` every tensor an op saves for backward
+    inside the block is stored as ``pack_hook(tensor)``, and backward reads ``unpack_hook(packed)``
+    instead (to offload, compress or log saved activations). In-place changes to the original
+    tensor are not checked for packed saves: the hooks own them."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hooks_disabled:
+            raise RuntimeError(_hooks_disabled[-1])
+        _saved_hooks.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are moved to the CPU until backward. ember's tensors live on the CPU already:
+    as in PyTorch on the CPU, the tensor itself is kept (``tensor.cpu()`` of a CPU tensor is the
+    tensor), or, with ``pin_memory=True``, a copy of it (PyTorch copies into pinned memory); packed
+    saves are not version-checked, as in PyTorch."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        pack = (lambda t: t.detach().clone()) if pin_memory else (lambda t: t)
+        super().__init__(pack, lambda packed: packed)
+
+
+_hooks_disabled = []
+
+
+class disable_saved_tensors_hooks:
+    """A block in which entering saved_tensors_hooks raises ``RuntimeError(error_message)``."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        _hooks_disabled.append(self.error_message)
+        return self
+
+    def __exit__(self, *exc):
+        _hooks_disabled.pop()
+        return False
 
 
 def _saved_alias(o, node, i):
