@@ -467,9 +467,9 @@ def _check_depth(obj, name):
                 stack.extend((v, d + 1) for v in o)
 
 
-def _read_record(zf, info, name, what, expected=None, limit=None, out=None):
-    """The bytes of one zip record, streamed: refused before reading when its declared size differs
-    from ``expected``, exceeds ``limit``, cannot fit in the archive, or inflates like a bomb."""
+def _record_checks(zf, info, name, what, expected=None, limit=None):
+    """Refuse a record before reading it when its declared size differs from ``expected``, exceeds
+    ``limit``, cannot fit in the archive, or inflates like a bomb; its size otherwise."""
     size = info.file_size
     if expected is not None and size != expected:
         _fail(name, f"{what} ({info.filename}) holds {size} bytes, but its metadata declares {expected}")
@@ -484,6 +484,13 @@ def _read_record(zf, info, name, what, expected=None, limit=None, out=None):
     elif size > (1 << 20) and size > 100 * info.compress_size:
         _fail(name, f"{what} ({info.filename}) inflates {info.compress_size} bytes to {size}: refused as a "
                     "decompression bomb")
+    return size
+
+
+def _read_record(zf, info, name, what, expected=None, limit=None, out=None):
+    """The bytes of one zip record, streamed: refused before reading when its declared size differs
+    from ``expected``, exceeds ``limit``, cannot fit in the archive, or inflates like a bomb."""
+    size = _record_checks(zf, info, name, what, expected, limit)
     buf = np.empty(size, np.uint8) if out is None else out
     try:
         with zf.open(info) as fh:
@@ -941,24 +948,20 @@ def _load_torch_zip(zf, prefix, name, map_location, mmap_path, encoding):
             if info is None:
                 raise UnpicklingError(f"the data of storage {key} ({prefix}data/{key}) is missing")
             if mm is not None and info.compress_type == zipfile.ZIP_STORED:
-                _read_checks(zf, info, name, f"storage {key}", nbytes)
+                _record_checks(zf, info, name, f"storage {key}", expected=nbytes)
                 off = _data_offset(mm, info, name)
                 if off + nbytes > len(mm):
                     raise UnpicklingError(f"storage {key} runs past the end of the file")
                 arr = np.ndarray((numel,), dtype.np, buffer=mm, offset=off)
             else:
-                raw = _read_record(zf, info, name, f"storage {key}", expected=nbytes)
-                arr = raw.view(dtype.np) if nbytes else np.empty(0, dtype.np)
+                _record_checks(zf, info, name, f"storage {key}", expected=nbytes)
+                arr = np.empty(numel, dtype.np)  # the storage owns its array: views of it share it
+                _read_record(zf, info, name, f"storage {key}", expected=nbytes, out=arr.view(np.uint8))
             s = _Storage(arr)
         storages[key] = s
         return s
 
     return _unpickle(data, name, load_storage, map_location, encoding)
-
-
-def _read_checks(zf, info, name, what, expected):
-    if info.file_size != expected or info.compress_size != expected:
-        _fail(name, f"{what} ({info.filename}) holds {info.file_size} bytes, but its metadata declares {expected}")
 
 
 def _data_offset(mm, info, name):
