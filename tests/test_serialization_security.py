@@ -299,3 +299,18 @@ def test_truncated_and_garbage_files(tmp_path):
         with pytest.raises(RuntimeError) as e:
             ember.load(p)
         one_line(e, p)
+
+
+def test_large_records_are_checked_too(tmp_path):
+    """Records of a MiB or more are read straight into their arrays: still CRC- and length-checked."""
+    good = tmp_path / "big.pt"
+    w = ember.randn(512, 1024)
+    ember.save({"w": w}, good)
+    assert ember.load(good)["w"].tolist() == w.tolist()
+    data = bytearray(good.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    p = tmp_path / "flipped.pt"
+    p.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError) as e:
+        ember.load(p)
+    assert "bad CRC-32" in one_line(e, p)

@@ -492,6 +492,31 @@ def _read_record(zf, info, name, what, expected=None, limit=None, out=None):
     from ``expected``, exceeds ``limit``, cannot fit in the archive, or inflates like a bomb."""
     size = _record_checks(zf, info, name, what, expected, limit)
     buf = np.empty(size, np.uint8) if out is None else out
+    if info.compress_type == zipfile.ZIP_STORED and size >= _CHUNK // 16 and hasattr(zf.fp, "readinto"):
+        # a stored record read straight into its array (one copy less), then its CRC checked
+        import zlib
+        fp = zf.fp
+        try:
+            fp.seek(info.header_offset)
+            head = fp.read(30)
+            if len(head) != 30 or head[:4] != b"PK\x03\x04":
+                _fail(name, f"is corrupted: the local header of {info.filename} is damaged")
+            n, m = struct.unpack("<HH", head[26:30])
+            fp.seek(info.header_offset + 30 + n + m)
+            mv = memoryview(buf)
+            pos = 0
+            while pos < size:
+                k = fp.readinto(mv[pos:pos + _CHUNK])
+                if not k:
+                    break
+                pos += k
+        except OSError as e:
+            _fail(name, f"is corrupted: {what} ({info.filename}) cannot be read: {e}")
+        if pos != size:
+            _fail(name, f"is truncated: {what} ({info.filename}) ends after {pos} of its {size} bytes")
+        if zlib.crc32(mv) != info.CRC:
+            _fail(name, f"is corrupted: {what} ({info.filename}) has a bad CRC-32")
+        return buf
     try:
         with zf.open(info) as fh:
             pos = 0
@@ -818,7 +843,12 @@ def _map_location(location, map_location, name):
     elif map_location is not None and not callable(map_location):
         loc = str(map_location)
     if callable(map_location) and not isinstance(map_location, dict):
-        r = map_location(None, location)
+        try:  # ember has no storage objects: the function sees None and the saved location
+            r = map_location(None, location)
+        except Exception as e:
+            raise RuntimeError(f"ember.load: {name}: map_location(storage, {location!r}) raised "
+                               f"{type(e).__name__}: {e} (ember passes None for the storage; return a "
+                               "location such as 'cpu', or None to keep it)") from None
         if r is not None:
             loc = str(r) if not isinstance(r, str) else r
     loc = str(loc)
@@ -1103,9 +1133,8 @@ class _Reader:
                 t = empty(tuple(shape), dtype=dtype, device="meta")
             else:
                 member = f"data/{k}.npy"
-                try:
-                    info = self.zf.getinfo(member)
-                except KeyError:
+                info = self.zf.NameToInfo.get(member)
+                if info is None:
                     self.fail(f"the data of tensor {k} ({member}) is missing")
                 n = 1
                 for s in shape:
