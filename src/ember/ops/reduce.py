@@ -50,9 +50,9 @@ def _(ctx, t):
 
 
 def _mean_impl(xp, a, dims=None, keepdim=False, dtype=None):
-    if a.dtype == U.BF16 and dtype is None:
-        return U.bf16_f32(xp.mean, a, axis=dims, keepdims=keepdim)
     if a.dtype.kind != "f" and dtype is None:
+        if a.dtype is U.BF16:
+            return U.bf16_f32(xp.mean, a, axis=dims, keepdims=keepdim)
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {dt.FROM_NP[a.dtype].name.capitalize()}")
     r = xp.mean(a, axis=dims, keepdims=keepdim, dtype=dtype)
@@ -262,9 +262,9 @@ count_nonzero_op = defop("count_nonzero", lambda xp, a, dims=None: xp.asarray(
 
 
 def _var_impl(xp, a, dims=None, correction=1, keepdim=False):
-    if a.dtype == U.BF16:
-        return U.bf16_f32(_var_impl, xp, a, dims, correction, keepdim)
     if a.dtype.kind != "f":
+        if a.dtype is U.BF16:
+            return U.bf16_f32(_var_impl, xp, a, dims, correction, keepdim)
         raise RuntimeError("var(): input dtype should be floating point")
     with np.errstate(divide="ignore", invalid="ignore"):
         # float16 accumulates in float32, as PyTorch's kernels do
