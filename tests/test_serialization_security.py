@@ -314,3 +314,29 @@ def test_large_records_are_checked_too(tmp_path):
     with pytest.raises(RuntimeError) as e:
         ember.load(p)
     assert "bad CRC-32" in one_line(e, p)
+
+
+def test_deep_tuples_are_refused_before_they_are_hashed(tmp_path):
+    """Hashing a tuple nested a million deep (a dict key) overflows the C stack: refused while built."""
+    n = 1_000_000
+    pkl = b"\x80\x02}K\x00" + b"\x85" * n + b"K\x01s."
+    p = write_torch_zip(tmp_path / "deep_key.pt", pkl)
+    with pytest.raises(pickle.UnpicklingError) as e:
+        ember.load(p)
+    assert "nested more than" in one_line(e, p)
+
+
+def test_container_opcodes_apply_to_containers_only(tmp_path):
+    storage = {"0": np.float32(1.0).tobytes()}
+    view = tensor_pickle(0, (2 ** 40,), (0,), 1)[2:-1]   # a stride-0 view of 2**40 elements
+    cases = {"append_to_tensor": b"\x80\x02" + view + b"K\x01a.",
+             "setitem_on_tensor": b"\x80\x02" + view + b"K\x00K\x01s.",
+             "counter_of_tensor": b"\x80\x02ccollections\nCounter\n" + view + b"\x85R.",
+             "set_of_tensor": b"\x80\x02c__builtin__\nset\n" + view + b"\x85R."}
+    for name, pkl in cases.items():
+        p = write_torch_zip(tmp_path / f"{name}.pt", pkl, storage)
+        t0 = time.perf_counter()
+        with pytest.raises(pickle.UnpicklingError) as e:
+            ember.load(p)
+        one_line(e, p)
+        assert time.perf_counter() - t0 < 1, name

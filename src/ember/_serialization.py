@@ -599,8 +599,24 @@ def _complex(*args):
     return complex(*args)
 
 
-def _set(items=()):
-    return set(items)
+def _container_args(what, args):
+    # only containers from the pickle itself: iterating a tensor (a stride-0 view of 2**40 rows,
+    # say) would cost unbounded time
+    if len(args) > 1 or (args and type(args[0]) not in (list, tuple, dict, OrderedDict, str)):
+        raise UnpicklingError(f"{what} is allowed only from a list, tuple or dict")
+    return args
+
+
+def _set(*args):
+    return set(*_container_args("set", args))
+
+
+def _odict(*args):
+    return OrderedDict(*_container_args("OrderedDict", args))
+
+
+def _counter(*args):
+    return Counter(*_container_args("Counter", args))
 
 
 def _device(*args):
@@ -622,11 +638,12 @@ class _Unpickler(pickle._Unpickler):
         super().__init__(fh, encoding=encoding)
         self.name = name
         self.dry = dry  # check the tensors only, build none (the first pass over a legacy file)
+        self.tuple_depths = {}
         self.load_storage = load_storage
         self.map_location = map_location
         self.meta = _is_meta(map_location)
         self.allowed = {
-            "collections.OrderedDict": OrderedDict, "collections.Counter": Counter,
+            "collections.OrderedDict": _odict, "collections.Counter": _counter,
             "torch._utils._rebuild_tensor": self._rebuild_tensor,
             "torch._utils._rebuild_tensor_v2": self._rebuild_tensor,
             "torch._utils._rebuild_tensor_v3": self._rebuild_tensor_v3,
@@ -711,10 +728,89 @@ class _Unpickler(pickle._Unpickler):
         pickle._Unpickler.load_build(self)
     dispatch[pickle.BUILD[0]] = load_build
 
+    # containers: only lists take APPEND(S), only dicts SETITEM(S), only sets ADDITEMS (the opcodes
+    # would call append/extend/__setitem__/add on whatever object is on the stack: a tensor, say)
+    def load_append(self):
+        if type(self.stack[-2]) is not list:
+            self._bad_target("APPEND", self.stack[-2])
+        pickle._Unpickler.load_append(self)
+    dispatch[pickle.APPEND[0]] = load_append
+
+    def load_appends(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) is not list:
+            self._bad_target("APPENDS", target)
+        target.extend(items)
+    dispatch[pickle.APPENDS[0]] = load_appends
+
+    def load_setitem(self):
+        if type(self.stack[-3]) not in (dict, OrderedDict, Counter):
+            self._bad_target("SETITEM", self.stack[-3])
+        pickle._Unpickler.load_setitem(self)
+    dispatch[pickle.SETITEM[0]] = load_setitem
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) not in (dict, OrderedDict, Counter):
+            self._bad_target("SETITEMS", target)
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
+    def load_additems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) is not set:
+            self._bad_target("ADDITEMS", target)
+        target.update(items)
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def _bad_target(self, op, obj):
+        if any(type(obj) is v for v in _SAFE_GLOBALS.values()):
+            return  # an instance of a class the user allowed: its methods are the user's call
+        raise UnpicklingError(f"ember.load: {self.name}: the pickle applies {op} to a {type(obj).__name__}")
+
+    # tuples are hashed (as dict keys, set items) by C code that recurses without a limit: their
+    # nesting is bounded as they are built (lists and dicts are checked once loaded)
+    def _tuple_depth(self):
+        t = self.stack[-1]
+        depths = self.tuple_depths
+        d = 1 + max((depths[id(x)][0] for x in t if type(x) is tuple and id(x) in depths), default=0)
+        if d > MAX_DEPTH:
+            raise UnpicklingError(f"ember.load: {self.name}: the saved object is nested more than {MAX_DEPTH} "
+                                  "levels deep; ember refuses it")
+        if d > 1:
+            depths[id(t)] = (d, t)
+        elif any(type(x) is tuple for x in t):
+            depths[id(t)] = (d, t)
+
+    def load_tuple(self):
+        pickle._Unpickler.load_tuple(self)
+        self._tuple_depth()
+    dispatch[pickle.TUPLE[0]] = load_tuple
+
+    def load_tuple1(self):
+        pickle._Unpickler.load_tuple1(self)
+        self._tuple_depth()
+    dispatch[pickle.TUPLE1[0]] = load_tuple1
+
+    def load_tuple2(self):
+        pickle._Unpickler.load_tuple2(self)
+        self._tuple_depth()
+    dispatch[pickle.TUPLE2[0]] = load_tuple2
+
+    def load_tuple3(self):
+        pickle._Unpickler.load_tuple3(self)
+        self._tuple_depth()
+    dispatch[pickle.TUPLE3[0]] = load_tuple3
+
     def _refused(self):
         raise UnpicklingError(f"ember.load: {self.name}: the pickle uses an opcode ember refuses "
-                              "(INST/OBJ/NEWOBJ_EX/extension codes)")
-    for _op in (pickle.INST, pickle.OBJ, pickle.EXT1, pickle.EXT2, pickle.EXT4, pickle.NEWOBJ_EX):
+                              "(INST/OBJ/NEWOBJ_EX/extension codes/FROZENSET/out-of-band buffers)")
+    for _op in (pickle.INST, pickle.OBJ, pickle.EXT1, pickle.EXT2, pickle.EXT4, pickle.NEWOBJ_EX,
+                pickle.FROZENSET, pickle.BYTEARRAY8, pickle.NEXT_BUFFER, pickle.READONLY_BUFFER):
         dispatch[_op[0]] = _refused
     del _op
 
@@ -1236,4 +1332,7 @@ def _load_ember_v1(zf, name, map_location):
                            f"this ember reads version {VERSION}")
     if "object" not in manifest:
         raise RuntimeError(f"ember.load: {name} is corrupted: the manifest has no object")
-    return _Reader(zf, name, map_location).decode(manifest["object"])
+    try:
+        return _Reader(zf, name, map_location).decode(manifest["object"])
+    except RecursionError:
+        raise RuntimeError(f"ember.load: {name} is corrupted: the manifest is nested too deeply") from None
