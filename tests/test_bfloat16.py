@@ -123,3 +123,32 @@ def test_bfloat16_safetensors(torch, tmp_path):
     est.save_file({"x": x}, tmp_path / "b.safetensors")
     t = sttorch.load_file(str(tmp_path / "b.safetensors"))["x"]
     assert t.dtype == torch.bfloat16 and t.float().tolist() == x.float().tolist()
+
+
+def test_inplace_ops_and_finfo(torch):
+    (ea, eb), (ta, tb) = _pair(torch, (4, 5), (4, 5))
+    for f in (lambda a, b: a.add_(1.1), lambda a, b: a.mul_(1.3), lambda a, b: a.sub_(b), lambda a, b: a.div_(3.0),
+              lambda a, b: a.mul_(b), lambda a, b: a.clamp_(-0.5, 0.5)):
+        f(ea, eb)
+        f(ta, tb)
+        _check(ea, ta)
+    assert repr(ember.finfo(ember.bfloat16)) == repr(torch.finfo(torch.bfloat16))
+
+
+def test_training_step_in_bfloat16(torch):
+    ember.manual_seed(0)
+    m = ember.nn.Linear(5, 3).to(ember.bfloat16)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    tm = torch.nn.Linear(5, 3).bfloat16()
+    with torch.no_grad():
+        tm.weight.copy_(torch.tensor(m.weight.detach().float().numpy()).bfloat16())
+        tm.bias.copy_(torch.tensor(m.bias.detach().float().numpy()).bfloat16())
+    topt = torch.optim.SGD(tm.parameters(), lr=0.1)
+    (ex,), (tx,) = _pair(torch, (8, 5))
+    for mod, o, x in ((m, opt, ex), (tm, topt, tx)):
+        o.zero_grad()
+        mod(x).sum().backward()
+        o.step()
+    assert m.weight.dtype == ember.bfloat16
+    _check(m.weight.detach(), tm.weight.detach(), ulps=1)
+    _check(m.bias.detach(), tm.bias.detach(), ulps=1)

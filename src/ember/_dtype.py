@@ -158,7 +158,7 @@ class finfo:
         if not isinstance(d, dtype) or d.category != 2:
             raise TypeError("ember.finfo() requires a floating point input type. Use ember.iinfo to handle "
                             f"{d!r}")
-        i = np.finfo(d.np)
+        i = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
         self.bits, self.dtype = int(i.bits), d.name
         self.eps, self.max, self.min = float(i.eps), float(i.max), float(i.min)
         self.tiny = self.smallest_normal = float(i.smallest_normal)
