@@ -227,3 +227,20 @@ def test_safetensors_with_safetensors_torch(torch, tmp_path):
     e = est.load_file(tmp_path / "t.st")
     assert e["x"].tolist() == torch.linspace(0, 1, 5).tolist() and e["h"].dtype == ember.float16
     assert est.load(sttorch.save({"y": torch.ones(2)}))["y"].tolist() == [1.0, 1.0]
+
+
+def test_archives_inside_streams(torch):
+    buf = io.BytesIO()
+    buf.write(b"header")
+    ember.save({"w": ember.arange(6.0)}, buf)
+    end = buf.tell()
+    buf.write(b"trailer")
+    buf.seek(6)
+    assert torch.load(buf, weights_only=True)["w"].tolist() == [0, 1, 2, 3, 4, 5]
+    buf.seek(6)
+    assert ember.load(buf)["w"].tolist() == [0, 1, 2, 3, 4, 5] and end > 6
+    tb = io.BytesIO()
+    tb.write(b"xyz")
+    torch.save({"w": torch.ones(3)}, tb)
+    tb.seek(3)
+    assert ember.load(tb)["w"].tolist() == [1, 1, 1]

@@ -336,8 +336,34 @@ class _Pickler:
 
 # ============================================================================= save: the archive
 
+class _FromHere:
+    """A file object seen from its current position: the archive's offsets count from where it
+    starts, as PyTorch's reader expects for an archive written into the middle of a stream."""
+
+    def __init__(self, fh, start):
+        self.fh, self.start = fh, start
+
+    def write(self, b):
+        return self.fh.write(b)
+
+    def tell(self):
+        return self.fh.tell() - self.start
+
+    def seek(self, pos, whence=0):
+        return self.fh.seek(pos + self.start if whence == 0 else pos, whence) - self.start
+
+    def flush(self):
+        return self.fh.flush()
+
+
 def _write_archive(fh, pkl, storages, archive):
     import secrets
+    try:
+        start = fh.tell()
+    except (OSError, AttributeError, ValueError):
+        start = 0
+    if start:
+        fh = _FromHere(fh, start)
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         def record(name, data, align=False):
             info = zipfile.ZipInfo(f"{archive}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
