@@ -244,3 +244,22 @@ def test_archives_inside_streams(torch):
     torch.save({"w": torch.ones(3)}, tb)
     tb.seek(3)
     assert ember.load(tb)["w"].tolist() == [1, 1, 1]
+
+
+def test_safetensors_models_with_tied_weights_and_safe_open(torch, tmp_path):
+    sttorch = pytest.importorskip("safetensors.torch")
+    from ember.utils import safetensors as est
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 10, bias=False))
+    m[1].weight = m[0].weight  # tied
+    p = tmp_path / "tied.safetensors"
+    est.save_model(m, p, metadata={"note": "tied"})
+    m2 = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 10, bias=False))
+    m2[1].weight = m2[0].weight
+    assert est.load_model(m2, p) == ([], [])
+    assert m2[1].weight.tolist() == m[0].weight.tolist()
+    with est.safe_open(p, framework="pt") as f:
+        assert f.keys() == ["0.weight"] and f.metadata() == {"note": "tied"}
+        assert f.get_tensor("0.weight").tolist() == m[0].weight.tolist()
+    t = sttorch.load_file(str(p))
+    assert list(t) == ["0.weight"]

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 
-__all__ = ["save_file", "load_file", "save", "load"]
+__all__ = ["save_file", "load_file", "save", "load", "save_model", "load_model", "safe_open"]
 
 # ember dtype name <-> safetensors' dtype code
 _CODE = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
@@ -140,3 +140,65 @@ def load_file(filename, device="cpu"):
 def _load_stream(src, name):
     """ember.load of a safetensors file (recognised by content)."""
     return _load_bytes(src.read(), name)
+
+
+def _root_id(t):
+    a = t._data
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return id(a)
+
+
+def save_model(model, filename, metadata=None, force_contiguous=False):
+    """A module's state dict to a safetensors file; of tensors that are the same (tied weights) only
+    the first name is written, as safetensors.torch.save_model does."""
+    sd = model.state_dict()
+    kept, out = {}, {}
+    for name, t in sd.items():
+        key = (_root_id(t), t.data_ptr(), tuple(t.shape), t.stride(), t.dtype) if t.numel() else None
+        if key is not None and key in kept:
+            continue
+        if key is not None:
+            kept[key] = name
+        out[name] = t.contiguous() if force_contiguous else t
+    save_file(out, filename, metadata)
+
+
+def load_model(model, filename, strict=True, device="cpu"):
+    """Load a file written by save_model (or save_file) into ``model``; returns (missing, unexpected)
+    names, where names dropped as tied copies of a loaded tensor are not missing."""
+    state = load_file(filename, device)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    sd = model.state_dict()
+    loaded = {_root_id(sd[k]) for k in state if k in sd}
+    missing = [k for k in missing if _root_id(sd[k]) not in loaded]
+    if strict and (missing or unexpected):
+        raise RuntimeError(f"Error(s) in loading state_dict for {type(model).__name__}: missing keys "
+                           f"{missing}, unexpected keys {list(unexpected)}")
+    return missing, list(unexpected)
+
+
+class safe_open:
+    """``with safe_open(path, framework="pt") as f: f.keys(), f.get_tensor(name), f.metadata()``.
+    The whole file is read when opened (the safetensors package checks it)."""
+
+    def __init__(self, filename, framework="pt", device="cpu"):
+        st = _lib()
+        self._tensors = load_file(filename, device)
+        with st.safe_open(os.fspath(filename), framework="numpy") as f:
+            self._metadata = f.metadata()
+
+    def keys(self):
+        return list(self._tensors)
+
+    def get_tensor(self, name):
+        return self._tensors[name]
+
+    def metadata(self):
+        return self._metadata
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
