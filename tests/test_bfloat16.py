@@ -22,7 +22,8 @@ def _check(e, t, ulps=0):
 
 
 def test_dtype_and_promotion(torch):
-    assert ember.bfloat16.is_floating_point and ember.bfloat16.itemsize == 2 and repr(ember.bfloat16) == "ember.bfloat16"
+    assert ember.bfloat16.is_floating_point and ember.bfloat16.itemsize == 2
+    assert repr(ember.bfloat16) == "ember.bfloat16"
     names = ["bfloat16", "float16", "float32", "float64", "int64", "int32", "int8", "uint8", "bool"]
     for a in names:
         for b in names:
@@ -61,7 +62,8 @@ ELEMENTWISE = {
     "rsub_scalar": lambda T, a, b: 1 - a, "div_scalar": lambda T, a, b: a / 3, "neg": lambda T, a, b: -a,
     "abs": lambda T, a, b: a.abs(), "exp": lambda T, a, b: a.exp(), "log": lambda T, a, b: a.abs().log(),
     "sin": lambda T, a, b: a.sin(), "tanh": lambda T, a, b: a.tanh(), "sqrt": lambda T, a, b: a.abs().sqrt(),
-    "sigmoid": lambda T, a, b: a.sigmoid(), "relu": lambda T, a, b: a.relu(), "maximum": lambda T, a, b: T.maximum(a, b),
+    "sigmoid": lambda T, a, b: a.sigmoid(), "relu": lambda T, a, b: a.relu(),
+    "maximum": lambda T, a, b: T.maximum(a, b),
     "clamp": lambda T, a, b: a.clamp(-0.3, 0.7), "floor": lambda T, a, b: (a * 10).floor(),
     "round": lambda T, a, b: (a * 10).round(), "where": lambda T, a, b: T.where(a > b, a, b),
     "pow": lambda T, a, b: a.abs() ** 1.5, "cmp": lambda T, a, b: a >= b, "atan2": lambda T, a, b: T.atan2(a, b),
