@@ -215,6 +215,8 @@ def test_pytorch_checkpoint_with_arbitrary_objects_is_refused(torch, tmp_path):
         ember.load(p)
     with pytest.raises(RuntimeError, match="never runs code"):
         ember.load(p, weights_only=False)
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(p) == ["fractions.Fraction"]
     with ember.serialization.safe_globals([fractions.Fraction]):
         assert ember.load(p)["x"] == fractions.Fraction(1, 3)
+        assert ember.serialization.get_unsafe_globals_in_checkpoint(p) == []
     assert fractions.Fraction not in ember.serialization.get_safe_globals()

@@ -33,7 +33,8 @@ import numpy as np
 from . import _dtype as dt
 from ._tensor import Tensor, Size
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 MAX_DEPTH = 1000                     # containers nested deeper than this are refused on load
 _CHUNK = 16 << 20                    # records are streamed in chunks of this many bytes
@@ -110,6 +111,49 @@ class safe_globals:
         _SAFE_GLOBALS.clear()
         _SAFE_GLOBALS.update(self._saved)
         return False
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The "module.name" globals a PyTorch zip checkpoint names that ember.load would refuse (found by
+    reading the pickle's opcodes, running nothing), as torch.serialization's function of that name."""
+    import pickletools
+    name = _name(f)
+    own = isinstance(f, (str, os.PathLike))
+    src = open(f, "rb") if own else f
+    try:
+        try:
+            zf = zipfile.ZipFile(src)
+        except (zipfile.BadZipFile, OSError, ValueError) as e:
+            raise RuntimeError(f"ember.serialization: {name} is not a zip checkpoint ({e})") from None
+        with zf:
+            pkl = [i for i in zf.infolist() if i.filename.endswith("data.pkl") and i.filename.count("/") <= 1]
+            if not pkl:
+                raise RuntimeError(f"ember.serialization: {name} has no data.pkl")
+            data = _read_record(zf, pkl[0], name, "data.pkl", limit=_MAX_PICKLE).tobytes()
+    finally:
+        if own:
+            src.close()
+    probe = _Unpickler(io.BytesIO(b""), name, None, None)
+    found, strings = set(), []
+    try:
+        for op, arg, _pos in pickletools.genops(io.BytesIO(data)):
+            if op.name == "GLOBAL":
+                module, _, qual = arg.partition(" ")
+                found.add((module, qual))
+            elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                found.add((strings[-2], strings[-1]))
+            elif isinstance(arg, str):
+                strings.append(arg)
+    except Exception as e:
+        raise UnpicklingError(f"ember.serialization: {name}: the pickle is corrupt ({e})") from None
+    unsafe = []
+    for module, qual in sorted(found):
+        try:
+            probe.proto = 2
+            probe.find_class(module, qual)
+        except UnpicklingError:
+            unsafe.append(f"{module}.{qual}")
+    return unsafe
 
 
 # ============================================================================= save: the pickle
