@@ -29,6 +29,8 @@ for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k]
     del globals()[_k]
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
+from ._dtype import bfloat16  # noqa: F401  (ml_dtypes' bfloat16)
+from . import serialization  # noqa: F401  (torch.serialization: add_safe_globals, safe_globals, ...)
 from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
 globals().update(_tensor_methods._LEGACY)  # FloatTensor, LongTensor, ... (legacy constructors and types)

@@ -182,13 +182,13 @@ class Tensor:
         return self._data.size * self._data.itemsize
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"  # ('V': bfloat16, ember's one such dtype)
 
     def is_complex(self):
         return False
 
     def is_signed(self):
-        return self._data.dtype.kind in "if"
+        return self._data.dtype.kind in "ifV"
 
     def get_device(self):
         return -1
@@ -252,7 +252,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind not in "fV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients, "
                                f"got {self.dtype}")
         if requires_grad and self._inference:

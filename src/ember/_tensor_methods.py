@@ -58,12 +58,14 @@ def type_(self, dtype=None, non_blocking=False):
     if dtype is None:
         return "torch." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                            "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-                           "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}[self.dtype.name]
+                           "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+                           "bfloat16": "BFloat16Tensor"}[self.dtype.name]
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         table = {"FloatTensor": dt.float32, "DoubleTensor": dt.float64, "HalfTensor": dt.float16,
                  "LongTensor": dt.int64, "IntTensor": dt.int32, "ShortTensor": dt.int16,
-                 "CharTensor": dt.int8, "ByteTensor": dt.uint8, "BoolTensor": dt.bool_}
+                 "CharTensor": dt.int8, "ByteTensor": dt.uint8, "BoolTensor": dt.bool_,
+                 "BFloat16Tensor": dt.bfloat16}
         if name not in table:
             raise ValueError(f"invalid type: {dtype!r}")
         dtype = table[name]
@@ -77,6 +79,7 @@ Tensor.type = type_
 Tensor.float = _caster(dt.float32)
 Tensor.double = _caster(dt.float64)
 Tensor.half = _caster(dt.float16)
+Tensor.bfloat16 = _caster(dt.bfloat16)
 Tensor.long = _caster(dt.int64)
 Tensor.int = _caster(dt.int32)
 Tensor.short = _caster(dt.int16)
@@ -170,4 +173,4 @@ def _legacy_type(name, d):
 _LEGACY = {n: _legacy_type(n, d) for n, d in (
     ("FloatTensor", dt.float32), ("DoubleTensor", dt.float64), ("HalfTensor", dt.float16),
     ("LongTensor", dt.int64), ("IntTensor", dt.int32), ("ShortTensor", dt.int16), ("CharTensor", dt.int8),
-    ("ByteTensor", dt.uint8), ("BoolTensor", dt.bool_))}
+    ("ByteTensor", dt.uint8), ("BoolTensor", dt.bool_), ("BFloat16Tensor", dt.bfloat16))}

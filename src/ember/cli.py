@@ -281,11 +281,11 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, args):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     config = {k: getattr(args, k) for k in ("model", "dataset", "seed", "epochs", "batch_size", "lr",
                                             "channels_last")}
-    tmp = path + ".tmp"
+    # ember.save writes a unique temporary file next to path, fsyncs it and renames it over path:
+    # a crash or a failed save leaves the previous checkpoint, and concurrent writers never collide
     ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "epoch": epoch,
-                "config": config, "rng_state": ember.get_rng_state()}, tmp)
-    os.replace(tmp, path)
+                "config": config, "rng_state": ember.get_rng_state()}, path)
 
 
 def _report_profile(prof, out_dir):

@@ -427,7 +427,7 @@ def _note_input_dtypes(node, args, out):
     PyTorch's engine does: the input dtypes are kept when a floating input differs from the output."""
     odt = out.dtype
     for a in args:
-        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind == "f":
+        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind in "fV":
             node._in_dtypes = tuple(FROM_NP[x._data.dtype] if isinstance(x, Tensor) else None for x in args)
             return
 
@@ -484,7 +484,7 @@ def record(op, args, params, out):
             fn = a._fn
             node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
             node.needs = _NEEDS1
-            if single and out.dtype is not a._data.dtype and a._data.dtype.kind == "f":
+            if single and out.dtype is not a._data.dtype and a._data.dtype.kind in "fV":
                 _note_input_dtypes(node, args, out)  # sum(dtype=float64) of float32: a float32 gradient
         else:
             edges = []
@@ -535,7 +535,7 @@ def record(op, args, params, out):
     if single:
         o = _new(Tensor)
         o._data = out
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fV":
             o._rg = True
             o._fn = node
         else:
@@ -576,7 +576,7 @@ def record(op, args, params, out):
     node._out_meta = tuple((o._data.shape, o.dtype) for o in outs)
     diff = op.diff_outputs
     for i, o in enumerate(outs):
-        if (diff is None or i in diff) and o._data.dtype.kind == "f":
+        if (diff is None or i in diff) and o._data.dtype.kind in "fV":
             o._rg = True
             o._fn = node
             o._nr = i

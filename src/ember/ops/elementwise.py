@@ -32,6 +32,8 @@ def _no_bool(name, a, b):
 def _binary_impl(uf, name, floating=False, nobool=False):
     # nobool (sub): a bool operand raises; checked only where promotion happens (bool - bool has
     # one dtype and NumPy itself refuses it), so the common float path pays nothing
+    mul = name == "mul"  # bfloat16 * number: the number stays float32 (other ops round it to bfloat16)
+
     def impl(xp, a, b):
         if type(a) is _nd:
             if type(b) is _nd:
@@ -42,10 +44,14 @@ def _binary_impl(uf, name, floating=False, nobool=False):
             elif not ((type(b) is float or type(b) is int) and a.dtype.kind == "f"):
                 # (a floating array with a Python number keeps its dtype: NumPy's weak scalars
                 #  agree with PyTorch there, so no promotion is needed)
+                if a.dtype == U.BF16 and mul and type(b) in (float, int, bool):  # PyTorch keeps the
+                    return U.bf16_f32(uf, a, b)                                 # number in float32
                 if nobool:
                     _no_bool(name, a, b)
                 a, b = U.promote(a, b, floating)
         elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
+            if mul and type(b) is _nd and b.dtype == U.BF16 and type(a) in (float, int, bool):
+                return U.bf16_f32(uf, a, b)
             if nobool:
                 _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
@@ -139,6 +145,9 @@ def _(ctx, ta, tb):
 def _true_div(xp, a, b):
     if not (type(a) is _nd and a.dtype.kind == "f" and (
             (type(b) is _nd and b.dtype is a.dtype) or type(b) is float or type(b) is int)):
+        if (type(a) is _nd and a.dtype == U.BF16 and type(b) in (float, int)) or \
+                (type(b) is _nd and b.dtype == U.BF16 and type(a) in (float, int)):
+            return U.bf16_f32(xp.true_divide, a, b)  # the number stays float32, as in PyTorch
         a, b = U.promote(a, b, floating=True)
     return xp.true_divide(a, b)
 
@@ -367,11 +376,15 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
             inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         def impl(xp, a):  # no parameters: no keyword dict on every call
             if a.dtype.kind != "f":
+                if a.dtype == U.BF16:  # computed in float32, rounded once (PyTorch's opmath)
+                    return U.bf16_f32(fn, xp, a)
                 a = U.to_float(a)
             return fn(xp, a)
     elif floating:
         def impl(xp, a, **p):
             if a.dtype.kind != "f":
+                if a.dtype == U.BF16:
+                    return U.bf16_f32(fn, xp, a, **p)
                 a = U.to_float(a)
             return fn(xp, a, **p)
     else:
@@ -451,9 +464,11 @@ sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.
                  lambda c: _x(c) * 0, floating=False)
 sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
-    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
+    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind in "fV" else a.copy())(_f),
            lambda c: _x(c) * 0, floating=False)
 def _round(xp, a, decimals=0):
+    if a.dtype == U.BF16:
+        return U.bf16_f32(_round, xp, a, decimals)
     if a.dtype.kind == "f":
         return xp.round(a, decimals)
     if decimals:
@@ -609,7 +624,8 @@ def _mish_deriv(c):
 
 def _float_unary(name, fn, deriv):
     """A unary op defined for floating inputs only (PyTorch has no integer kernel for it)."""
-    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)), deriv, floating=False)
+    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)) if a.dtype != U.BF16 else
+                  U.bf16_f32(fn, xp, a), deriv, floating=False)
 
 
 log_sigmoid_op = _float_unary("log_sigmoid", _log_sigmoid, lambda c: (-c.inputs[0]).sigmoid())
@@ -625,6 +641,8 @@ def _clamp(xp, a, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if a.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+        if a.dtype == U.BF16:
+            return U.bf16_f32(_clamp, xp, a, min, max)
         a = U.to_float(a)
     if min is not None and max is not None:
         return xp.minimum(xp.maximum(a, min), max)

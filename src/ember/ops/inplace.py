@@ -68,8 +68,8 @@ def inplace_apply(op, self, others, params, name):
         fast = getattr(op, "inplace_fast", None)
         dst = self._data
         try:
-            if fast is not None and not params:
-                try:
+            if fast is not None and not params and dst.dtype is not U.BF16:  # (bfloat16: the op's own
+                try:                                                           #  float32-and-round rules)
                     fast(dst, *arrs)
                 except OverflowError:  # a Python int outside self's dtype: wrapped around, as PyTorch does
                     fast(dst, U.wrap_int_scalars(dst, arrs[0])[1])
