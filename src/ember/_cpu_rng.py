@@ -1,0 +1,306 @@
+"""PyTorch's CPU random streams, vectorised on NumPy.
+
+The engine is the 32-bit Mersenne Twister (mt19937) seeded with the low 32 bits of the seed; NumPy's
+MT19937 bit generator runs it (its key and position are settable, so a state saved by PyTorch loads
+here and continues the same stream). The samplers below turn its 32-bit draws into numbers the way
+PyTorch's CPU kernels do, as learnt by black-box comparison with PyTorch 2.13 (same seed, compare,
+bisect):
+
+* a float32 uniform takes one draw, ``(r & 0xffffff) * 2**-24``; a float64 uniform takes two draws
+  joined as ``(first << 32) | second``, ``(x & (2**53 - 1)) * 2**-53``;
+* normal samples for fewer than 16 elements (or a non-contiguous output) are Box-Muller pairs in
+  float64 from two float64 uniforms, the second of each pair cached in the generator;
+* 16 or more contiguous elements: all uniforms drawn first, then each block of 16 turned into
+  normals in place (the last, partial block redone on the last 16 elements with fresh uniforms);
+  float64 with the C library's log/cos/sin, float32 in float32 arithmetic with Cephes' single
+  precision log and sincos polynomials evaluated with fused multiply-adds (what PyTorch's AVX2
+  kernel computes; bit for bit the same on the tested inputs).
+"""
+import math
+import struct
+
+import numpy as np
+
+_M24 = np.uint64(0xFFFFFF)
+_M53 = np.uint64((1 << 53) - 1)
+_S32 = np.uint64(32)
+_F24 = np.float32(2.0 ** -24)
+_F53 = 2.0 ** -53
+STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-state layout
+_KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
+
+
+class MT:
+    """The mt19937 stream with PyTorch's per-generator normal cache."""
+
+    __slots__ = ("bg", "seed", "normal_cache", "_fresh_key")
+
+    def __init__(self, seed):
+        self.bg = np.random.MT19937(0)
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed):
+        seed = int(seed) & ((1 << 64) - 1)
+        self.seed = seed
+        self.bg._legacy_seeding(seed & 0xFFFFFFFF)
+        self._fresh_key = None
+        self.normal_cache = None
+
+    def copy_from(self, other):
+        self.bg.state = other.bg.state
+        self.seed = other.seed
+        self.normal_cache = other.normal_cache
+        self._fresh_key = other._fresh_key
+
+    # -- raw draws
+    def u32(self, n):
+        """n 32-bit draws (uint64 array)."""
+        return self.bg.random_raw(n)
+
+    def u64(self, n):
+        r = self.bg.random_raw(2 * n)
+        return (r[0::2] << _S32) | r[1::2]
+
+    def next32(self):
+        return int(self.bg.random_raw())
+
+    def next64(self):
+        r = self.bg.random_raw(2)
+        return (int(r[0]) << 32) | int(r[1])
+
+    # -- uniforms
+    def uniform_f32(self, n):
+        return (self.bg.random_raw(n) & _M24).astype(np.float32) * _F24
+
+    def uniform_f64(self, n):
+        return (self.u64(n) & _M53).astype(np.float64) * _F53
+
+    def uniform(self, n, dtype):
+        return self.uniform_f64(n) if dtype == np.float64 else self.uniform_f32(n)
+
+    # -- normals
+    def normal_scalar(self, n):
+        """n standard normals (float64) the element-by-element way: Box-Muller pairs, the sine
+        half cached for the next call."""
+        out = np.empty(n, np.float64)
+        i = 0
+        if n and self.normal_cache is not None:
+            out[0] = self.normal_cache
+            self.normal_cache = None
+            i = 1
+        m = n - i
+        if m:
+            k = (m + 1) // 2
+            u = self.uniform_f64(2 * k)
+            u1, u2 = u[0::2], u[1::2]
+            r = np.sqrt(-2.0 * libm(math.log1p, -u2))
+            th = 2.0 * math.pi * u1
+            pairs = np.empty((k, 2))
+            pairs[:, 0] = r * np.cos(th)
+            pairs[:, 1] = r * np.sin(th)
+            flat = pairs.ravel()
+            out[i:] = flat[:m]
+            if m % 2:
+                self.normal_cache = float(flat[-1])
+        return out
+
+    def normal_fill(self, n, dtype, mean=0.0, std=1.0):
+        """n >= 16 normals of dtype (float32 or float64) the blocked way (the contiguous path)."""
+        f64 = dtype == np.float64
+        u = self.uniform(n, dtype)
+        tail = None
+        if n % 16:
+            tail = self.uniform(16, dtype)
+        full = n - n % 16
+        out = np.empty(n, dtype)
+        blocks = u[:full].reshape(-1, 16)
+        out[:full] = (_bm_f64 if f64 else _bm_f32)(blocks, mean, std).ravel()
+        if tail is not None:
+            # the partial block: the last 16 elements hold uniforms (the previous block's normals
+            # where they overlap, the new uniforms in place of all 16), redone as one block
+            out[n - 16:] = (_bm_f64 if f64 else _bm_f32)(tail.reshape(1, 16), mean, std).ravel()
+        return out
+
+    def uniform_f64_reader(self):
+        """A reader of float64 uniforms one at a time for samplers that take a variable number of
+        draws per element (buffered; close() leaves the stream just after the draws consumed)."""
+        return _Reader(self)
+
+    # -- state (PyTorch's layout: seed, left, seeded, next, 624 uint64 words, the normal cache)
+    def get_state_bytes(self):
+        st = self.bg.state["state"]
+        key = np.asarray(st["key"], np.uint64)
+        pos = int(st["pos"])
+        if pos >= 624:
+            left, nxt = 1, (0 if self._is_fresh(key) else 624)
+        else:
+            left, nxt = 625 - pos, pos
+        b = bytearray(STATE_BYTES)
+        struct.pack_into("<QiiQ", b, 0, self.seed, left, 1, nxt)
+        b[_KEY_AT:_TAIL_AT] = key.astype("<u8").tobytes()
+        if self.normal_cache is not None:
+            struct.pack_into("<ddd i", b, _TAIL_AT, 0.0, self.normal_cache, 0.0, 1)
+        return bytes(b)
+
+    def _is_fresh(self, key):
+        if self._fresh_key is None:
+            bg = np.random.MT19937(0)
+            bg._legacy_seeding(self.seed & 0xFFFFFFFF)
+            self._fresh_key = np.asarray(bg.state["state"]["key"], np.uint64)
+        return np.array_equal(key, self._fresh_key)
+
+    def set_state_bytes(self, b, what="set_state"):
+        if len(b) != STATE_BYTES:
+            raise RuntimeError(f"{what}: expected a state of {STATE_BYTES} bytes (a uint8 tensor as "
+                               f"get_state() returns), got {len(b)}")
+        seed, left, seeded, nxt = struct.unpack_from("<QiiQ", b, 0)
+        if not (1 <= left <= 624) or nxt > 624:
+            raise RuntimeError(f"{what}: Invalid mt19937 state (left={left}, next={nxt})")
+        key = np.frombuffer(bytes(b[_KEY_AT:_TAIL_AT]), "<u8")
+        if (key >> np.uint64(32)).any():
+            raise RuntimeError(f"{what}: Invalid mt19937 state (a state word does not fit 32 bits)")
+        pos = 624 if left == 1 else nxt
+        self.bg.state = {"bit_generator": "MT19937",
+                         "state": {"key": key.astype(np.uint32), "pos": pos}}
+        self.seed = seed
+        self._fresh_key = None
+        _x, y, _rho, valid = struct.unpack_from("<ddd i", b, _TAIL_AT)
+        self.normal_cache = y if valid else None
+
+
+class _Reader:
+    __slots__ = ("mt", "start", "buf", "i", "used")
+
+    def __init__(self, mt):
+        self.mt = mt
+        self.start = mt.bg.state
+        self.buf, self.i, self.used = [], 0, 0
+
+    def __call__(self):
+        if self.i == len(self.buf):
+            self.used += len(self.buf)
+            self.buf, self.i = self.mt.uniform_f64(256).tolist(), 0
+        self.i += 1
+        return self.buf[self.i - 1]
+
+    def close(self):
+        n = self.used + self.i
+        self.mt.bg.state = self.start
+        if n:
+            self.mt.bg.random_raw(2 * n)
+
+
+def libm(fn, x):
+    """fn (a function of Python's math module: the C library's) over a float64 array. NumPy's SIMD
+    log, exp, tan, ... differ from the C library in the last bit for some inputs, and PyTorch's CPU
+    kernels call the C library."""
+    x = np.asarray(x, np.float64)
+    return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
+
+
+def libm_log(x):
+    return libm(math.log, x)
+
+
+def _split(a):
+    t = a * 134217729.0  # 2**27 + 1: Veltkamp's split into two 26-bit halves
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def fma64(a, b, c):
+    """float64 a*b + c with one rounding (as the C kernels' fused multiply-add), from the exact
+    product (Dekker) and an error-free sum; the standard-normal case (b=1, c=0) costs nothing."""
+    a = np.asarray(a, np.float64)
+    if (np.ndim(b) == 0 and b == 1.0) and (np.ndim(c) == 0 and c == 0.0):
+        return a.copy()
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(np.asarray(b, np.float64))
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    v = s - p
+    t = (p - (s - v)) + (c - v)
+    return s + (t + e)
+
+
+def _bm_f64(blocks, mean, std):
+    u1 = 1.0 - blocks[:, :8]
+    u2 = blocks[:, 8:]
+    r = np.sqrt(-2.0 * libm_log(u1))
+    th = 2.0 * math.pi * u2
+    out = np.empty_like(blocks)
+    out[:, :8] = fma64(r * np.cos(th), std, mean)
+    out[:, 8:] = fma64(r * np.sin(th), std, mean)
+    return out
+
+
+# ---- float32: Cephes' single-precision log and sincos, with the multiply-adds fused
+
+_f32 = np.float32
+
+
+def _fma(a, b, c):
+    """float32 a*b + c rounded once (the product of two float32 is exact in float64)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + c).astype(_f32)
+
+
+_LOG_P = [_f32(v) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
+                            1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
+                            3.3333331174E-1)]
+
+
+def logf(x):
+    """Natural log of positive normal float32 values, Cephes' logf evaluated with FMAs."""
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 0x7F).astype(_f32) + _f32(1)
+    m = ((bits & np.int32(~0x7F800000)) | np.int32(0x3F000000)).view(_f32)  # mantissa in [0.5, 1)
+    small = m < _f32(0.707106781186547524)
+    m = (m - _f32(1)) + np.where(small, m, _f32(0))
+    e = e - small.astype(_f32)
+    z = m * m
+    y = np.full_like(m, _LOG_P[0])
+    for p in _LOG_P[1:]:
+        y = _fma(y, m, p)
+    y = y * m
+    y = _fma(y, z, e * _f32(-2.12194440e-4))
+    y = _fma(z, _f32(-0.5), y)
+    return _fma(e, _f32(0.693359375), m + y)
+
+
+def sincosf(x):
+    """(sin, cos) of non-negative float32 values, Cephes' single-precision reduction and
+    polynomials evaluated with FMAs."""
+    j = (x * _f32(1.27323954473516)).astype(np.int32)
+    j = (j + 1) & ~1
+    y = j.astype(_f32)
+    for dp in (_f32(-0.78515625), _f32(-2.4187564849853515625e-4), _f32(-3.77489497744594108e-8)):
+        x = _fma(y, dp, x)
+    neg_sin = (j & 4) != 0
+    neg_cos = ((~(j - 2)) & 4) != 0
+    poly = (j & 2) == 0
+    z = x * x
+    c = _fma(np.full_like(z, _f32(2.443315711809948E-005)), z, _f32(-1.388731625493765E-003))
+    c = _fma(c, z, _f32(4.166664568298827E-002))
+    c = _fma(c * z, z, -(z * _f32(0.5))) + _f32(1)
+    s = _fma(np.full_like(z, _f32(-1.9515295891E-4)), z, _f32(8.3321608736E-3))
+    s = _fma(s, z, _f32(-1.6666654611E-1))
+    s = _fma(s * z, x, x)
+    sn = np.where(poly, s, c)
+    cs = np.where(poly, c, s)
+    np.negative(sn, out=sn, where=neg_sin)
+    np.negative(cs, out=cs, where=neg_cos)
+    return sn, cs
+
+
+_TWO_PI_F = _f32(2 * math.pi)
+
+
+def _bm_f32(blocks, mean, std):
+    u1 = _f32(1) - blocks[:, :8]
+    r = np.sqrt(_f32(-2) * logf(np.ascontiguousarray(u1)))
+    s, c = sincosf(_TWO_PI_F * blocks[:, 8:])
+    out = np.empty_like(blocks)
+    out[:, :8] = _fma(r * c, _f32(std), _f32(mean))
+    out[:, 8:] = _fma(r * s, _f32(std), _f32(mean))
+    return out

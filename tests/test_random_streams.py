@@ -1,0 +1,227 @@
+"""Same seed, same numbers: ember's CPU random streams against PyTorch's, bit for bit."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+
+SEEDS = [0, 1, 12345, 2 ** 40 + 3]
+SIZES = [1, 2, 15, 16, 17, 31, 33, 1000, 1001]
+FLOATS = ["float32", "float64"]
+
+
+def same(e, t):
+    """ember tensor e holds exactly torch tensor t's values (and dtype)."""
+    a = e.detach().numpy() if isinstance(e, ember.Tensor) else np.asarray(e)
+    b = t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert str(a.dtype) == str(b.dtype), (a.dtype, b.dtype)
+    if not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+        bad = np.nonzero(a.ravel() != b.ravel())[0]
+        raise AssertionError(f"{bad.size} of {a.size} values differ, first at {bad[:5]}: "
+                             f"ember {a.ravel()[bad[:3]]} torch {b.ravel()[bad[:3]]}")
+
+
+def both(torch, seed, fn):
+    """fn(lib) run after manual_seed(seed) in ember and in torch, then one more draw each (so that
+    the number of draws consumed also has to agree)."""
+    ember.manual_seed(seed)
+    torch.manual_seed(seed)
+    e, t = fn(ember), fn(torch)
+    same(ember.rand(3, dtype=ember.float64), torch.rand(3, dtype=torch.float64))
+    return e, t
+
+
+def check(torch, fn, seeds=SEEDS):
+    for s in seeds:
+        e, t = both(torch, s, fn)
+        if isinstance(e, (list, tuple)):
+            for a, b in zip(e, t):
+                same(a, b)
+        else:
+            same(e, t)
+
+
+# ----------------------------------------------------------------------------- generator & state
+
+def test_default_seed_and_first_numbers(torch):
+    ember.manual_seed(0)
+    assert ember.randn(3).tolist() == pytest.approx([1.5410, -0.2934, -2.1788], abs=1e-4)
+    assert ember.Generator().initial_seed() == torch.Generator().initial_seed()
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2 ** 32, 2 ** 32 + 5, -1, 2 ** 63 + 11])
+def test_manual_seed_and_state_layout(torch, seed):
+    ember.manual_seed(seed)
+    torch.manual_seed(seed)
+    assert ember.initial_seed() == torch.initial_seed()
+    same(ember.get_rng_state(), torch.get_rng_state())
+    for f in (lambda L: L.rand(5), lambda L: L.randn(3), lambda L: L.randn(40, dtype=L.float64)):
+        same(f(ember), f(torch))
+        same(ember.get_rng_state(), torch.get_rng_state())
+
+
+def test_state_from_torch_continues_the_stream(torch):
+    torch.manual_seed(3)
+    torch.randn(7)                # leaves a cached normal in the state
+    torch.rand(1000)              # crosses a twist of the Mersenne Twister
+    st = torch.get_rng_state()
+    ember.set_rng_state(ember.tensor(st.numpy()))
+    same(ember.get_rng_state(), st)
+    same(ember.randn(5), torch.randn(5))
+    same(ember.rand(700, dtype=ember.float64), torch.rand(700, dtype=torch.float64))
+    # and back: a state saved by ember loads in torch
+    ember.randn(3)
+    torch.set_rng_state(torch.from_numpy(ember.get_rng_state().numpy()))
+    same(ember.randn(20), torch.randn(20))
+
+
+def test_generator_objects(torch):
+    for s in SEEDS:
+        ge, gt = ember.Generator().manual_seed(s), torch.Generator().manual_seed(s)
+        same(ember.randn(17, generator=ge), torch.randn(17, generator=gt))
+        same(ember.randperm(50, generator=ge), torch.randperm(50, generator=gt))
+        same(ge.get_state(), gt.get_state())
+        st = gt.get_state()
+        ge2 = ember.Generator()
+        ge2.set_state(ember.tensor(st.numpy()))
+        same(ember.rand(9, generator=ge2), torch.rand(9, generator=gt))
+    # the default generator is untouched by draws from another one
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    ember.rand(5, generator=ember.Generator())
+    same(ember.rand(4), torch.rand(4))
+
+
+def test_bad_state_is_refused():
+    with pytest.raises(RuntimeError, match="5056"):
+        ember.set_rng_state(ember.zeros(10, dtype=ember.uint8))
+    with pytest.raises(TypeError, match="uint8"):
+        ember.set_rng_state(ember.zeros(5056))
+    st = ember.get_rng_state()
+    st[8:12] = ember.tensor([0, 0, 0, 0], dtype=ember.uint8)   # left = 0: not a valid position
+    with pytest.raises(RuntimeError, match="Invalid mt19937 state"):
+        ember.set_rng_state(st)
+
+
+def test_fork_rng(torch):
+    ember.manual_seed(5)
+    torch.manual_seed(5)
+    with ember.random.fork_rng():
+        ember.rand(10)
+    with torch.random.fork_rng():
+        torch.rand(10)
+    same(ember.rand(3), torch.rand(3))
+    with ember.random.fork_rng(enabled=False):
+        ember.rand(2)
+    with torch.random.fork_rng(enabled=False):
+        torch.rand(2)
+    same(ember.rand(3), torch.rand(3))
+
+
+# ----------------------------------------------------------------------------- factories
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", SIZES)
+def test_rand_randn(torch, dtype, n):
+    check(torch, lambda L: L.rand(n, dtype=getattr(L, dtype)))
+    check(torch, lambda L: L.randn(n, dtype=getattr(L, dtype)))
+    check(torch, lambda L: [L.randn(n, dtype=getattr(L, dtype)), L.randn(1), L.randn(3)])
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (2, 3, 8), (17, 3), (0,)])
+def test_rand_randn_shapes(torch, shape):
+    check(torch, lambda L: L.randn(*shape))
+    check(torch, lambda L: L.rand(shape, dtype=L.float64))
+
+
+@pytest.mark.parametrize("low,high", [(0, 10), (-3, 3), (0, 2 ** 28 - 1), (0, 2 ** 28), (0, 2 ** 31),
+                                      (5, 2 ** 32 + 5), (0, 2 ** 62)])
+def test_randint(torch, low, high):
+    check(torch, lambda L: L.randint(low, high, (37,)))
+    if high - low < 2 ** 24:
+        check(torch, lambda L: L.randint(low, high, (5, 3), dtype=L.float32))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 16, 100, 1433, 20000])
+def test_randperm(torch, n):
+    check(torch, lambda L: L.randperm(n))
+
+
+def test_like_factories(torch):
+    for dtype in FLOATS:
+        check(torch, lambda L: L.rand_like(L.zeros(3, 7, dtype=getattr(L, dtype))))
+        check(torch, lambda L: L.randn_like(L.zeros(3, 7, dtype=getattr(L, dtype))))
+    check(torch, lambda L: L.randint_like(L.zeros(4, 5), 3, 9))
+    check(torch, lambda L: L.randint_like(L.zeros(4, 5, dtype=L.int64), 100))
+
+
+def test_normal_overloads(torch):
+    for dtype in FLOATS:
+        for n in (3, 16, 33):
+            check(torch, lambda L: L.normal(2.0, 3.0, (n,), dtype=getattr(L, dtype)))
+            check(torch, lambda L: L.normal(L.arange(n, dtype=getattr(L, dtype)), 0.5))
+            check(torch, lambda L: L.normal(-1.0, L.arange(n, dtype=getattr(L, dtype)) + 1))
+            check(torch, lambda L: L.normal(L.arange(n, dtype=getattr(L, dtype)),
+                                            L.arange(n, dtype=getattr(L, dtype)) * 0.1 + 1))
+
+
+def test_bernoulli_multinomial(torch):
+    for dtype in FLOATS:
+        for n in (1, 16, 17, 1000):
+            p = np.linspace(0, 1, n).astype(dtype)
+            check(torch, lambda L: L.bernoulli(L.tensor(p)))
+            check(torch, lambda L: L.bernoulli(L.tensor(p), 0.3))
+        w = np.random.default_rng(0).random((3, 40)).astype(dtype)
+        check(torch, lambda L: L.multinomial(L.tensor(w), 10))
+        check(torch, lambda L: L.multinomial(L.tensor(w[0]), 1))
+        check(torch, lambda L: L.multinomial(L.tensor(w), 25, replacement=True))
+        check(torch, lambda L: L.multinomial(L.tensor(w[1]), 1, True))
+
+
+# ----------------------------------------------------------------------------- in-place samplers
+
+INPLACE = {
+    "uniform_": lambda t: t.uniform_(-2.5, 4.0),
+    "uniform_default": lambda t: t.uniform_(),
+    "normal_": lambda t: t.normal_(1.5, 0.25),
+    "normal_default": lambda t: t.normal_(),
+    "bernoulli_": lambda t: t.bernoulli_(0.3),
+    "exponential_": lambda t: t.exponential_(2.5),
+    "geometric_": lambda t: t.geometric_(0.2),
+    "log_normal_": lambda t: t.log_normal_(0.5, 0.75),
+    "cauchy_": lambda t: t.cauchy_(1.0, 2.0),
+    "random_": lambda t: t.random_(),
+    "random_to": lambda t: t.random_(100),
+    "random_from_to": lambda t: t.random_(-7, 9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_inplace_samplers(torch, name, dtype):
+    f = INPLACE[name]
+    for n in SIZES:
+        check(torch, lambda L: f(L.empty(n, dtype=getattr(L, dtype))), seeds=SEEDS[:2])
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_samplers_noncontiguous(torch, name):
+    f = INPLACE[name]
+    for dtype in FLOATS:
+        check(torch, lambda L: f(L.zeros(6, 20, dtype=getattr(L, dtype)).t()), seeds=SEEDS[:2])
+        check(torch, lambda L: f(L.zeros(40, 3, dtype=getattr(L, dtype))[::2, 1]), seeds=SEEDS[:2])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
+def test_random_integer_dtypes(torch, dtype):
+    check(torch, lambda L: L.empty(50, dtype=getattr(L, dtype)).random_())
+    check(torch, lambda L: L.empty(50, dtype=getattr(L, dtype)).random_(0, 100))
+
+
+def test_poisson(torch):
+    for dtype in FLOATS:
+        rates = np.array([0.0, 0.5, 3.0, 9.99, 10.0, 25.5, 1000.0] * 9, dtype)
+        check(torch, lambda L: L.poisson(L.tensor(rates)))
+        check(torch, lambda L: L.poisson(L.tensor(rates.reshape(7, 9)).t()))
