@@ -225,3 +225,71 @@ def test_poisson(torch):
         rates = np.array([0.0, 0.5, 3.0, 9.99, 10.0, 25.5, 1000.0] * 9, dtype)
         check(torch, lambda L: L.poisson(L.tensor(rates)))
         check(torch, lambda L: L.poisson(L.tensor(rates.reshape(7, 9)).t()))
+
+
+# ----------------------------------------------------------------------------- nn.init and layers
+
+INIT = {
+    "uniform_": lambda I, t: I.uniform_(t, -0.3, 0.7),
+    "normal_": lambda I, t: I.normal_(t, 0.2, 1.5),
+    "trunc_normal_": lambda I, t: I.trunc_normal_(t, 0.1, 0.8, -1.0, 1.5),
+    "xavier_uniform_": lambda I, t: I.xavier_uniform_(t, gain=1.3),
+    "xavier_normal_": lambda I, t: I.xavier_normal_(t),
+    "kaiming_uniform_": lambda I, t: I.kaiming_uniform_(t, a=math.sqrt(5)),
+    "kaiming_uniform_fan_out": lambda I, t: I.kaiming_uniform_(t, mode="fan_out", nonlinearity="relu"),
+    "kaiming_normal_": lambda I, t: I.kaiming_normal_(t),
+    "kaiming_normal_fan_out": lambda I, t: I.kaiming_normal_(t, mode="fan_out", nonlinearity="relu"),
+    "orthogonal_": lambda I, t: I.orthogonal_(t, gain=0.5),
+    "sparse_": lambda I, t: I.sparse_(t, 0.3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INIT))
+@pytest.mark.parametrize("shape", [(3, 5), (16, 4), (20, 30), (8, 3, 3, 3)])
+def test_nn_init(torch, name, shape):
+    if name == "sparse_" and len(shape) != 2:
+        return
+    f = INIT[name]
+    for dtype in FLOATS:
+        e, t = both(torch, 7, lambda L: f(L.nn.init, L.empty(*shape, dtype=getattr(L, dtype))))
+        if name == "orthogonal_":  # QR through LAPACK on both sides: the same up to rounding
+            np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            same(e, t)
+
+
+LAYERS = {
+    "Linear": lambda nn: nn.Linear(20, 7),
+    "Bilinear": lambda nn: nn.Bilinear(4, 5, 3),
+    "Conv1d": lambda nn: nn.Conv1d(3, 8, 5),
+    "Conv2d": lambda nn: nn.Conv2d(3, 16, 3, padding=1),
+    "Conv2d_groups": lambda nn: nn.Conv2d(4, 8, 3, groups=2, bias=False),
+    "ConvTranspose2d": lambda nn: nn.ConvTranspose2d(6, 4, 3, stride=2),
+    "Embedding": lambda nn: nn.Embedding(30, 8),
+    "EmbeddingBag": lambda nn: nn.EmbeddingBag(30, 8),
+    "RNN": lambda nn: nn.RNN(5, 7, num_layers=2),
+    "LSTM": lambda nn: nn.LSTM(5, 7, bidirectional=True),
+    "GRU": lambda nn: nn.GRU(5, 7, batch_first=True),
+    "MultiheadAttention": lambda nn: nn.MultiheadAttention(16, 4),
+    "TransformerEncoderLayer": lambda nn: nn.TransformerEncoderLayer(16, 4, dim_feedforward=32),
+    "TransformerDecoderLayer": lambda nn: nn.TransformerDecoderLayer(16, 4, dim_feedforward=32),
+    "Transformer": lambda nn: nn.Transformer(16, 2, 1, 1, 32),
+    "BatchNorm2d": lambda nn: nn.BatchNorm2d(5),
+    "LayerNorm": lambda nn: nn.LayerNorm(6),
+    "GroupNorm": lambda nn: nn.GroupNorm(2, 6),
+    "Sequential": lambda nn: nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                           nn.Flatten(), nn.Linear(16 * 4 * 4, 10)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_default_init(torch, name):
+    for s in SEEDS[:2]:
+        ember.manual_seed(s)
+        torch.manual_seed(s)
+        me, mt = LAYERS[name](ember.nn), LAYERS[name](torch.nn)
+        pe, pt = dict(me.named_parameters()), dict(mt.named_parameters())
+        assert sorted(pe) == sorted(pt)
+        for k in pt:
+            same(pe[k], pt[k])
+        same(ember.rand(3), torch.rand(3))

@@ -6,7 +6,7 @@ import numpy as np
 from . import _dispatch as D
 from . import _dtype as dt
 from ._memory_format import empty_array
-from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm
+from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm, _fma as _fma32
 from ._tensor import Tensor, device as _device_cls
 from .ops import _util as U
 
@@ -493,7 +493,11 @@ def _uniform_values(mt, n, d, low=0.0, high=1.0):
     u = mt.uniform_f64(n) if d == np.float64 else mt.uniform_f32(n)
     if low == 0.0 and high == 1.0:
         return u.astype(d, copy=False)
-    return _fma64(u, float(high) - float(low), float(low)).astype(d)
+    if d == np.float64:
+        return _fma64(u, float(high) - float(low), float(low))
+    # the bounds in the output's precision (float32 for float16 too), one fused multiply-add
+    lo, hi = np.float32(low), np.float32(high)
+    return _fma32(u, hi - lo, lo).astype(d, copy=False)
 
 
 def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True):
