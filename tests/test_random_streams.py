@@ -293,3 +293,34 @@ def test_layer_default_init(torch, name):
         for k in pt:
             same(pe[k], pt[k])
         same(ember.rand(3), torch.rand(3))
+
+
+# ----------------------------------------------------------------------------- dropout
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_dropout_masks(torch, dtype):
+    x = np.random.default_rng(1).standard_normal((6, 5, 4, 3)).astype(dtype)
+    for p in (0.1, 0.3, 0.5, 0.77):
+        check(torch, lambda L: L.nn.functional.dropout(L.tensor(x), p))
+        check(torch, lambda L: L.nn.functional.dropout2d(L.tensor(x), p))
+        check(torch, lambda L: L.nn.functional.dropout1d(L.tensor(x[0]), p))
+        check(torch, lambda L: L.nn.Dropout(p)(L.tensor(x)))
+        check(torch, lambda L: L.nn.Dropout2d(p)(L.tensor(x)))
+        check(torch, lambda L: L.nn.functional.dropout(L.tensor(x), p, inplace=True))
+        # alpha dropout: the same mask (and stream); the affine constants agree to rounding
+        e, t = both(torch, 0, lambda L: L.nn.functional.alpha_dropout(L.tensor(x), p, True))
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_in_a_model_trains_the_same(torch):
+    def run(L):
+        L.manual_seed(0)
+        m = L.nn.Sequential(L.nn.Linear(8, 16), L.nn.ReLU(), L.nn.Dropout(0.25), L.nn.Linear(16, 1))
+        x = L.randn(32, 8)
+        out = m(x)
+        out.sum().backward()
+        return [out] + [p.grad for p in m.parameters()]
+    e, t = run(ember), run(torch)
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    same(ember.rand(4), torch.rand(4))
