@@ -324,3 +324,45 @@ def test_dropout_in_a_model_trains_the_same(torch):
     for a, b in zip(e, t):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
     same(ember.rand(4), torch.rand(4))
+
+
+# ----------------------------------------------------------------------------- data
+
+def _order(L, loader_kw, epochs=2, n=100):
+    ds = L.utils.data.TensorDataset(L.arange(n))
+    dl = L.utils.data.DataLoader(ds, **loader_kw(L))
+    return [b[0].tolist() for _ in range(epochs) for b in dl]
+
+
+@pytest.mark.parametrize("kw", [
+    lambda L: dict(batch_size=10, shuffle=True),
+    lambda L: dict(batch_size=32, shuffle=True, drop_last=True),
+    lambda L: dict(batch_size=7, shuffle=True, generator=L.Generator().manual_seed(5)),
+    lambda L: dict(batch_size=8, sampler=L.utils.data.RandomSampler(range(100), replacement=True,
+                                                                     num_samples=70)),
+    lambda L: dict(batch_size=8, sampler=L.utils.data.RandomSampler(range(100), num_samples=250)),
+    lambda L: dict(batch_size=8, sampler=L.utils.data.SubsetRandomSampler(list(range(0, 100, 3)))),
+    lambda L: dict(batch_size=8, sampler=L.utils.data.WeightedRandomSampler([0.1, 2.0, 1.0, 0.5] * 25, 40)),
+    lambda L: dict(batch_size=8, sampler=L.utils.data.WeightedRandomSampler([0.1, 2.0, 1.0, 0.5] * 25, 30,
+                                                                            replacement=False)),
+])
+def test_dataloader_order(torch, kw):
+    for s in SEEDS[:3]:
+        ember.manual_seed(s)
+        torch.manual_seed(s)
+        assert _order(ember, kw) == _order(torch, kw)
+        same(ember.rand(3), torch.rand(3))
+
+
+def test_random_split(torch):
+    for s in SEEDS[:3]:
+        for lengths in ([30, 70], [0.2, 0.5, 0.3], [1, 1, 98]):
+            ember.manual_seed(s)
+            torch.manual_seed(s)
+            e = ember.utils.data.random_split(range(100), lengths)
+            t = torch.utils.data.random_split(range(100), lengths)
+            assert [list(x.indices) for x in e] == [list(x.indices) for x in t]
+            e = ember.utils.data.random_split(range(50), [20, 30], generator=ember.Generator().manual_seed(s))
+            t = torch.utils.data.random_split(range(50), [20, 30], generator=torch.Generator().manual_seed(s))
+            assert [list(x.indices) for x in e] == [list(x.indices) for x in t]
+            same(ember.rand(3), torch.rand(3))

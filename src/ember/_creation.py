@@ -535,6 +535,12 @@ def _randperm_array(mt, n):
     return np.array(perm, np.int64)
 
 
+def _random_seed(generator=None):
+    """``int(torch.empty((), dtype=torch.int64).random_(generator=g))``: a fresh seed from the stream
+    (one 64-bit draw, reduced mod 2**63), as the data samplers and DataLoader take them."""
+    return _mt(generator).next64() % (1 << 63)
+
+
 def _fill(arr, make, *args):
     """Fill numpy array ``arr`` in PyTorch's iteration order with make(n, *args) values."""
     v = _iter_view(arr)

@@ -75,6 +75,10 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
+        # each iterator takes a base seed from the stream (PyTorch's workers' seeds derive from it;
+        # drawing it here keeps the stream in step with PyTorch's)
+        from ..._creation import _random_seed
+        self._base_seed = _random_seed(self.generator)
         if self._iterable:
             return self._iter_iterable()
         return self._iter_map()
