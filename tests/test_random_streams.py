@@ -366,3 +366,124 @@ def test_random_split(torch):
             t = torch.utils.data.random_split(range(50), [20, 30], generator=torch.Generator().manual_seed(s))
             assert [list(x.indices) for x in e] == [list(x.indices) for x in t]
             same(ember.rand(3), torch.rand(3))
+
+
+# ----------------------------------------------------------------------------- whole programs
+
+def _torch_train(torch, seed, epochs, model_name, limit=None):
+    """`ember train` written in PyTorch: the same data, model, optimizer, schedule and order."""
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    from ember.datasets import digits
+    tr, te = digits(train=True).tensors, digits(train=False).tensors
+    xtr, ytr = (torch.from_numpy(t.numpy().copy()) for t in tr)
+    xte, yte = (torch.from_numpy(t.numpy().copy()) for t in te)
+    if limit:
+        xtr, ytr = xtr[:limit], ytr[:limit]
+
+    class SimpleCNN(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = tnn.Conv2d(1, 32, 3, 1)
+            self.conv2 = tnn.Conv2d(32, 64, 3, 1)
+            self.dropout1 = tnn.Dropout(0.25)
+            self.dropout2 = tnn.Dropout(0.5)
+            self.fc1 = tnn.Linear(64 * 2 * 2, 128)
+            self.fc2 = tnn.Linear(128, 10)
+
+        def forward(self, x):
+            x = TF.relu(self.conv1(x))
+            x = TF.max_pool2d(TF.relu(self.conv2(x)), 2)
+            x = self.dropout1(x)
+            x = TF.relu(self.fc1(torch.flatten(x, 1)))
+            return self.fc2(self.dropout2(x))
+
+    class SimpleMLP(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2, self.fc3 = tnn.Linear(64, 128), tnn.Linear(128, 128), tnn.Linear(128, 10)
+
+        def forward(self, x):
+            x = torch.flatten(x, 1)
+            return self.fc3(TF.relu(self.fc2(TF.relu(self.fc1(x)))))
+
+    torch.manual_seed(seed)
+    model = SimpleCNN() if model_name == "cnn" else SimpleMLP()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    sampler = torch.utils.data.DistributedSampler(range(len(ytr)), num_replicas=1, rank=0, shuffle=True,
+                                                  seed=seed)
+    losses = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        order = list(sampler)
+        model.train()
+        total, count = 0.0, 0
+        for i in range(0, len(order), 32):
+            idx = torch.tensor(order[i:i + 32])
+            loss = TF.cross_entropy(model(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+            count += len(idx)
+        sched.step()
+        losses.append(total / count)
+    return losses
+
+
+@pytest.mark.parametrize("model", ["cnn", "mlp"])
+def test_ember_train_prints_pytorch_losses(torch, model, tmp_path, capsys):
+    """`ember train --seed S` and the same program on PyTorch: the same losses to float32 rounding
+    (initialisation, dropout masks and batch order all come from the same streams)."""
+    import re
+    from ember import cli
+    seed, epochs, limit = 3, 2, 512
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = _torch_train(torch, seed, epochs, model, limit)
+    finally:
+        torch.set_num_threads(threads)
+    code = cli.main(["train", "--model", model, "--seed", str(seed), "--epochs", str(epochs), "--no-progress",
+                     "--limit", str(limit), "--checkpoint", str(tmp_path / "ck.ckpt")])
+    assert code == 0
+    got = [float(x) for x in re.findall(r"loss (\d+\.\d+)", capsys.readouterr().out)]
+    assert got == pytest.approx([round(x, 4) for x in ref], abs=2e-4)
+
+
+def _tour(L, epochs):
+    """README's tour (its first epochs), for ember or PyTorch."""
+    from ember.datasets import digits as _digits
+    nn, F = L.nn, L.nn.functional
+
+    def digits(train):
+        x, y = _digits(train=train).tensors
+        if L is ember:
+            return _digits(train=train)
+        return L.utils.data.TensorDataset(L.from_numpy(x.numpy().copy()), L.from_numpy(y.numpy().copy()))
+
+    L.manual_seed(0)
+    train = L.utils.data.DataLoader(digits(train=True), batch_size=32, shuffle=True)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(16 * 4 * 4, 10))
+    opt = L.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for epoch in range(epochs):
+        for x, y in train:
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_readme_tour_prints_pytorch_losses(torch):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = _tour(torch, 3)
+    finally:
+        torch.set_num_threads(threads)
+    assert _tour(ember, 3) == pytest.approx(ref, rel=1e-5)
