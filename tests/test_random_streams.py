@@ -487,3 +487,41 @@ def test_readme_tour_prints_pytorch_losses(torch):
     finally:
         torch.set_num_threads(threads)
     assert _tour(ember, 3) == pytest.approx(ref, rel=1e-5)
+
+
+# ----------------------------------------------------------------------------- vmap randomness
+
+VMAP_FNS = {
+    "rand": lambda L, x: x + L.rand(3),
+    "randn_big": lambda L, x: x.sum() + L.randn(20),
+    "randn_small": lambda L, x: x + L.randn(3, dtype=L.float64).float(),
+    "rand_like": lambda L, x: L.rand_like(x) * x,
+    "randn_like": lambda L, x: L.randn_like(x) + x,
+    "randint": lambda L, x: x + L.randint(0, 10, (3,)),
+    "normal": lambda L, x: x + L.normal(0.0, 2.0, (3,)),
+    "bernoulli_p": lambda L, x: L.bernoulli(L.sigmoid(x)),
+    "bernoulli_scalar": lambda L, x: L.bernoulli(x, 0.3),
+    "bernoulli_unbatched": lambda L, x: x + L.bernoulli(L.full((3,), 0.4)),
+    "dropout": lambda L, x: L.nn.functional.dropout(x, 0.4),
+    "normal_": lambda L, x: x.clone().normal_(),
+    "uniform_": lambda L, x: x.clone().uniform_(-1, 1),
+}
+
+
+@pytest.mark.parametrize("mode", ["different", "same"])
+@pytest.mark.parametrize("name", sorted(VMAP_FNS))
+def test_vmap_randomness(torch, name, mode):
+    f = VMAP_FNS[name]
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype("float32")
+    if mode == "same" and name in ("bernoulli_p", "bernoulli_scalar"):  # PyTorch refuses: so does ember
+        for L in (ember, torch):
+            with pytest.raises(RuntimeError, match="same randomness with a batched tensor input"):
+                L.func.vmap(lambda v: f(L, v), randomness=mode)(L.tensor(x))
+        return
+    check(torch, lambda L: L.func.vmap(lambda v: f(L, v), randomness=mode)(L.tensor(x)), seeds=SEEDS[:2])
+
+
+def test_vmap_randomness_error(torch):
+    for L in (ember, torch):
+        with pytest.raises(RuntimeError, match="randomness"):
+            L.func.vmap(lambda v: v + L.rand(3))(L.zeros(4, 3))

@@ -669,14 +669,31 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     shape = U.shape_tuple((size,), "normal", nonneg=True)
+    r = D.batched_draw(lambda s: normal(mean, std, s, generator=generator, dtype=dtype), shape) \
+        if D.state.levels else None
+    if r is not None:
+        return r.requires_grad_(requires_grad) if requires_grad else r
     return _finish(_normal_array(mt, shape, _dtype(dtype), mean, std), requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
     if input._wr is not None and getattr(input._wr, "kind", None) == "vmap":
-        return input._wr.wrap(bernoulli(input._val, p, generator=generator))  # per-sample probabilities
-    if D.state.levels and p is not None:
-        r = D.batched_draw(lambda s: bernoulli(zeros(s, dtype=input.dtype), p, generator=generator), input.shape)
+        lvl = input._wr
+        if lvl.randomness == "same":
+            raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. "
+                               "Please file an issue with functorch")
+        D.random_level()  # randomness='error' refuses
+        lvl._drawing = True  # one draw over the whole batch, at this level
+        try:
+            return lvl.wrap(bernoulli(input._val, p, generator=generator))
+        finally:
+            lvl._drawing = False
+    if D.state.levels:
+        if p is not None:
+            r = D.batched_draw(lambda s: bernoulli(zeros(s, dtype=input.dtype), p, generator=generator),
+                               input.shape)
+        else:  # unbatched probabilities: one draw per sample all the same
+            r = D.batched_draw(lambda s: bernoulli(input.expand(s).contiguous(), generator=generator), input.shape)
         if r is not None:
             return r
     mt = _mt(generator)

@@ -485,6 +485,35 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         mt.normal_scalar(n), float(std), float(mean)))), "log_normal_")
 
 
+def _vmap_different(fn):
+    """An in-place sampler on a tensor batched by vmap(randomness='different') fills the whole batch
+    in one draw (its physical values, the batch dim first), as PyTorch does."""
+    import functools
+
+    @functools.wraps(fn)
+    def f(self, *args, **kwargs):
+        w = self._wr
+        if w is not None and getattr(w, "kind", None) == "vmap" and getattr(w, "randomness", None) == "different":
+            w._drawing = True
+            try:
+                fn(self._val, *args, **kwargs)
+            finally:
+                w._drawing = False
+            return self
+        return fn(self, *args, **kwargs)
+    return f
+
+
+uniform_ = _vmap_different(uniform_)
+normal_ = _vmap_different(normal_)
+bernoulli_ = _vmap_different(bernoulli_)
+exponential_ = _vmap_different(exponential_)
+random_ = _vmap_different(random_)
+geometric_ = _vmap_different(geometric_)
+cauchy_ = _vmap_different(cauchy_)
+log_normal_ = _vmap_different(log_normal_)
+
+
 def _random_fill(self, values, name):
     _check(self, name)
     if self._meta:
