@@ -106,19 +106,23 @@ class MT:
 
     def normal_fill(self, n, dtype, mean=0.0, std=1.0):
         """n >= 16 normals of dtype (float32 or float64) the blocked way (the contiguous path)."""
-        f64 = dtype == np.float64
-        u = self.uniform(n, dtype)
+        f32 = dtype == np.float32
+        # float16: float32 uniforms for the whole blocks only (then 16 for the last, partial one),
+        # the transform in float64 (PyTorch's generic kernel, observed)
+        u = self.uniform(n, dtype) if f32 or dtype == np.float64 else \
+            self.uniform_f32(n - n % 16).astype(np.float64)
         tail = None
         if n % 16:
-            tail = self.uniform(16, dtype)
+            tail = self.uniform(16, dtype) if f32 or dtype == np.float64 else \
+                self.uniform_f32(16).astype(np.float64)
+        bm = _bm_f32 if f32 else _bm_f64
         full = n - n % 16
         out = np.empty(n, dtype)
-        blocks = u[:full].reshape(-1, 16)
-        out[:full] = (_bm_f64 if f64 else _bm_f32)(blocks, mean, std).ravel()
+        out[:full] = bm(u[:full].reshape(-1, 16), mean, std).ravel()
         if tail is not None:
             # the partial block: the last 16 elements hold uniforms (the previous block's normals
             # where they overlap, the new uniforms in place of all 16), redone as one block
-            out[n - 16:] = (_bm_f64 if f64 else _bm_f32)(tail.reshape(1, 16), mean, std).ravel()
+            out[n - 16:] = bm(tail.reshape(1, 16), mean, std).ravel()
         return out
 
     def uniform_f64_reader(self):

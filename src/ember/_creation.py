@@ -492,18 +492,27 @@ def _uniform_values(mt, n, d, low=0.0, high=1.0):
     """n uniforms on [low, high) as PyTorch's uniform_ makes them for an output of dtype d."""
     u = mt.uniform_f64(n) if d == np.float64 else mt.uniform_f32(n)
     if low == 0.0 and high == 1.0:
-        return u.astype(d, copy=False)
-    if d == np.float64:
-        return _fma64(u, float(high) - float(low), float(low))
-    # the bounds in the output's precision (float32 for float16 too), one fused multiply-add
-    lo, hi = np.float32(low), np.float32(high)
-    return _fma32(u, hi - lo, lo).astype(d, copy=False)
+        if d in (np.float32, np.float64):
+            return u  # below 1 by construction
+        v = u.astype(d)
+    elif d == np.float64:
+        v = _fma64(u, float(high) - float(low), float(low))
+    else:
+        # the bounds in float32 (for float16 too), one fused multiply-add
+        lo, hi = np.float32(low), np.float32(high)
+        v = _fma32(u, hi - lo, lo).astype(d, copy=False)
+    # a value rounded up to the upper bound becomes the lower one: the range stays [low, high)
+    top = np.asarray(high).astype(d)
+    hit = v == top
+    if hit.any():
+        v[hit] = np.asarray(low).astype(d)
+    return v
 
 
 def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True):
     """n normals as PyTorch's normal_ makes them for an output of dtype d: the blocked Box-Muller
     for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair)."""
-    if n >= 16 and contiguous and d in (np.float32, np.float64):
+    if n >= 16 and contiguous and d in (np.float32, np.float64, np.float16):
         return mt.normal_fill(n, d, float(mean), float(std))
     return _fma64(mt.normal_scalar(n), float(std), float(mean)).astype(d)
 
