@@ -587,3 +587,18 @@ def test_float16(torch):
             for s in SEEDS:
                 e, t = both(torch, s, f)
                 np.testing.assert_allclose(e.numpy().astype("f4"), t.numpy().astype("f4"), rtol=1e-3)
+
+
+def test_channels_last_and_expanded_layouts(torch):
+    """Samplers on a channels_last tensor fill it in memory order (PyTorch's iteration order); the
+    normal sampler takes its scalar path there (the tensor is not contiguous)."""
+    def cl(L, *shape, dtype="float32"):
+        return L.zeros(*shape, dtype=getattr(L, dtype)).contiguous(memory_format=L.channels_last)
+    for dtype in FLOATS:
+        check(torch, lambda L: cl(L, 2, 3, 4, 5, dtype=dtype).normal_(), seeds=SEEDS[:2])
+        check(torch, lambda L: cl(L, 2, 3, 4, 5, dtype=dtype).uniform_(-1, 1), seeds=SEEDS[:2])
+        check(torch, lambda L: L.randn_like(cl(L, 2, 3, 4, 5, dtype=dtype)), seeds=SEEDS[:2])
+        check(torch, lambda L: L.rand_like(cl(L, 2, 3, 4, 5, dtype=dtype)), seeds=SEEDS[:2])
+        check(torch, lambda L: L.bernoulli(cl(L, 2, 3, 4, 5, dtype=dtype) + 0.5), seeds=SEEDS[:2])
+        check(torch, lambda L: L.bernoulli(cl(L, 2, 3, 4, 5, dtype=dtype), 0.3), seeds=SEEDS[:2])
+        check(torch, lambda L: L.nn.init.kaiming_normal_(cl(L, 8, 3, 3, 3, dtype=dtype)), seeds=SEEDS[:2])

@@ -706,7 +706,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         if r is not None:
             return r
     mt = _mt(generator)
-    a = _like(input, None, None)
+    a = np.empty(input.shape, input._data.dtype)  # contiguous, drawn in logical order (as PyTorch)
     if p is None:
         probs = input._data
         if not input.dtype.is_floating_point:
@@ -717,7 +717,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         pd = probs.dtype if probs.dtype in (np.float32, np.float64) else np.float32
         v = _iter_view(a)
         u = (mt.uniform_f64 if pd == np.float64 else mt.uniform_f32)(a.size).reshape(v.shape)
-        v[...] = u < _iter_view(np.broadcast_to(probs, a.shape).astype(pd, copy=False))
+        v[...] = u < np.broadcast_to(probs, a.shape).astype(pd, copy=False)
     else:
         p = float(p)
         if not 0 <= p <= 1:
