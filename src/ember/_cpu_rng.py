@@ -26,6 +26,9 @@ _M53 = np.uint64((1 << 53) - 1)
 _S32 = np.uint64(32)
 _F24 = np.float32(2.0 ** -24)
 _F53 = 2.0 ** -53
+_F24_PY = 2.0 ** -24
+_M53_PY = (1 << 53) - 1
+_SMALL = 32  # up to this many values, per-element Python beats a sequence of NumPy calls
 STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-state layout
 _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
 
@@ -70,6 +73,8 @@ class MT:
 
     # -- uniforms
     def uniform_f32(self, n):
+        if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
+            return np.array([(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()], np.float32)
         return (self.bg.random_raw(n) & _M24).astype(np.float32) * _F24
 
     def uniform_f64(self, n):
@@ -89,7 +94,21 @@ class MT:
             self.normal_cache = None
             i = 1
         m = n - i
-        if m:
+        if 0 < m <= _SMALL:  # the same arithmetic on Python floats (the C library's functions)
+            k = (m + 1) // 2
+            raw = self.bg.random_raw(4 * k).tolist()
+            vals = []
+            log1p, sqrt, cos, sin, tau = math.log1p, math.sqrt, math.cos, math.sin, 2.0 * math.pi
+            for q in range(0, 4 * k, 4):
+                u1 = (((raw[q] << 32) | raw[q + 1]) & _M53_PY) * _F53
+                u2 = (((raw[q + 2] << 32) | raw[q + 3]) & _M53_PY) * _F53
+                r = sqrt(-2.0 * log1p(-u2))
+                vals.append(r * cos(tau * u1))
+                vals.append(r * sin(tau * u1))
+            out[i:] = vals[:m]
+            if m % 2:
+                self.normal_cache = vals[-1]
+        elif m:
             k = (m + 1) // 2
             u = self.uniform_f64(2 * k)
             u1, u2 = u[0::2], u[1::2]
@@ -216,7 +235,7 @@ def fma64(a, b, c):
     """float64 a*b + c with one rounding (as the C kernels' fused multiply-add), from the exact
     product (Dekker) and an error-free sum; the standard-normal case (b=1, c=0) costs nothing."""
     a = np.asarray(a, np.float64)
-    if (np.ndim(b) == 0 and b == 1.0) and (np.ndim(c) == 0 and c == 0.0):
+    if type(b) is float and type(c) is float and b == 1.0 and c == 0.0:
         return a.copy()
     p = a * b
     ah, al = _split(a)

@@ -82,7 +82,7 @@ class Generator:
 
     def random(self, size=None, dtype=np.float64):
         shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
-        n = int(np.prod(shape))
+        n = math.prod(shape)
         d = np.float64 if np.dtype(dtype) == np.float64 else np.float32
         a = self._mt.uniform(n, d).reshape(shape)
         return a if size is not None else a[()]
@@ -99,7 +99,7 @@ class Generator:
         if high is None:
             low, high = 0, low
         shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
-        a = _randint_array(self._mt, int(low), int(high), int(np.prod(shape)), np.int64).reshape(shape)
+        a = _randint_array(self._mt, int(low), int(high), math.prod(shape), np.int64).reshape(shape)
         return a if size is not None else int(a)
 
     def permutation(self, n):
@@ -514,11 +514,14 @@ def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True):
     for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair)."""
     if n >= 16 and contiguous and d in (np.float32, np.float64, np.float16):
         return mt.normal_fill(n, d, float(mean), float(std))
-    return _fma64(mt.normal_scalar(n), float(std), float(mean)).astype(d)
+    z = mt.normal_scalar(n)
+    if mean == 0.0 and std == 1.0:
+        return z.astype(d, copy=False)
+    return _fma64(z, float(std), float(mean)).astype(d, copy=False)
 
 
 def _normal_array(mt, shape, d, mean=0.0, std=1.0):
-    return _normal_values(mt, int(np.prod(shape)), d, mean, std).reshape(shape)
+    return _normal_values(mt, math.prod(shape), d, mean, std).reshape(shape)
 
 
 def _randint_array(mt, low, high, n, d):
@@ -566,7 +569,7 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
     d = _dtype(dtype)
     if np.dtype(d).kind != "f":
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
-    a = _uniform_values(_mt(generator), int(np.prod(shape)), d).reshape(shape)
+    a = _uniform_values(_mt(generator), math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
 
@@ -604,7 +607,7 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         return r
     shape = U.shape_tuple((tuple(size),), "randint", nonneg=True)
     d = _dtype(dtype, dt.int64)
-    a = _randint_array(_mt(generator), low, high, int(np.prod(shape)), d).reshape(shape)
+    a = _randint_array(_mt(generator), low, high, math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
 
