@@ -28,6 +28,7 @@ _F24 = np.float32(2.0 ** -24)
 _F53 = 2.0 ** -53
 _F24_PY = 2.0 ** -24
 _M53_PY = (1 << 53) - 1
+_LOW = 0 if np.little_endian else 1
 _SMALL = 32  # up to this many values, per-element Python beats a sequence of NumPy calls
 STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-state layout
 _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
@@ -75,7 +76,12 @@ class MT:
     def uniform_f32(self, n):
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
             return np.array([(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()], np.float32)
-        return (self.bg.random_raw(n) & _M24).astype(np.float32) * _F24
+        # the low 32 bits of each draw (little-endian words), masked to 24 bits as int32: an int32
+        # to float32 conversion is much cheaper than NumPy's uint64 one
+        r = self.bg.random_raw(n).view(np.uint32)[_LOW::2].view(np.int32)
+        out = np.bitwise_and(r, 0xFFFFFF).astype(np.float32)
+        out *= _F24
+        return out
 
     def uniform_f64(self, n):
         return (self.u64(n) & _M53).astype(np.float64) * _F53
@@ -124,24 +130,28 @@ class MT:
         return out
 
     def normal_fill(self, n, dtype, mean=0.0, std=1.0):
-        """n >= 16 normals of dtype (float32 or float64) the blocked way (the contiguous path)."""
-        f32 = dtype == np.float32
-        # float16: float32 uniforms for the whole blocks only (then 16 for the last, partial one),
-        # the transform in float64 (PyTorch's generic kernel, observed)
-        u = self.uniform(n, dtype) if f32 or dtype == np.float64 else \
-            self.uniform_f32(n - n % 16).astype(np.float64)
-        tail = None
-        if n % 16:
-            tail = self.uniform(16, dtype) if f32 or dtype == np.float64 else \
-                self.uniform_f32(16).astype(np.float64)
+        """n >= 16 normals of dtype (float32, float64 or float16) the blocked way (the contiguous
+        path): uniforms for all n elements, each whole block of 16 turned into normals; when n is
+        not a multiple of 16, 16 fresh uniforms for the last 16 elements, redone as one block.
+        float16 draws float32 uniforms for the whole blocks only, and transforms in float64
+        (PyTorch's generic kernel, observed). Done a cache-sized chunk at a time."""
+        f32, f64 = dtype == np.float32, dtype == np.float64
+        if f32 or f64:
+            draw = self.uniform_f64 if f64 else self.uniform_f32
+        else:
+            def draw(k):
+                return self.uniform_f32(k).astype(np.float64)
         bm = _bm_f32 if f32 else _bm_f64
-        full = n - n % 16
+        nblocks = n // 16
         out = np.empty(n, dtype)
-        out[:full] = bm(u[:full].reshape(-1, 16), mean, std).ravel()
-        if tail is not None:
-            # the partial block: the last 16 elements hold uniforms (the previous block's normals
-            # where they overlap, the new uniforms in place of all 16), redone as one block
-            out[n - 16:] = bm(tail.reshape(1, 16), mean, std).ravel()
+        blocks_out = out[:nblocks * 16].reshape(nblocks, 16)
+        for i in range(0, nblocks, _CHUNK):
+            k = min(_CHUNK, nblocks - i)
+            blocks_out[i:i + k] = bm(draw(16 * k).reshape(k, 16), mean, std)
+        if n % 16:
+            if f32 or f64:
+                draw(n % 16)  # the uniforms of the partial block, overwritten before use
+            out[n - 16:] = bm(draw(16).reshape(1, 16), mean, std).ravel()
         return out
 
     def uniform_f64_reader(self):
@@ -380,23 +390,19 @@ _CHUNK = 4096  # blocks per pass: the temporaries stay in the cache (twice as fa
 
 
 def _bm_f32(blocks, mean, std):
-    if len(blocks) <= _CHUNK:
-        return _bm_f32_chunk(blocks, mean, std)
-    out = np.empty_like(blocks)
-    for i in range(0, len(blocks), _CHUNK):
-        out[i:i + _CHUNK] = _bm_f32_chunk(blocks[i:i + _CHUNK], mean, std)
-    return out
-
-
-def _bm_f32_chunk(blocks, mean, std):
     buf = np.empty(blocks.shape[0] * 8, _f32)
     u1 = (_f32(1) - blocks[:, :8]).ravel()
     r = np.sqrt(_f32(-2) * logf(u1, buf))
     s, c = sincosf((_TWO_PI_F * blocks[:, 8:]).ravel(), buf)
     out = np.empty_like(blocks)
-    if mean == 0.0 and std == 1.0:  # fma(r * c, 1, 0) is r * c
-        out[:, :8] = (r * c).reshape(-1, 8)
-        out[:, 8:] = (r * s).reshape(-1, 8)
+    if mean == 0.0:  # fma(r * c, std, 0) is (r * c) * std, one rounding each
+        c *= r
+        s *= r
+        if std != 1.0:
+            c *= _f32(std)
+            s *= _f32(std)
+        out[:, :8] = c.reshape(-1, 8)
+        out[:, 8:] = s.reshape(-1, 8)
         return out
     out[:, :8] = _fma(r * c, _f32(std), _f32(mean)).reshape(-1, 8)
     out[:, 8:] = _fma(r * s, _f32(std), _f32(mean)).reshape(-1, 8)

@@ -369,8 +369,11 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 def _draw_like(self, make):
     """An array laid out like self filled in PyTorch's iteration order with make(n) values."""
+    a = self._data
+    if a.flags.c_contiguous:
+        return make(a.size).reshape(a.shape)
     from .._creation import _fill
-    return _fill(np.empty_like(self._data), make)
+    return _fill(np.empty_like(a), make)
 
 
 def _float_dtype_check(self, name):
