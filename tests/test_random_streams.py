@@ -602,3 +602,13 @@ def test_channels_last_and_expanded_layouts(torch):
         check(torch, lambda L: L.bernoulli(cl(L, 2, 3, 4, 5, dtype=dtype) + 0.5), seeds=SEEDS[:2])
         check(torch, lambda L: L.bernoulli(cl(L, 2, 3, 4, 5, dtype=dtype), 0.3), seeds=SEEDS[:2])
         check(torch, lambda L: L.nn.init.kaiming_normal_(cl(L, 8, 3, 3, 3, dtype=dtype)), seeds=SEEDS[:2])
+
+
+def test_large_draws(torch):
+    """Millions of values: the float32 Box-Muller emulation (Cephes log and sincos with fused
+    multiply-adds) over about a million different inputs, float64 over a quarter million."""
+    for s in (0, 99):
+        check(torch, lambda L: L.randn(2 * 10 ** 6 + 5), seeds=[s])
+        check(torch, lambda L: L.empty(10 ** 6).normal_(-3.0, 0.01), seeds=[s])
+        check(torch, lambda L: L.randn(5 * 10 ** 5 + 3, dtype=L.float64), seeds=[s])
+        check(torch, lambda L: L.rand(10 ** 6 + 1), seeds=[s])
