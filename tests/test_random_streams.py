@@ -612,3 +612,56 @@ def test_large_draws(torch):
         check(torch, lambda L: L.empty(10 ** 6).normal_(-3.0, 0.01), seeds=[s])
         check(torch, lambda L: L.randn(5 * 10 ** 5 + 3, dtype=L.float64), seeds=[s])
         check(torch, lambda L: L.rand(10 ** 6 + 1), seeds=[s])
+
+
+def _generic_train(L, dtype, epochs=2, seed=1, limit=160):
+    """A SimpleCNN trained with dropout, Adam, a cosine schedule and a shuffled sampler, in L."""
+    from ember.datasets import digits
+    nn, F = L.nn, L.nn.functional
+    tr = digits(train=True).tensors
+    xtr = L.tensor(tr[0].numpy()[:limit].astype(dtype))
+    ytr = L.tensor(tr[1].numpy()[:limit])
+
+    class SimpleCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+            self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
+            self.fc1, self.fc2 = nn.Linear(256, 128), nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
+            x = F.relu(self.fc1(L.flatten(self.dropout1(x), 1)))
+            return self.fc2(self.dropout2(x))
+
+    L.manual_seed(seed)
+    model = SimpleCNN().to(getattr(L, dtype))
+    opt = L.optim.Adam(model.parameters(), lr=3e-3)
+    sched = L.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    sampler = L.utils.data.RandomSampler(range(len(ytr)))
+    losses = []
+    for _ in range(epochs):
+        total = 0.0
+        order = list(sampler)
+        for i in range(0, len(order), 32):
+            idx = L.tensor(order[i:i + 32])
+            loss = F.cross_entropy(model(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        sched.step()
+        losses.append(total / len(order))
+    return losses
+
+
+def test_training_in_float64_is_identical(torch):
+    """In float64 (no float32 rounding to amplify) a seeded training run with dropout and shuffling
+    gives PyTorch's losses to 1e-12: initialisation, masks and order are the same draws."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = _generic_train(torch, "float64")
+    finally:
+        torch.set_num_threads(threads)
+    assert _generic_train(ember, "float64") == pytest.approx(ref, rel=1e-12)
