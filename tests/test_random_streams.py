@@ -614,7 +614,7 @@ def test_large_draws(torch):
         check(torch, lambda L: L.rand(10 ** 6 + 1), seeds=[s])
 
 
-def _generic_train(L, dtype, epochs=2, seed=1, limit=160):
+def _generic_train(L, dtype, epochs=2, seed=1, limit=96):
     """A SimpleCNN trained with dropout, Adam, a cosine schedule and a shuffled sampler, in L."""
     from ember.datasets import digits
     nn, F = L.nn, L.nn.functional
