@@ -21,6 +21,7 @@ from ._memory_format import (memory_format, contiguous_format, channels_last,  #
 from ._creation import *  # noqa: F401,F403
 from ._creation import (Generator, default_generator, manual_seed, seed, initial_seed,  # noqa: F401
                         get_rng_state, set_rng_state, range_ as range)
+from . import random  # noqa: F401  (ember.random: fork_rng and the default generator's state)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 # the registry's Op objects (``abs_op``, ...) are ember's internals, not torch names: they stay in

@@ -191,7 +191,10 @@ def train(args):
             raise CLIError(f"--resume: the checkpoint does not fit the model: {str(e).splitlines()[0]}") from None
         start_epoch = int(resume["epoch"])
         if resume.get("rng_state") is not None:
-            ember.set_rng_state(resume["rng_state"])
+            try:
+                ember.set_rng_state(resume["rng_state"])
+            except (RuntimeError, TypeError) as e:  # e.g. a state saved before ember's PyTorch streams
+                raise CLIError(f"--resume: the checkpoint's random state does not load ({e})") from None
         say(f"resumed from {args.resume if args.resume is not True else ckpt_path} after epoch {start_epoch}")
     net = model
     if dist is not None:

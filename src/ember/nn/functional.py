@@ -11,7 +11,6 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import ops as _ops
-from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from ..ops import _util as U
@@ -169,22 +168,34 @@ def one_hot(tensor, num_classes=-1):
 # ----------------------------------------------------------------------------- dropout
 
 
+def _keep_mask(shape, p):
+    """PyTorch's dropout noise: bernoulli_(1 - p) on the CPU stream (one float64 uniform per
+    element, below 1 - p keeps it)."""
+    from .._creation import _mt, _fill
+    mt = _mt()
+    q = 1.0 - p
+    return _fill(np.empty(shape, np.bool_), lambda n: mt.uniform_f64(n) < q)
+
+
+def _scaled_noise(input, shape, p):
+    """bernoulli_(1 - p) noise of ``shape`` in input's dtype, divided by (1 - p) in that dtype."""
+    d = input._data.dtype
+    if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
+        from .._creation import bernoulli, zeros
+        return bernoulli(zeros(shape, dtype=input.dtype), 1.0 - p) / (1.0 - p)
+    keep = _keep_mask(shape, p).astype(d)
+    return D._new_tensor(keep / d.type(1.0 - p))
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        mask = np.zeros(input.shape, input._data.dtype)
+        m = D._new_tensor(np.zeros(input.shape, input._data.dtype))
     else:
-        if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
-            from .._creation import rand
-            m = (rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype) * (1.0 / (1.0 - p))
-            return input.mul_(m) if inplace else input * m
-        mask = _gen().random(input.shape, dtype=input._data.dtype) >= p
-        mask = mask.astype(input._data.dtype)
-        mask *= 1.0 / (1.0 - p)
-    m = D._new_tensor(mask)
+        m = _scaled_noise(input, tuple(input.shape), p)
     if inplace:
         return input.mul_(m)
     return input * m
@@ -204,16 +215,22 @@ def _channel_dropout(input, p, training, inplace, nd):
     if not training or p == 0.0:
         return input
     shape = tuple(input.shape[:-nd]) + (1,) * nd
-    keep = (_gen().random(shape) >= p).astype(input._data.dtype) / (1.0 - p if p < 1 else 1.0)
-    m = D._new_tensor(keep)
+    if p == 1.0:
+        m = D._new_tensor(np.zeros(shape, input._data.dtype))
+    else:
+        m = _scaled_noise(input, shape, p)
     return input.mul_(m) if inplace else input * m
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     alpha = -1.7580993408473766
-    keep = _gen().random(input.shape) >= p
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    keep = _keep_mask(tuple(input.shape), p)  # PyTorch's bernoulli_(1 - p) noise
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = -a * alpha * p
     k = D._new_tensor(keep.astype(input._data.dtype))

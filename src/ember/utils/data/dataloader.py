@@ -84,6 +84,10 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
+        # each iterator takes a base seed from the stream (PyTorch's workers' seeds derive from it;
+        # drawing it here keeps the stream in step with PyTorch's)
+        from ..._creation import _random_seed
+        self._base_seed = _random_seed(self.generator)
         if self.num_workers > 0:
             return self._iter_workers()
         if self._iterable:
@@ -91,11 +95,8 @@ class DataLoader:
         return self._iter_map()
 
     def _iter_workers(self):
-        from ..._creation import empty
         from ._worker import MultiProcessIter
-        import ember
-        # one draw from the main generator per iterator, as PyTorch takes its workers' base seed
-        base_seed = int(empty((), dtype=ember.int64).random_(generator=self.generator).item())
+        base_seed = self._base_seed
         it = self._persistent_iter
         if it is not None and it.workers:
             it._reset()
