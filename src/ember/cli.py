@@ -211,6 +211,7 @@ def train(args):
         except RuntimeError as e:
             raise CLIError(f"--distributed: {e}") from None
         rank, world = dist.get_rank(), dist.get_world_size()
+        _check_same_config(dist, args, world)
     say = print if rank == 0 else (lambda *a, **k: None)
 
     if args.limit:
@@ -317,6 +318,21 @@ def train(args):
         dist.barrier()
         dist.destroy_process_group()
     return 0
+
+
+def _check_same_config(dist, args, world):
+    """Every process must train the same way: ranks that disagree on --batch-size (say) would run a
+    different number of steps and wait for each other forever. One exchange at the start."""
+    keys = ("model", "dataset", "epochs", "batch_size", "lr", "seed", "channels_last", "limit", "stop_after",
+            "resume")
+    mine = {k: getattr(args, k) for k in keys}
+    everyone = [None] * world
+    dist.all_gather_object(everyone, mine)
+    bad = [k for k in keys if any(c[k] != everyone[0][k] for c in everyone)]
+    if bad:
+        raise CLIError("--distributed: the processes were started with different options: " + "; ".join(
+            f"--{k.replace('_', '-')} " + ", ".join(f"{c[k]} on rank {r}" for r, c in enumerate(everyone))
+            for k in bad), 2)
 
 
 def evaluate(model, x, y, prep, batch_size=512):
@@ -456,6 +472,13 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("ember: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as e:   # a collective that timed out or lost a rank: one line, then end the job
+        dist = sys.modules.get("ember.distributed")
+        if dist is None or not isinstance(e, dist.DistError) or os.environ.get("EMBER_DEBUG"):
+            raise
+        print(f"ember: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        _abort_job_if_distributed(1)
+        return 1
 
 
 if __name__ == "__main__":
