@@ -16,6 +16,7 @@ levels, highest level first), runs ``impl``, records the autograd node when grad
 needed, and reports to the profiler when one listens. The fast path — no transform, no
 listener — does as little Python work as possible: it sets the per-op overhead.
 """
+import math
 import threading
 
 import numpy as np
@@ -296,21 +297,117 @@ def _eager(op, args, params):
     return res
 
 
+_META_SMALL = 1 << 16                      # elements: any op runs on zero-strided stand-ins this small
+_META_BY_SIZES = ("elementwise", "reduction", "linalg")   # families whose params name dims, never sizes
+_STAND_INS = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
+
+
+def _meta_of(shape, dtype):
+    t = _new_tensor(np.broadcast_to(np.zeros((), dtype), shape))   # one element: no storage
+    t._meta = True
+    return t
+
+
 def _meta_eval(op, args, params):
-    """Ops on 'meta' tensors: shapes and dtypes without storage (zero-strided inputs)."""
+    """Ops on 'meta' tensors: the output's shape and dtype, never any data.
+
+    * views run on the inputs' zero-strided stand-ins (numpy views cost nothing, whatever the size);
+    * elementwise, reduction and linalg ops (whose parameters name dims, never sizes) run on tiny
+      arrays in which every distinct size is replaced by a distinct small number, whose output
+      dims map back to the true sizes;
+    * any op on small meta tensors runs on zero-strided stand-ins;
+    * other ops on large meta tensors raise NotImplementedError naming the op."""
+    meta_in = [a for a in args if isinstance(a, Tensor)]
+    for a in meta_in:
+        if not a._meta and a._data.ndim:
+            raise RuntimeError(f"{op.name}: Tensor on device cpu is not on the expected device meta! "
+                               f"(shapes {[list(t.shape) for t in meta_in]})")
     arrs = [a._data if isinstance(a, Tensor) else a for a in args]
     try:
-        out = op.impl(xp, *arrs, **params)
+        if op.name == "as_strided":
+            outs = (np.broadcast_to(np.zeros((), arrs[0].dtype), tuple(params["size"])),)
+        elif op.view or op.family in _META_BY_SIZES or sum(a._data.size for a in meta_in) <= _META_SMALL:
+            outs = _meta_run(op, args, arrs, params)
+        else:
+            outs = None
+    except NotImplementedError:
+        raise
     except Exception as e:
         raise op_error(op, e, args) from _cause(e)
-    outs = (out,) if op.nout == 1 else tuple(out)
-    res = []
-    for o in outs:
-        o = _asarray(o)
-        t = _new_tensor(np.broadcast_to(np.zeros((), o.dtype), o.shape))
-        t._meta = True
-        res.append(t)
+    if outs is None:
+        raise NotImplementedError(
+            f"{op.name}: no shape rule for meta tensors this large (shapes "
+            f"{[list(t.shape) for t in meta_in]}): on the 'meta' device ember computes creation, view, "
+            f"elementwise, reduction and matmul results of any size, other ops up to {_META_SMALL} elements")
+    res = [_meta_of(o.shape, o.dtype) for o in outs]
+    if op.view and op.nout == 1:
+        st = _meta_view_strides(op, args[0], params, res[0].shape)
+        if st is not None:
+            res[0]._mstride = st
     return res[0] if op.nout == 1 else tuple(res)
+
+
+def _meta_view_strides(op, a, params, out_shape):
+    """The element strides of a view of meta tensor ``a`` (None: contiguous), by the view's rule."""
+    st, shape, name = a.stride(), tuple(a.shape), op.name
+    try:
+        if name in ("permute", "transpose", "t"):
+            return tuple(st[d] for d in params["dims"])
+        if name == "expand":
+            k = len(out_shape) - len(shape)
+            return (0,) * k + tuple(0 if shape[i] == 1 and out_shape[k + i] != 1 else st[i]
+                                    for i in range(len(shape)))
+        if name == "select":
+            d = params["dim"] % len(shape)
+            return st[:d] + st[d + 1:]
+        if name == "slice":
+            d = params["dim"] % len(shape)
+            return st[:d] + (st[d] * (params.get("step") or 1),) + st[d + 1:]
+        if name == "unsqueeze":
+            d = params["dim"] % (len(shape) + 1)
+            return st[:d] + ((st[d] * shape[d]) if d < len(shape) else 1,) + st[d:]
+        if name == "as_strided":
+            return tuple(int(x) for x in params["stride"])
+    except (KeyError, TypeError, IndexError, ZeroDivisionError):
+        return None
+    return None
+
+
+def _meta_run(op, args, arrs, params):
+    if op.view:
+        out = op.impl(xp, *arrs, **params)
+        return (out,) if op.nout == 1 else tuple(out)
+    big = [a for a in args if isinstance(a, Tensor) and a._data.size > _META_SMALL]
+    if not big or op.family not in _META_BY_SIZES:
+        with np.errstate(all="ignore"):  # (writable copies of the small zero-strided stand-ins)
+            out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) and a.size <= _META_SMALL else a
+                                for a in arrs], **params)
+        return tuple(_asarray(o) for o in ((out,) if op.nout == 1 else out))
+    # stand-in sizes: each distinct size > 1 becomes a distinct small number (equal sizes stay equal,
+    # so broadcasting and contraction still line up), 0 and 1 stay
+    sizes = sorted({n for a in args if isinstance(a, Tensor) for n in a.shape if n > 1})
+    if len(sizes) > len(_STAND_INS):
+        return None
+    to_small = dict(zip(sizes, _STAND_INS))
+    back = {v: k for k, v in to_small.items()}
+    small = []
+    for a, arr in zip(args, arrs):
+        if isinstance(a, Tensor):
+            shape = tuple(to_small.get(n, n) for n in a.shape)
+            if math.prod(shape) > 1 << 22:
+                return None
+            small.append(np.ones(shape, arr.dtype))
+        else:
+            small.append(arr)
+    with np.errstate(all="ignore"):
+        out = op.impl(xp, *small, **params)
+    outs = []
+    for o in ((out,) if op.nout == 1 else out):
+        o = _asarray(o)
+        if any(n > 1 and n not in back for n in o.shape):
+            return None             # an output size that is no input size: no rule
+        outs.append(np.broadcast_to(np.zeros((), o.dtype), tuple(back.get(n, n) for n in o.shape)))
+    return tuple(outs)
 
 
 # ----------------------------------------------------------------------------- errors with op context

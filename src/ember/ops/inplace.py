@@ -60,6 +60,14 @@ def _write(self, r, name):
 def inplace_apply(op, self, others, params, name):
     """self <- op(self, *others, **params), in place; returns self."""
     _check(self, name)
+    if self._meta:  # no data to write: check what the op would produce, keep self
+        r = D._meta_eval(op, (self,) + tuple(others), params)
+        r = r[0] if isinstance(r, tuple) else r
+        if np.broadcast_shapes(tuple(r.shape), tuple(self.shape)) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast "
+                               f"shape {list(np.broadcast_shapes(tuple(r.shape), tuple(self.shape)))}")
+        self._bump(name)
+        return self
     gm = D.grad_mode
     Tensor = D.Tensor
     rg = gm.enabled and (self._rg or any(isinstance(o, Tensor) and o._rg for o in others))
@@ -366,6 +374,17 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 # random fills: values from ember's generator, written through copy_ (no gradient to self)
 
+def _meta_noop(fill):
+    """A random fill of a 'meta' tensor draws nothing (and allocates nothing): it returns self."""
+    import functools
+
+    @functools.wraps(fill)
+    def f(self, *args, **kwargs):
+        return self if self._meta else fill(self, *args, **kwargs)
+    return f
+
+
+@_meta_noop
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     from .._creation import _gen
     g = _gen(generator)
@@ -373,6 +392,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     return _random_fill(self, v * (b - a) + a, "uniform_")
 
 
+@_meta_noop
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     from .._creation import _gen
     g = _gen(generator)
@@ -380,6 +400,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _random_fill(self, v * std + mean, "normal_")
 
 
+@_meta_noop
 def bernoulli_(self, p=0.5, *, generator=None):
     from .._creation import _gen
     g = _gen(generator)
@@ -388,11 +409,13 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _random_fill(self, v, "bernoulli_")
 
 
+@_meta_noop
 def exponential_(self, lambd=1.0, *, generator=None):
     from .._creation import _gen
     return _random_fill(self, _gen(generator).exponential(1.0 / lambd, self.shape), "exponential_")
 
 
+@_meta_noop
 def random_(self, from_=0, to=None, *, generator=None):
     from .._creation import _gen
     if to is None:
@@ -400,16 +423,19 @@ def random_(self, from_=0, to=None, *, generator=None):
     return _random_fill(self, _gen(generator).integers(from_, to, self.shape), "random_")
 
 
+@_meta_noop
 def geometric_(self, p, *, generator=None):
     from .._creation import _gen
     return _random_fill(self, _gen(generator).geometric(p, self.shape), "geometric_")
 
 
+@_meta_noop
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     from .._creation import _gen
     return _random_fill(self, median + sigma * _gen(generator).standard_cauchy(self.shape), "cauchy_")
 
 
+@_meta_noop
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     from .._creation import _gen
     return _random_fill(self, _gen(generator).lognormal(mean, std, self.shape), "log_normal_")

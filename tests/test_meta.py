@@ -1,0 +1,126 @@
+"""Issue 14: the 'meta' device. A meta tensor holds a shape, a dtype and strides, never data, so
+that huge models can be built and inspected: creation allocates nothing, views, elementwise,
+reduction and matmul ops give meta results of any size, other ops on small meta tensors too, and
+the rest is a clear NotImplementedError. Compared with PyTorch where it has an answer."""
+import resource
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+
+HUGE = (2 ** 20, 2 ** 20)       # 4 TiB of float32
+
+
+def _rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ember.empty(*HUGE, device="meta"),
+    lambda: ember.zeros(HUGE, device="meta"),
+    lambda: ember.ones(*HUGE, device="meta"),
+    lambda: ember.full(HUGE, 2.0, device="meta"),
+    lambda: ember.rand(*HUGE, device="meta"),
+    lambda: ember.randn(*HUGE, device="meta"),
+    lambda: ember.randint(0, 5, HUGE, device="meta"),
+    lambda: ember.empty_strided(HUGE, (1, 2 ** 20), device="meta"),
+    lambda: ember.eye(2 ** 20, device="meta"),
+    lambda: ember.empty_like(ember.empty(*HUGE, device="meta")),
+    lambda: ember.zeros_like(ember.empty(*HUGE, device="meta")),
+    lambda: ember.rand_like(ember.empty(*HUGE, device="meta")),
+], ids=["empty", "zeros", "ones", "full", "rand", "randn", "randint", "empty_strided", "eye", "empty_like",
+        "zeros_like", "rand_like"])
+def test_creation_allocates_nothing(make):
+    before = _rss_mb()
+    t = make()
+    assert t.is_meta and t.device.type == "meta" and tuple(t.shape) == HUGE
+    assert t.nbytes == 2 ** 40 * t.element_size()            # what it would hold, as PyTorch reports
+    assert _rss_mb() - before < 100
+
+
+def test_meta_does_not_advance_the_generator():
+    ember.manual_seed(3)
+    a = ember.rand(3)
+    ember.manual_seed(3)
+    ember.rand(*HUGE, device="meta")
+    assert ember.rand(3).tolist() == a.tolist()
+
+
+def test_strides_shapes_and_dtypes_match_pytorch(torch):
+    for M in (ember, torch):
+        x = M.empty(*HUGE, device="meta")
+        got = (x.t().stride(), x[3].stride(), x[:, ::2].stride(), x.unsqueeze(1).stride(),
+               M.empty(3, 1, device="meta").expand(2, 3, 4).stride(),
+               M.empty(2, 3, 4, 5, device="meta", memory_format=M.channels_last).stride(),
+               x.t().is_contiguous(), x.is_contiguous(), x.t().contiguous().stride(),
+               tuple((x + 1).shape), str((x.to(M.float64) * 2).dtype).split(".")[-1],
+               tuple(x.sum(1).shape), tuple(x.sum().shape), tuple(x.mean(0, keepdim=True).shape),
+               tuple((x @ x).shape), tuple(x.reshape(2 ** 10, -1).shape), tuple(x.view(-1).shape),
+               tuple(x.amax(1).shape), str((x > 0).dtype).split(".")[-1], tuple(x.exp().shape),
+               tuple(M.nn.functional.linear(M.empty(8, 2 ** 17, device="meta"),
+                                            M.empty(2 ** 16, 2 ** 17, device="meta")).shape))
+        if M is ember:
+            mine = got
+    assert mine == got
+
+
+def test_inplace_and_random_fills_are_no_ops_on_meta():
+    x = ember.empty(*HUGE, device="meta")
+    for f in (lambda: x.uniform_(), lambda: x.normal_(), lambda: x.fill_(1), lambda: x.zero_(),
+              lambda: x.add_(1), lambda: x.mul_(ember.empty(2 ** 20, device="meta")),
+              lambda: nn.init.kaiming_uniform_(x), lambda: nn.init.trunc_normal_(x)):
+        assert f() is x and x.is_meta
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        ember.empty(3, device="meta").add_(ember.empty(2, 3, device="meta"))
+
+
+def test_huge_module_on_meta_and_to_empty():
+    before = _rss_mb()
+    m = nn.Linear(2 ** 17, 2 ** 17, device="meta")            # 64 GiB of weights, none allocated
+    assert m.weight.is_meta and tuple(m.weight.shape) == (2 ** 17, 2 ** 17) and m.bias.is_meta
+    y = m(ember.empty(8, 2 ** 17, device="meta"))
+    assert y.is_meta and tuple(y.shape) == (8, 2 ** 17)
+    assert _rss_mb() - before < 100
+    assert m.to_empty(device="meta").weight.is_meta
+    small = nn.Sequential(nn.Conv2d(3, 8, 3, device="meta"), nn.BatchNorm2d(8, device="meta"), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(8 * 14 * 14, 10, device="meta"))
+    assert all(t.is_meta for t in list(small.parameters()) + list(small.buffers()))
+    out = small(ember.empty(2, 3, 16, 16, device="meta"))
+    assert out.is_meta and tuple(out.shape) == (2, 10)
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        small.to("cpu")
+    small.to_empty(device="cpu")
+    assert not any(t.is_meta for t in list(small.parameters()) + list(small.buffers()))
+    with ember.no_grad():
+        for p in small.parameters():
+            p.normal_()
+        small[1].reset_running_stats()
+    assert tuple(small(ember.randn(2, 3, 16, 16)).shape) == (2, 10)
+
+
+def test_meta_errors_are_clear(torch):
+    x = ember.empty(3, 4, device="meta")
+    with pytest.raises(RuntimeError, match="Tensor on device cpu is not on the expected device meta"):
+        x + ember.ones(3, 4)
+    assert (x + ember.tensor(2.0)).is_meta                   # a 0-d CPU tensor is a scalar, as in PyTorch
+    with pytest.raises(RuntimeError, match=r"item\(\) cannot be called on meta tensors"):
+        ember.empty(1, device="meta").item()
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        x.tolist()
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        x.to("cpu")
+    with pytest.raises((RuntimeError, TypeError), match="meta"):
+        x.numpy()
+    big = ember.empty(*HUGE, device="meta")
+    with pytest.raises(NotImplementedError, match=r"cat: no shape rule for meta tensors this large .*"
+                                                  r"\[1048576, 1048576\]"):
+        ember.cat([big, big])
+    # small meta tensors: any op runs, on stand-ins, and gives the shape PyTorch gives
+    a = ember.cat([x, x])
+    b = torch.cat([torch.empty(3, 4, device="meta")] * 2)
+    assert a.is_meta and tuple(a.shape) == tuple(b.shape)
+    assert tuple(ember.nn.functional.cross_entropy(ember.empty(4, 10, device="meta"),
+                                                   ember.empty(4, dtype=ember.int64, device="meta")).shape) == ()
+    assert "device='meta'" in repr(big)
