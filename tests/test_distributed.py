@@ -241,3 +241,26 @@ def test_init_process_group_timeout_validated():
             dist.init_process_group("mpi", timeout=bad)
     assert not dist.is_initialized()
     assert issubclass(dist.DistBackendError, RuntimeError)
+
+
+@needs_mpi
+def test_ember_train_distributed_ranks_reading_different_data(tmp_path):
+    """MNIST folders of different sizes on the two ranks: refused at the start, not a hang later."""
+    if not hasattr(pytest.importorskip("ember.nn"), "Linear"):
+        pytest.skip("ember.nn has not landed")
+    from ember.datasets import write_idx
+    rng = np.random.default_rng(0)
+    for d, n in (("a", 40), ("b", 48)):
+        (tmp_path / d).mkdir()
+        for prefix, m in (("train", n), ("t10k", 20)):
+            write_idx(tmp_path / d / f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (m, 28, 28), dtype=np.uint8))
+            write_idx(tmp_path / d / f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, m).astype(np.uint8))
+    common = [sys.executable, "-m", "ember", "train", "--distributed", "--model", "mlp", "--epochs", "1",
+              "--dataset", "mnist", "--no-progress", "--checkpoint", str(tmp_path / "c.ckpt"), "--data-dir"]
+    cmd = [MPIRUN, "--oversubscribe", "-n", "1", *common, str(tmp_path / "a"), ":", "-n", "1", *common,
+           str(tmp_path / "b")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env(), cwd=str(tmp_path))
+    assert proc.returncode != 0
+    assert "different data: training images (40, 1, 28, 28) on rank 0, (48, 1, 28, 28) on rank 1" in proc.stderr, \
+        proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -211,11 +211,13 @@ def train(args):
         except RuntimeError as e:
             raise CLIError(f"--distributed: {e}") from None
         rank, world = dist.get_rank(), dist.get_world_size()
-        _check_same_config(dist, args, world)
     say = print if rank == 0 else (lambda *a, **k: None)
 
     if args.limit:
         xtr, ytr = xtr[:args.limit], ytr[:args.limit]
+    if dist is not None:    # the same options and the same data everywhere, or a clear error now
+        _check_same_config(dist, args, world, {"training images": tuple(xtr.shape),
+                                               "test images": tuple(xte.shape)})
     channels, size = xtr.shape[1], xtr.shape[2]
     num_classes = 10
 
@@ -320,19 +322,22 @@ def train(args):
     return 0
 
 
-def _check_same_config(dist, args, world):
-    """Every process must train the same way: ranks that disagree on --batch-size (say) would run a
-    different number of steps and wait for each other forever. One exchange at the start."""
+def _check_same_config(dist, args, world, data):
+    """Every process must train the same way on data of the same shapes: ranks that disagree on
+    --batch-size, or read datasets of different sizes, would run different numbers of steps and
+    wait for each other. One exchange at the start."""
     keys = ("model", "dataset", "epochs", "batch_size", "lr", "seed", "channels_last", "limit", "stop_after",
             "resume")
     mine = {k: getattr(args, k) for k in keys}
+    mine.update(data)
     everyone = [None] * world
     dist.all_gather_object(everyone, mine)
-    bad = [k for k in keys if any(c[k] != everyone[0][k] for c in everyone)]
+    bad = [k for k in mine if any(c[k] != everyone[0][k] for c in everyone)]
     if bad:
-        raise CLIError("--distributed: the processes were started with different options: " + "; ".join(
-            f"--{k.replace('_', '-')} " + ", ".join(f"{c[k]} on rank {r}" for r, c in enumerate(everyone))
-            for k in bad), 2)
+        what = "options" if any(k in keys for k in bad) else "data"
+        raise CLIError(f"--distributed: the processes were started with different {what}: " + "; ".join(
+            (f"--{k.replace('_', '-')} " if k in keys else f"{k} ") +
+            ", ".join(f"{c[k]} on rank {r}" for r, c in enumerate(everyone)) for k in bad), 2)
 
 
 def evaluate(model, x, y, prep, batch_size=512):
