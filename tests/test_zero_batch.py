@@ -99,3 +99,38 @@ def test_zero_batch_batch_norm_functional(torch):
 def test_rnn_empty_sequence_is_an_error():
     with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0"):
         ember.nn.LSTM(3, 4, batch_first=True)(ember.zeros(2, 0, 3))
+
+
+def _losses(M):
+    F = M.nn.functional
+    x = M.zeros(0, 5, requires_grad=True)
+    y = M.zeros(0, dtype=M.int64)
+    t = M.zeros(0, 5)
+    return x, {
+        "cross_entropy": lambda r: F.cross_entropy(x, y, reduction=r),
+        "cross_entropy_smoothing": lambda r: F.cross_entropy(x, y, reduction=r, label_smoothing=0.1),
+        "cross_entropy_probs": lambda r: F.cross_entropy(x, t, reduction=r),
+        "nll_loss": lambda r: F.nll_loss(x, y, reduction=r),
+        "mse_loss": lambda r: F.mse_loss(x, t, reduction=r),
+        "l1_loss": lambda r: F.l1_loss(x, t, reduction=r),
+        "smooth_l1_loss": lambda r: F.smooth_l1_loss(x, t, reduction=r),
+        "huber_loss": lambda r: F.huber_loss(x, t, reduction=r),
+        "binary_cross_entropy": lambda r: F.binary_cross_entropy(x.sigmoid(), t, reduction=r),
+        "binary_cross_entropy_with_logits": lambda r: F.binary_cross_entropy_with_logits(x, t, reduction=r),
+    }
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", sorted(_losses(ember)[1]))
+def test_losses_on_an_empty_batch(torch, name, reduction):
+    """mean over nothing is nan, sum is 0, none is empty, as in PyTorch; backward gives an empty grad."""
+    res = []
+    for M in (ember, torch):
+        x, fns = _losses(M)
+        v = fns[name](reduction)
+        v.sum().backward()
+        res.append((tuple(v.shape), np.abs(v.detach().numpy()).tolist() if v.dim() else abs(float(v)),
+                    tuple(x.grad.shape)))
+    (es, ev, eg), (ts, tv, tg) = res
+    assert es == ts and eg == tg
+    np.testing.assert_array_equal(ev, tv)
