@@ -114,9 +114,16 @@ def test_meta_errors_are_clear(torch):
     with pytest.raises((RuntimeError, TypeError), match="meta"):
         x.numpy()
     big = ember.empty(*HUGE, device="meta")
-    with pytest.raises(NotImplementedError, match=r"cat: no shape rule for meta tensors this large .*"
-                                                  r"\[1048576, 1048576\]"):
-        ember.cat([big, big])
+    with pytest.raises(NotImplementedError, match=r"conv2d: no shape rule for meta tensors this large .*"
+                                                  r"\[1024, 3, 224, 224\]"):
+        ember.nn.functional.conv2d(ember.empty(1024, 3, 224, 224, device="meta"),
+                                   ember.empty(8, 3, 3, 3, device="meta"))
+    # shapes that do not fit: the error names the real shapes (not the small stand-ins computed on)
+    with pytest.raises(RuntimeError, match=r"add: the shapes \[\[1048576, 1048576\], \[3\]\] of the meta "
+                                           r"inputs do not fit"):
+        big + ember.empty(3, device="meta")
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        big.sum(5)
     # small meta tensors: any op runs, on stand-ins, and gives the shape PyTorch gives
     a = ember.cat([x, x])
     b = torch.cat([torch.empty(3, 4, device="meta")] * 2)
@@ -124,3 +131,27 @@ def test_meta_errors_are_clear(torch):
     assert tuple(ember.nn.functional.cross_entropy(ember.empty(4, 10, device="meta"),
                                                    ember.empty(4, dtype=ember.int64, device="meta")).shape) == ()
     assert "device='meta'" in repr(big)
+
+
+def test_cat_stack_and_joins_of_huge_meta_tensors(torch):
+    res = []
+    for M in (ember, torch):
+        x, y = M.empty(*HUGE, device="meta"), M.empty(2 ** 20, 3, device="meta")
+        res.append([tuple(M.cat([x, y], 1).shape), tuple(M.stack([x, x]).shape), tuple(M.flip(x, (0,)).shape),
+                    tuple(x.tril().shape), str(M.cat([x, M.empty(5, 2 ** 20, dtype=M.float64,
+                                                                  device="meta")]).dtype).split(".")[-1]])
+    assert res[0] == res[1]
+
+
+def test_autograd_on_meta():
+    """backward runs on meta tensors as well: meta gradients of the parameters' shapes."""
+    m = nn.Linear(2 ** 17, 2 ** 17, device="meta")
+    x = ember.empty(4, 2 ** 17, device="meta", requires_grad=True)
+    m(x).relu().sum().backward()
+    assert m.weight.grad.is_meta and tuple(m.weight.grad.shape) == (2 ** 17, 2 ** 17)
+    assert x.grad.is_meta and tuple(x.grad.shape) == (4, 2 ** 17)
+    net = ember.models.resnet18(num_classes=10).to("meta")
+    y = net(ember.empty(2, 3, 32, 32, device="meta"))
+    assert y.is_meta and tuple(y.shape) == (2, 10)
+    y.sum().backward()
+    assert all(p.grad.is_meta and p.grad.shape == p.shape for p in net.parameters())

@@ -297,7 +297,7 @@ def _eager(op, args, params):
     return res
 
 
-_META_SMALL = 1 << 16                      # elements: any op runs on zero-strided stand-ins this small
+_META_SMALL = 1 << 22                      # elements: any op runs on stand-ins this small (copies of them)
 _META_BY_SIZES = ("elementwise", "reduction", "linalg")   # families whose params name dims, never sizes
 _STAND_INS = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
 
@@ -326,7 +326,8 @@ def _meta_eval(op, args, params):
     try:
         if op.name == "as_strided":
             outs = (np.broadcast_to(np.zeros((), arrs[0].dtype), tuple(params["size"])),)
-        elif op.view or op.family in _META_BY_SIZES or sum(a._data.size for a in meta_in) <= _META_SMALL:
+        elif op.view or op.family in _META_BY_SIZES or op.family == "join" \
+                or sum(a._data.size for a in meta_in) <= _META_SMALL:
             outs = _meta_run(op, args, arrs, params)
         else:
             outs = None
@@ -338,8 +339,21 @@ def _meta_eval(op, args, params):
         raise NotImplementedError(
             f"{op.name}: no shape rule for meta tensors this large (shapes "
             f"{[list(t.shape) for t in meta_in]}): on the 'meta' device ember computes creation, view, "
-            f"elementwise, reduction and matmul results of any size, other ops up to {_META_SMALL} elements")
-    res = [_meta_of(o.shape, o.dtype) for o in outs]
+            f"elementwise, reduction, matmul, cat and stack results of any size, other ops up to "
+            f"{_META_SMALL} elements")
+    if grad_mode.enabled and op.differentiable and any(a._rg for a in meta_in):
+        # autograd on meta tensors: the node is recorded as for data, its outputs (and the aliases
+        # it saves of them) marked meta, so that backward runs on meta tensors as well
+        rec = record(op, args, params, outs[0] if op.nout == 1 else list(outs))
+        res = [rec] if op.nout == 1 else list(rec)
+        nodes = {id(t._fn): t._fn for t in res if t._fn is not None}
+        for t in res:
+            t._meta = True
+        for node in nodes.values():
+            for al in (getattr(node, "_out", None) or ()):
+                al._meta = True
+    else:
+        res = [_meta_of(o.shape, o.dtype) for o in outs]
     if op.view and op.nout == 1:
         st = _meta_view_strides(op, args[0], params, res[0].shape)
         if st is not None:
@@ -373,18 +387,55 @@ def _meta_view_strides(op, a, params, out_shape):
     return None
 
 
+def _meta_join(op, arrs, params):
+    """Shape rules of the 'join' ops on large meta tensors (their outputs' sizes are sums)."""
+    name = op.name
+    if name in ("flip", "roll", "tril", "triu"):
+        return (np.broadcast_to(np.zeros((), arrs[0].dtype), arrs[0].shape),)
+    if name in ("cat", "stack"):
+        parts = [a for a in arrs if isinstance(a, np.ndarray)]
+        if name == "cat":   # legacy: 1-d empty tensors are skipped
+            parts = [a for a in parts if not (a.ndim == 1 and a.shape[0] == 0)] or parts[:1]
+        dtype = np.result_type(*parts)
+        first = parts[0].shape
+        if name == "stack":
+            if any(a.shape != first for a in parts):
+                return None
+            d = params["dim"] % (len(first) + 1)
+            return (np.broadcast_to(np.zeros((), dtype), first[:d] + (len(parts),) + first[d:]),)
+        d = params["dim"] % len(first)
+        if any(len(a.shape) != len(first) or a.shape[:d] + a.shape[d + 1:] != first[:d] + first[d + 1:]
+               for a in parts):
+            return None     # let the small path (or the error) say what is wrong
+        shape = first[:d] + (sum(a.shape[d] for a in parts),) + first[d + 1:]
+        return (np.broadcast_to(np.zeros((), dtype), shape),)
+    return None
+
+
 def _meta_run(op, args, arrs, params):
+    """The op's outputs as zero-strided stand-ins of the right shapes and dtypes (None: no rule)."""
+    total = sum(a._data.size for a in args if isinstance(a, Tensor))
     if op.view:
         out = op.impl(xp, *arrs, **params)
         return (out,) if op.nout == 1 else tuple(out)
-    big = [a for a in args if isinstance(a, Tensor) and a._data.size > _META_SMALL]
-    if not big or op.family not in _META_BY_SIZES:
-        with np.errstate(all="ignore"):  # (writable copies of the small zero-strided stand-ins)
-            out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) and a.size <= _META_SMALL else a
-                                for a in arrs], **params)
-        return tuple(_asarray(o) for o in ((out,) if op.nout == 1 else out))
-    # stand-in sizes: each distinct size > 1 becomes a distinct small number (equal sizes stay equal,
-    # so broadcasting and contraction still line up), 0 and 1 stay
+    if op.family == "join" and op.name in ("flip", "roll", "tril", "triu", "cat", "stack") and total > _META_SMALL:
+        return _meta_join(op, arrs, params)
+    if op.family in _META_BY_SIZES:
+        outs = _meta_stand_ins(op, args, arrs, params)
+        if outs is not None:
+            return outs
+    if total > _META_SMALL:
+        return None
+    with np.errstate(all="ignore"):  # (writable copies of the small zero-strided stand-ins)
+        out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) and a.size <= _META_SMALL else a
+                            for a in arrs], **params)
+    return tuple(_asarray(o) for o in ((out,) if op.nout == 1 else out))
+
+
+def _meta_stand_ins(op, args, arrs, params):
+    """Elementwise, reduction and linalg ops (parameters name dims, never sizes): run on tiny arrays
+    in which each distinct size > 1 is a distinct small number (equal sizes stay equal, so
+    broadcasting and contraction still line up; 0 and 1 stay), then map the output's sizes back."""
     sizes = sorted({n for a in args if isinstance(a, Tensor) for n in a.shape if n > 1})
     if len(sizes) > len(_STAND_INS):
         return None
@@ -399,8 +450,15 @@ def _meta_run(op, args, arrs, params):
             small.append(np.ones(shape, arr.dtype))
         else:
             small.append(arr)
-    with np.errstate(all="ignore"):
-        out = op.impl(xp, *small, **params)
+    try:
+        with np.errstate(all="ignore"):
+            out = op.impl(xp, *small, **params)
+    except Exception as e:  # noqa: BLE001  (shapes that do not fit, as they would not with data)
+        if isinstance(e, IndexError):      # a dim out of range: the message names no sizes
+            raise
+        # the message would name the stand-in sizes: name the real shapes instead
+        shapes = [list(a.shape) for a in args if isinstance(a, Tensor)]
+        raise type(e)(f"the shapes {shapes} of the meta inputs do not fit the op") from None
     outs = []
     for o in ((out,) if op.nout == 1 else out):
         o = _asarray(o)

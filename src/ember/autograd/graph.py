@@ -177,6 +177,10 @@ def _accumulate(var, g, stored):
     """The .grad update of accumulate_into, without the hooks (the engine calls it directly for
     leaves that have none)."""
     old = var._grad
+    if var._meta or g._meta:   # a meta leaf: a meta .grad of its shape (there are no values to add)
+        if old is None:
+            var._grad = D._meta_of(var._data.shape, var._data.dtype)
+        return
     if old is None:
         if _grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:

@@ -47,6 +47,8 @@ def _write(self, r, name):
     if rd is not None and not dt.can_cast(rd, sd):
         raise RuntimeError(f"{name}: result type {rd.name.capitalize()} can't be cast to the desired "
                            f"output type {sd.name.capitalize()}")
+    if self._meta:      # no data to write (shapes and dtypes were checked)
+        return
     try:
         np.copyto(dst, r, casting="unsafe")
     except ValueError as e:
@@ -60,7 +62,9 @@ def _write(self, r, name):
 def inplace_apply(op, self, others, params, name):
     """self <- op(self, *others, **params), in place; returns self."""
     _check(self, name)
-    if self._meta:  # no data to write: check what the op would produce, keep self
+    gm = D.grad_mode
+    if self._meta and not (gm.enabled and (self._rg or any(isinstance(o, D.Tensor) and o._rg for o in others))):
+        # no data to write and no history to take: check what the op would produce, keep self
         r = D._meta_eval(op, (self,) + tuple(others), params)
         r = r[0] if isinstance(r, tuple) else r
         if np.broadcast_shapes(tuple(r.shape), tuple(self.shape)) != tuple(self.shape):
