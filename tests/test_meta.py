@@ -4,7 +4,6 @@ reduction and matmul ops give meta results of any size, other ops on small meta 
 the rest is a clear NotImplementedError. Compared with PyTorch where it has an answer."""
 import resource
 
-import numpy as np
 import pytest
 
 import ember

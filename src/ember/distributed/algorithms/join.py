@@ -111,8 +111,6 @@ class Join:
         try:
             if not self._enable or exc_type is not None:
                 return False
-            from ... import distributed as dist
-            w = dist._get("Join")
             if self._throw:
                 # tell the ranks still training (their notify raises), then raise here as well
                 self._exchange(False)
@@ -127,7 +125,6 @@ class Join:
                     h.main_hook()
             for h in self._hooks:
                 h.post_hook(not shadowed)
-            del w
             return False
         finally:
             for j in self._joinables:

@@ -259,7 +259,6 @@ class DistributedDataParallel(Module):
 
     def _wait_reductions(self, where):
         """Wait for the buckets' reductions within the process group's timeout."""
-        from mpi4py import MPI
         from ... import distributed as dist
         reqs = [r for b in self._buckets for r in b.requests]
         if not reqs:
