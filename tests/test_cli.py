@@ -116,6 +116,7 @@ def test_progress_bar_optional(run, tmp_path, monkeypatch):
     (["train", "--seed", str(2 ** 70)], 2, "--seed must be in"),
     (["train", "--epochs", "99999999999"], 2, "out of range"),
     (["train", "--lr", "abc"], 2, "invalid float value"),
+    (["bench", "--threads", "0", "conv"], 2, "--threads must be positive"),
 ])
 def test_bad_input_one_line_error(args, code, message):
     proc = ember_cmd(*args)

@@ -402,6 +402,8 @@ def _find_bench_dir(explicit):
 
 def bench(args, rest):
     import importlib.util
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be positive, got {args.threads}", 2)
     bench_dir = _find_bench_dir(args.bench_dir)
     spec = importlib.util.spec_from_file_location("ember_bench_run", os.path.join(bench_dir, "run.py"))
     mod = importlib.util.module_from_spec(spec)
