@@ -90,7 +90,7 @@ _prev_excepthook = None
 _CHECKS = os.environ.get("EMBER_DISTRIBUTED_CHECKS", "1") != "0"
 _DEFAULT_TIMEOUT = 1800.0          # seconds: PyTorch's default for its CPU backend
 _TAG_QUERY, _TAG_REPLY, _TAG_EXIT = 101, 102, 103
-_EXIT_GRACE = 1.0                  # seconds a collective still waits after a peer's exit notice
+_EXIT_GRACE = 3.0                  # seconds a collective still waits after a peer's exit notice
 _SPIN = 0.02                       # seconds of busy polling (as MPI's own blocking waits) before sleeping
 
 
