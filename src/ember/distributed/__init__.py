@@ -260,7 +260,7 @@ class _poller:  # noqa: N801
     def __call__(self):
         w, now = self.w, time.monotonic()
         _serve(w)
-        if w.exited and min(w.exited.values()) + _EXIT_GRACE < now and not self.test():
+        if w.exited and min(w.exited.values()) + min(_EXIT_GRACE, self.limit / 3) < now and not self.test():
             _fail_exited(w, self.where)
         if now - self.start > self.limit:
             _fail_timeout(w, self.where, self.limit)
