@@ -134,3 +134,39 @@ def test_losses_on_an_empty_batch(torch, name, reduction):
     (es, ev, eg), (ts, tv, tg) = res
     assert es == ts and eg == tg
     np.testing.assert_array_equal(ev, tv)
+
+
+def _functional(M):
+    F = M.nn.functional
+    z = lambda *s, **k: M.zeros(*s, **k)  # noqa: E731
+    return {
+        "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(z(0, 2, 5, 4, requires_grad=True),
+                                                                               z(0, 2, 5, 4), z(0, 2, 5, 4)),
+        "embedding": lambda: F.embedding(z(0, 3, dtype=M.int64), z(10, 4, requires_grad=True)),
+        "interpolate": lambda: F.interpolate(z(0, 3, 4, 4, requires_grad=True), scale_factor=2, mode="bilinear"),
+        "pad": lambda: F.pad(z(0, 3, 4, requires_grad=True), (1, 1)),
+        "normalize": lambda: F.normalize(z(0, 4, requires_grad=True)),
+        "cosine_similarity": lambda: F.cosine_similarity(z(0, 4, requires_grad=True), z(0, 4)),
+        "max_pool2d_indices": lambda: F.max_pool2d(z(0, 3, 4, 4, requires_grad=True), 2, return_indices=True)[0],
+        "avg_pool1d": lambda: F.avg_pool1d(z(0, 3, 4, requires_grad=True), 2),
+        "conv_transpose2d": lambda: F.conv_transpose2d(z(0, 3, 4, 4, requires_grad=True), z(3, 2, 3, 3)),
+        "glu": lambda: F.glu(z(0, 4, requires_grad=True)),
+        "bmm": lambda: M.bmm(z(0, 3, 4, requires_grad=True), z(0, 4, 5)),
+        "cdist": lambda: M.cdist(z(0, 3, requires_grad=True), z(2, 3)),
+        "triplet_margin_loss": lambda: F.triplet_margin_loss(z(0, 4, requires_grad=True), z(0, 4), z(0, 4),
+                                                             reduction="sum"),
+        "kl_div": lambda: F.kl_div(z(0, 4, requires_grad=True), z(0, 4), reduction="sum"),
+        "gaussian_nll_loss": lambda: F.gaussian_nll_loss(z(0, 4, requires_grad=True), z(0, 4), M.ones(0, 4),
+                                                         reduction="sum"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_functional(ember)))
+def test_functional_on_an_empty_batch(torch, name):
+    shapes = []
+    for M in (ember, torch):
+        v = _functional(M)[name]()
+        if v.requires_grad:
+            v.sum().backward()
+        shapes.append(tuple(v.shape))
+    assert shapes[0] == shapes[1]
