@@ -326,11 +326,8 @@ def _meta_eval(op, args, params):
     try:
         if op.name == "as_strided":
             outs = (np.broadcast_to(np.zeros((), arrs[0].dtype), tuple(params["size"])),)
-        elif op.view or op.family in _META_BY_SIZES or op.family == "join" \
-                or sum(a._data.size for a in meta_in) <= _META_SMALL:
-            outs = _meta_run(op, args, arrs, params)
         else:
-            outs = None
+            outs = _meta_run(op, args, arrs, params)
     except NotImplementedError:
         raise
     except Exception as e:
@@ -339,8 +336,8 @@ def _meta_eval(op, args, params):
         raise NotImplementedError(
             f"{op.name}: no shape rule for meta tensors this large (shapes "
             f"{[list(t.shape) for t in meta_in]}): on the 'meta' device ember computes creation, view, "
-            f"elementwise, reduction, matmul, cat and stack results of any size, other ops up to "
-            f"{_META_SMALL} elements")
+            f"elementwise, reduction, matmul, cat, stack, sort and scan results of any size, convolutions, "
+            f"pools and norms of any batch size, other ops up to {_META_SMALL} elements")
     if grad_mode.enabled and op.differentiable and any(a._rg for a in meta_in):
         # autograd on meta tensors: the node is recorded as for data, its outputs (and the aliases
         # it saves of them) marked meta, so that backward runs on meta tensors as well
@@ -418,10 +415,23 @@ def _meta_run(op, args, arrs, params):
     if op.view:
         out = op.impl(xp, *arrs, **params)
         return (out,) if op.nout == 1 else tuple(out)
-    if op.family == "join" and op.name in ("flip", "roll", "tril", "triu", "cat", "stack") and total > _META_SMALL:
-        return _meta_join(op, arrs, params)
+    if op.family == "join" and op.name in ("flip", "roll", "tril", "triu", "cat", "stack"):
+        outs = _meta_join(op, arrs, params)
+        if outs is not None:
+            return outs
     if op.family in _META_BY_SIZES:
         outs = _meta_stand_ins(op, args, arrs, params)
+        if outs is not None:
+            return outs
+    if op.name in _META_SAME_SHAPE:   # outputs shaped as input 0; dtypes from one element
+        a0 = arrs[0]
+        out = op.impl(xp, np.zeros((1,) * a0.ndim, a0.dtype), *arrs[1:], **params)
+        return tuple(np.broadcast_to(np.zeros((), _asarray(o).dtype), a0.shape)
+                     for o in ((out,) if op.nout == 1 else out))
+    if op.name in ("max_pool2d_with_indices_backward", "avg_pool2d_backward"):   # out: the pooled input's shape
+        return (np.broadcast_to(np.zeros((), arrs[0].dtype), tuple(params["in_shape"])),)
+    if op.name in _META_PER_SAMPLE:
+        outs = _meta_one_sample(op, args, arrs, params, *_META_PER_SAMPLE[op.name])
         if outs is not None:
             return outs
     if total > _META_SMALL:
@@ -430,6 +440,38 @@ def _meta_run(op, args, arrs, params):
         out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) and a.size <= _META_SMALL else a
                             for a in arrs], **params)
     return tuple(_asarray(o) for o in ((out,) if op.nout == 1 else out))
+
+
+_META_SAME_SHAPE = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort")
+
+# nn ops that treat dim 0 as a batch of independent samples: (the args whose dim 0 is the batch, the
+# outputs whose dim 0 is the batch). On a large meta batch they run on one sample, N put back after.
+_META_PER_SAMPLE = {
+    "conv2d": ((0,), (0,)), "conv2d_backward_input": ((0,), (0,)), "conv2d_backward_weight": ((0, 1), ()),
+    "max_pool2d": ((0,), (0,)), "max_pool2d_with_indices": ((0,), (0, 1)), "avg_pool2d": ((0,), (0,)),
+    "upsample_nearest": ((0,), (0,)), "batch_norm": ((0,), (0,)), "batch_norm_backward": ((0, 1), (0,)),
+    "layer_norm": ((0,), (0,)), "layer_norm_backward": ((0, 1), (0,)), "group_norm": ((0,), (0,)),
+    "group_norm_backward": ((0, 1), (0,)), "embedding": ((1,), (0,)),
+}
+
+
+def _meta_one_sample(op, args, arrs, params, batched, batched_outs):
+    n = args[batched[0]].shape[0]
+    if any(args[i]._data.ndim < 2 or args[i].shape[0] != n for i in batched):
+        return None
+    if op.name.startswith("layer_norm") and args[batched[0]]._data.ndim <= len(params["normalized_shape"]):
+        return None            # no batch dim in front of the normalized ones
+    small = [arr[:1] if i in batched else arr for i, arr in enumerate(arrs)]
+    if sum(a.size for a in small if isinstance(a, np.ndarray)) > _META_SMALL:
+        return None
+    with np.errstate(all="ignore"):
+        out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) else a for a in small], **params)
+    outs = []
+    for k, o in enumerate((out,) if op.nout == 1 else out):
+        o = _asarray(o)
+        shape = (n,) + o.shape[1:] if k in batched_outs else o.shape
+        outs.append(np.broadcast_to(np.zeros((), o.dtype), shape))
+    return tuple(outs)
 
 
 def _meta_stand_ins(op, args, arrs, params):

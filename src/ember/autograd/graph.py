@@ -334,7 +334,8 @@ class OpNode(Node):
                 if g is None:
                     shape, dt = meta[i]
                     from .. import _creation
-                    grads[i] = _creation.zeros(shape, dtype=dt)
+                    dev = "meta" if any(h is not None and h._meta for h in grads) else None
+                    grads[i] = _creation.zeros(shape, dtype=dt, device=dev)
         elif grads[0] is None:
             return (None,) * len(self._edges)
         res = op.vjp(self, *grads)
