@@ -219,6 +219,31 @@ def _to_array(data, dtype=None):
     return a
 
 
+def _is_meta(device):
+    return device is not None and _device_cls(device).type == "meta"
+
+
+def _meta_new(shape, d, requires_grad=False, memory_format=None):
+    """A 'meta' tensor: shape, dtype and strides only, never data (a zero-strided view of one element)."""
+    shape = tuple(shape)
+    t = _new(np.broadcast_to(np.zeros((), d), shape))
+    t._meta = True
+    from ._memory_format import channels_last, channels_last_3d
+    if (memory_format is channels_last and len(shape) == 4) or (memory_format is channels_last_3d
+                                                                and len(shape) == 5):
+        c = shape[1]
+        sp = [0] * len(shape)       # NHWC / NDHWC order: C fastest, then the spatial dims, then N
+        acc = c
+        for i in range(len(shape) - 1, 1, -1):
+            sp[i] = acc
+            acc *= shape[i]
+        sp[1], sp[0] = 1, acc
+        t._mstride = tuple(sp)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _finish(arr, requires_grad=False, device=None):
     if device is None and not requires_grad and not D.grad_mode.inference:
         return _new(arr)
@@ -352,12 +377,16 @@ def _out_kw(fn):
 def empty(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
           layout=None, pin_memory=False):
     shape = U.shape_tuple(args, "empty", nonneg=True, kw=size)
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
     return _finish(empty_array(np, shape, _dtype(dtype), memory_format), requires_grad, device)
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     d = np.dtype(_dtype(dtype))
     size = tuple(size)
+    if _is_meta(device):
+        return _meta_new(size, d, requires_grad)
     n = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     buf = np.empty(max(n, 0), d)
     a = np.lib.stride_tricks.as_strided(buf, size, tuple(s * d.itemsize for s in stride))
@@ -367,6 +396,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 @_out_kw
 def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
     shape = U.shape_tuple(args, "zeros", nonneg=True, kw=size)
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=0)
     return _finish(a, requires_grad, device)
 
@@ -374,6 +405,8 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory
 @_out_kw
 def ones(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
     shape = U.shape_tuple(args, "ones", nonneg=True, kw=size)
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=1)
     return _finish(a, requires_grad, device)
 
@@ -384,6 +417,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad)
     try:
         a = np.full(shape, v, _dtype(dtype))
     except OverflowError:
@@ -399,22 +434,32 @@ def _like(input, dtype, memory_format, fill=None):
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format), requires_grad, device or (input.device if input._meta else None))
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, 0), requires_grad, device or (input.device if input._meta else None))
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, 1), requires_grad, device or (input.device if input._meta else None))
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, fill_value), requires_grad, device)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    if _is_meta(device):
+        return _meta_new((n, n if m is None else m), _dtype(dtype), requires_grad)
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad, device)
 
 
@@ -433,6 +478,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
                            f"end={end}, step={step})")
     n = max(int(np.ceil((e - s) / st)), 0)
+    if _is_meta(device):
+        return _meta_new((n,), dtype.np, requires_grad)
     a = (s + st * np.arange(n, dtype=np.float64)).astype(dtype.np) if dtype.is_floating_point \
         else np.arange(s, e, st, dtype=dtype.np)
     return _finish(a, requires_grad, device)
@@ -447,6 +494,8 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    if _is_meta(device):
+        return _meta_new((steps,), _dtype(dtype), requires_grad)
     return _finish(np.linspace(float(start), float(end), steps).astype(_dtype(dtype)), requires_grad, device)
 
 
@@ -589,6 +638,8 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
     d = _dtype(dtype)
     if np.dtype(d).kind != "f":
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
+    if _is_meta(device):  # no data, no draw: the generator does not advance
+        return _meta_new(shape, d, requires_grad)
     a = _uniform_values(_mt(generator), math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
@@ -602,6 +653,8 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     d = _dtype(dtype)
     if np.dtype(d).kind != "f":
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
+    if _is_meta(device):
+        return _meta_new(shape, d, requires_grad)
     a = _normal_array(_mt(generator), shape, d)
     return _finish(a, requires_grad, device)
 
@@ -627,6 +680,8 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         return r
     shape = U.shape_tuple((tuple(size),), "randint", nonneg=True)
     d = _dtype(dtype, dt.int64)
+    if _is_meta(device):
+        return _meta_new(shape, d, requires_grad)
     a = _randint_array(_mt(generator), low, high, math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
@@ -645,6 +700,8 @@ def _like_random(input, dtype, memory_format, make, *args):
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None):
+    if input._meta:
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     if input._wr is not None:
         return rand(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
     d = (dtype or input.dtype).np
@@ -653,6 +710,8 @@ def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_
 
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None):
+    if input._meta:
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     if input._wr is not None:
         return randn(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
     d = (dtype or input.dtype).np
@@ -669,6 +728,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None, require
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     d = (dtype or input.dtype).np
+    if input._meta:
+        return _meta_new(input.shape, d, requires_grad)
     mt = _mt(generator)
     return _finish(_like_random(input, dtype, memory_format, lambda n: _randint_array(mt, low, high, n, d)),
                    requires_grad)

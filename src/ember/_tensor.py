@@ -154,8 +154,8 @@ class Tensor:
     def stride(self, dim=None):
         isz = self._data.itemsize
         st = tuple(s // isz for s in self._data.strides)
-        if self._meta:
-            st = _contiguous_strides(self._data.shape)
+        if self._meta:  # a meta tensor's strides are recorded, its array is a zero-strided stand-in
+            st = self.__dict__.get("_mstride") or _contiguous_strides(self._data.shape)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def storage_offset(self):
@@ -404,6 +404,8 @@ class Tensor:
         return (1, 0)  # (kDLCPU, device 0)
 
     def item(self):
+        if self._meta:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
         lv = D.state.levels
@@ -415,6 +417,8 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if self._meta:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         if self._wr is not None:
             self._check_wrapped("tolist()")
         return self._data.tolist()

@@ -39,6 +39,10 @@ def to(self, *args, **kwargs):
     if dev is not None and dev.type == "meta" and not self._meta:
         from ._creation import empty
         return empty(self.shape, dtype=dtype or self.dtype, device="meta")
+    if dev is not None and dev.type != "meta" and self._meta:
+        raise NotImplementedError("Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() "
+                                  "instead of torch.nn.Module.to() when moving module from meta to a different "
+                                  "device.")
     if dtype is None:
         dtype = self.dtype
     if dtype is self.dtype and not copy and (mf is None or mf.name == "preserve_format"
@@ -86,7 +90,7 @@ Tensor.short = _caster(dt.int16)
 Tensor.char = _caster(dt.int8)
 Tensor.byte = _caster(dt.uint8)
 Tensor.bool = _caster(dt.bool_)
-Tensor.cpu = lambda self, memory_format=None: self
+Tensor.cpu = lambda self, memory_format=None: self.to("cpu") if self._meta else self
 Tensor.cuda = lambda self, *a, **k: (_ for _ in ()).throw(
     RuntimeError("ember has no CUDA device: tensors live on the 'cpu' device"))
 

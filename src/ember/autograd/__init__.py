@@ -31,7 +31,7 @@ def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
-            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
+            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f" and not out._meta:
                 one = np.empty(out._data.shape, out._data.dtype)
                 one.fill(1)
                 grads.append(D._new_tensor(one))
@@ -78,7 +78,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         # the common call, loss.backward(): a scalar root seeded with one
         fn = tensors._fn
         d = tensors._data
-        if fn is not None and d.size == 1 and d.dtype.kind == "f":
+        if fn is not None and d.size == 1 and d.dtype.kind == "f" and not tensors._meta:
             one = d.copy()  # shape and dtype of the root, in a fresh array
             one.fill(1)
             if fn._nout == 1:

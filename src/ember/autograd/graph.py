@@ -177,6 +177,10 @@ def _accumulate(var, g, stored):
     """The .grad update of accumulate_into, without the hooks (the engine calls it directly for
     leaves that have none)."""
     old = var._grad
+    if var._meta or g._meta:   # a meta leaf: a meta .grad of its shape (there are no values to add)
+        if old is None:
+            var._grad = D._meta_of(var._data.shape, var._data.dtype)
+        return
     if old is None:
         if _grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:
@@ -358,7 +362,8 @@ class OpNode(Node):
                 if g is None:
                     shape, dt = meta[i]
                     from .. import _creation
-                    grads[i] = _creation.zeros(shape, dtype=dt)
+                    dev = "meta" if any(h is not None and h._meta for h in grads) else None
+                    grads[i] = _creation.zeros(shape, dtype=dt, device=dev)
         elif grads[0] is None:
             return (None,) * len(self._edges)
         res = op.vjp(self, *grads)

@@ -63,6 +63,18 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
         return tensor.normal_(mean, std, generator=generator)
 
 
+def _skip_meta(init):
+    """An initializer that draws its values itself: a 'meta' tensor (no data) is returned as is,
+    with nothing drawn or allocated (as in PyTorch)."""
+    import functools
+
+    @functools.wraps(init)
+    def f(tensor, *args, **kwargs):
+        return tensor if getattr(tensor, "_meta", False) else init(tensor, *args, **kwargs)
+    return f
+
+
+@_skip_meta
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Rejection sampling, as PyTorch 2.13 does it (so from the same draws): normal_(mean, std) over
     the whole tensor, again and again, each element keeping the first draw at its position that
@@ -107,12 +119,14 @@ def zeros_(tensor):
     return constant_(tensor, 0.0)
 
 
+@_skip_meta
 def eye_(tensor):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))
 
 
+@_skip_meta
 def dirac_(tensor, groups=1):
     d = tensor.dim()
     if d not in (3, 4, 5):
@@ -168,6 +182,7 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
+@_skip_meta
 def orthogonal_(tensor, gain=1, generator=None):
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
@@ -189,6 +204,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     return _fill(tensor, (q * d.type(gain)).reshape(tuple(tensor.shape)))
 
 
+@_skip_meta
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")

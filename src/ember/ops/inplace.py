@@ -47,6 +47,8 @@ def _write(self, r, name):
     if rd is not None and not dt.can_cast(rd, sd):
         raise RuntimeError(f"{name}: result type {rd.name.capitalize()} can't be cast to the desired "
                            f"output type {sd.name.capitalize()}")
+    if self._meta:      # no data to write (shapes and dtypes were checked)
+        return
     try:
         np.copyto(dst, r, casting="unsafe")
     except ValueError as e:
@@ -60,6 +62,16 @@ def _write(self, r, name):
 def inplace_apply(op, self, others, params, name):
     """self <- op(self, *others, **params), in place; returns self."""
     _check(self, name)
+    gm = D.grad_mode
+    if self._meta and not (gm.enabled and (self._rg or any(isinstance(o, D.Tensor) and o._rg for o in others))):
+        # no data to write and no history to take: check what the op would produce, keep self
+        r = D._meta_eval(op, (self,) + tuple(others), params)
+        r = r[0] if isinstance(r, tuple) else r
+        if np.broadcast_shapes(tuple(r.shape), tuple(self.shape)) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast "
+                               f"shape {list(np.broadcast_shapes(tuple(r.shape), tuple(self.shape)))}")
+        self._bump(name)
+        return self
     gm = D.grad_mode
     Tensor = D.Tensor
     rg = gm.enabled and (self._rg or any(isinstance(o, Tensor) and o._rg for o in others))
@@ -381,6 +393,17 @@ def _float_dtype_check(self, name):
         raise RuntimeError(f"{name}: expected a floating point tensor, got {self.dtype}")
 
 
+def _meta_noop(fill):
+    """A random fill of a 'meta' tensor draws nothing (and allocates nothing): it returns self."""
+    import functools
+
+    @functools.wraps(fill)
+    def f(self, *args, **kwargs):
+        return self if self._meta else fill(self, *args, **kwargs)
+    return f
+
+
+@_meta_noop
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     from .._creation import _mt, _uniform_values
     _float_dtype_check(self, "uniform_")
@@ -392,6 +415,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     return _random_fill(self, _draw_like(self, lambda n: _uniform_values(mt, n, d, a, b)), "uniform_")
 
 
+@_meta_noop
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     from .._creation import _mt, _normal_values
     _float_dtype_check(self, "normal_")
@@ -403,6 +427,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _random_fill(self, _draw_like(self, lambda n: _normal_values(mt, n, d, mean, std, contig)), "normal_")
 
 
+@_meta_noop
 def bernoulli_(self, p=0.5, *, generator=None):
     from .._creation import _mt, bernoulli
     if U.is_tensor(p):
@@ -421,6 +446,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _random_fill(self, _draw_like(self, lambda n: mt.uniform_f64(n) < p), "bernoulli_")
 
 
+@_meta_noop
 def exponential_(self, lambd=1.0, *, generator=None):
     from .._creation import _mt, _exponential_values
     _float_dtype_check(self, "exponential_")
@@ -432,6 +458,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
                         "exponential_")
 
 
+@_meta_noop
 def random_(self, from_=0, to=None, *, generator=None):
     from .._creation import _mt, _randint_array
     mt = _mt(generator)
@@ -457,6 +484,7 @@ def random_(self, from_=0, to=None, *, generator=None):
     return _random_fill(self, _draw_like(self, lambda n: _randint_array(mt, from_, to, n, d)), "random_")
 
 
+@_meta_noop
 def geometric_(self, p, *, generator=None):
     from .._creation import _mt, _libm
     import math
@@ -468,6 +496,7 @@ def geometric_(self, p, *, generator=None):
                         "geometric_")
 
 
+@_meta_noop
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     from .._creation import _mt, _libm, _fma64
     import math
@@ -477,6 +506,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
         _libm(math.tan, math.pi * (mt.uniform_f64(n) - 0.5)), float(sigma), float(median))), "cauchy_")
 
 
+@_meta_noop
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     from .._creation import _mt, _libm, _fma64
     import math

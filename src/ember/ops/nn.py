@@ -1239,7 +1239,7 @@ def _bn_view(xp, a):
         return a.transpose(0, 2, 3, 1).reshape(-1, C), (0,), \
             lambda r: r.reshape(N, H, W, C).transpose(0, 3, 1, 2)
     shape = a.shape
-    return a.reshape(shape[0], shape[1], -1), (0, 2), lambda r: r.reshape(shape)
+    return a.reshape(shape[0], shape[1], math.prod(shape[2:])), (0, 2), lambda r: r.reshape(shape)
 
 
 def _bcast(v, two_d):
@@ -1251,7 +1251,10 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     a, axes, restore = _bn_view(xp, x)
     two_d = len(axes) == 1
     C = x.shape[1]
-    n = x.size // C
+    n = x.size // C if C else 0
+    if training and n == 0:   # an empty batch (as PyTorch): empty output, running statistics untouched
+        zero = xp.zeros(C, x.dtype)
+        return restore(a.copy()), zero, zero.copy()
     if training:
         mean = a.mean(axes, dtype=np.float64 if x.dtype == np.float16 else None).astype(x.dtype, copy=False)
         xc = a - _bcast(mean, two_d)
@@ -1287,7 +1290,7 @@ def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
         _bn_view(xp, _unphys(xp.ascontiguousarray(_phys(g, is_channels_last(x))), is_channels_last(x)))[0]
     if ga.shape != a.shape:
         ga = ga.reshape(a.shape)
-    n = x.size // x.shape[1]
+    n = max(x.size // x.shape[1], 1) if x.shape[1] else 1   # (an empty batch: empty gx, zero gw, gb)
     xc = a - _bcast(mean, two_d)
     gsum = ga.sum(axes)
     dot = xp.einsum("ij,ij->j", ga, xc) if two_d else xp.einsum("ncl,ncl->c", ga, xc)
@@ -1391,7 +1394,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
     if training:
         n = input.numel() // C if C else 0
-        if n <= 1:
+        if n == 1:  # an empty batch is fine (PyTorch returns an empty output)
             raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
     if training and momentum:  # the op updates the running stats in place (versions move first, so
