@@ -551,17 +551,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if H % oh == 0 and W % ow == 0:
         k = (H // oh, W // ow)
         return max_pool2d(input, k, k, return_indices=return_indices)
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices with windows that do not tile the input")
-    rows = []
-    for i in range(oh):
-        h0, h1 = (i * H) // oh, -(-((i + 1) * H) // oh)
-        cols = []
-        for j in range(ow):
-            w0, w1 = (j * W) // ow, -(-((j + 1) * W) // ow)
-            cols.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
-        rows.append(_ops.stack(cols, -1))
-    return _ops.stack(rows, -2)
+    from ..ops.pool3d import _adaptive_max  # uneven windows: the index-table kernel (ops/pool3d.py)
+    return _adaptive_max("adaptive_max_pool2d", 2, input, (oh, ow), return_indices)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -696,3 +687,30 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         loss = loss * weight
     loss = loss.mean(-1)
     return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- 3-d convolution and pooling,
+# adaptive/fractional max pooling, max unpooling (kernels in ember.ops.conv3d and ember.ops.pool3d)
+
+from ..ops.conv3d import conv3d, conv_transpose3d, conv_transpose1d  # noqa: F401,E402
+from ..ops.pool3d import (max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_max_pool1d,  # noqa: F401,E402
+                          adaptive_max_pool3d, adaptive_avg_pool3d, fractional_max_pool2d,
+                          fractional_max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)

@@ -1,0 +1,117 @@
+"""op_db entries of the nn breadth: 3-d convolution, 3-d/adaptive/fractional pooling, max unpooling,
+unfold/fold, resampling (interpolate, grid_sample), CTC loss and the composites built on them.
+
+Entries for composites name the registry primitive they dispatch (e.g. max_pool3d's values come
+from ``gather``), so PyTorch checks the public function through that primitive's entry."""
+import numpy as np
+
+import op_db
+from op_db import add, fixed, S, U, distinct, F
+
+_reg = op_db._reg
+
+
+def _pos(r, shape, lo=0.5, hi=2.0):
+    return r.uniform(lo, hi, shape)
+
+
+# ----------------------------------------------------------------------------- convolution
+
+add("conv3d", fn=lambda m, x, w, b=None, **kw: F(m).conv3d(x, w, b, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 4, 3)), U(r, (2, 2, 2, 2, 2)), U(r, (2,))), {"padding": 1, "stride": 2}),
+                  lambda r: S((U(r, (2, 4, 3, 3, 4)), U(r, (4, 2, 3, 1, 2))), {"padding": "same", "groups": 2}),
+                  lambda r: S((U(r, (2, 3, 4, 3)), U(r, (2, 2, 2, 1, 2))), {"dilation": (1, 2, 1)},
+                              desc="unbatched")), fd_tol=1e-4)
+add("conv3d_backward_input", "conv_transpose3d",
+    fn=lambda m, x, w, b=None, **kw: F(m).conv_transpose3d(x, w, b, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 2, 2, 2)), U(r, (2, 2, 2, 2, 2)), U(r, (4,))), {"stride": 2, "groups": 2}),
+                  lambda r: S((U(r, (2, 3, 2, 3, 2)), U(r, (3, 2, 3, 2, 2))),
+                              {"stride": (2, 1, 2), "padding": 1, "output_padding": (1, 0, 1)}),
+                  lambda r: S((U(r, (1, 2, 2, 2, 2)), U(r, (2, 1, 2, 2, 2))),
+                              {"stride": 1, "dilation": 2, "output_padding": 1},
+                              desc="output padding above the stride")), fd_tol=1e-4)
+add("conv3d_backward_weight", fn=_reg("conv3d_backward_weight"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 3, 3)), U(r, (1, 2, 2, 2, 2))),
+                              {"ksize": (2, 2, 2), "stride": (1, 1, 1), "pad": ((0, 0),) * 3, "dilation": (1, 1, 1),
+                               "groups": 1})), fd_tol=1e-4)
+add("conv2d_backward_input", "conv_transpose1d",
+    fn=lambda m, x, w, b=None, **kw: F(m).conv_transpose1d(x, w, b, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 2, 4)), U(r, (2, 3, 3)), U(r, (3,))), {"stride": 2, "padding": 1,
+                                                                              "output_padding": 1})), fd_tol=1e-4)
+
+# ----------------------------------------------------------------------------- pooling
+
+add("window_argmax", "max_pool3d_indices", grad=False,
+    fn=lambda m, x, **kw: F(m).max_pool3d(x, return_indices=True, **kw)[1],
+    samples=fixed(lambda r: S((distinct(r, (1, 2, 5, 4, 5)),), {"kernel_size": 3, "stride": 2, "padding": 1}),
+                  lambda r: S((distinct(r, (2, 3, 4, 5)),), {"kernel_size": 2, "ceil_mode": True}, desc="unbatched")))
+add("window_argmax", "adaptive_max_pool1d_indices", grad=False,
+    fn=lambda m, x, o: F(m).adaptive_max_pool1d(x, o, return_indices=True)[1],
+    samples=fixed(lambda r: S((distinct(r, (2, 3, 7)), 3))))
+add("gather", "max_pool3d", fn=lambda m, x, **kw: F(m).max_pool3d(x, **kw),
+    samples=fixed(lambda r: S((distinct(r, (1, 2, 5, 4, 5)),), {"kernel_size": 3, "stride": 2, "padding": 1}),
+                  lambda r: S((distinct(r, (2, 2, 4, 5, 3)),), {"kernel_size": (2, 3, 2), "dilation": (1, 1, 2),
+                                                                "ceil_mode": True})))
+add("gather", "adaptive_max_pool3d", fn=lambda m, x, o: F(m).adaptive_max_pool3d(x, o),
+    samples=fixed(lambda r: S((distinct(r, (1, 2, 5, 4, 5)), (2, 3, 3)))))
+add("gather", "adaptive_max_pool1d", fn=lambda m, x, o: F(m).adaptive_max_pool1d(x, o),
+    samples=fixed(lambda r: S((distinct(r, (2, 3, 7)), 3))))
+add("fractional_max_pool_argmax", "fractional_max_pool2d_indices", grad=False,
+    fn=lambda m, x, s, **kw: F(m).fractional_max_pool2d(x, 2, _random_samples=s, return_indices=True, **kw)[1],
+    samples=fixed(lambda r: S((distinct(r, (2, 3, 7, 6)), r.uniform(0, 1, (2, 3, 2))), {"output_size": (4, 3)},
+                              nondiff=(1,))))
+add("gather", "fractional_max_pool2d",
+    fn=lambda m, x, s, **kw: F(m).fractional_max_pool2d(x, 2, _random_samples=s, **kw),
+    samples=fixed(lambda r: S((distinct(r, (2, 3, 7, 6)), r.uniform(0, 1, (2, 3, 2))), {"output_size": (4, 3)},
+                              nondiff=(1,)),
+                  lambda r: S((distinct(r, (3, 7, 6)), r.uniform(0, 1, (1, 3, 2))), {"output_ratio": (0.5, 0.5)},
+                              nondiff=(1,), desc="unbatched")))
+add("gather", "fractional_max_pool3d",
+    fn=lambda m, x, s, **kw: F(m).fractional_max_pool3d(x, (2, 1, 2), _random_samples=s, **kw),
+    samples=fixed(lambda r: S((distinct(r, (1, 2, 5, 4, 6)), r.uniform(0, 1, (1, 2, 3))), {"output_size": (3, 2, 4)},
+                              nondiff=(1,))))
+add("conv3d", "avg_pool3d", fn=lambda m, x, **kw: F(m).avg_pool3d(x, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 5, 4, 5)),), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                                         "ceil_mode": True, "count_include_pad": False}),
+                  lambda r: S((U(r, (2, 4, 4, 6)),), {"kernel_size": 2}, desc="unbatched"),
+                  lambda r: S((U(r, (1, 2, 4, 4, 4)),), {"kernel_size": (2, 3, 2), "divisor_override": 3})))
+add("matmul", "adaptive_avg_pool3d", fn=lambda m, x, o: F(m).adaptive_avg_pool3d(x, o),
+    samples=fixed(lambda r: S((U(r, (1, 2, 5, 4, 6)), (3, None, 4)))))
+
+
+def _pooled(r, nsp, shape):
+    """(values, int64 indices) of a 2x max pool of a tie-free input, computed without torch."""
+    x = distinct(r, shape)
+    sp = shape[-nsp:]
+    lead = shape[:-nsp]
+    out_sp = tuple(n // 2 for n in sp)
+    idx = np.zeros(lead + out_sp, np.int64)
+    val = np.zeros(lead + out_sp)
+    for o in np.ndindex(*out_sp):
+        best = None
+        for k in np.ndindex(*(2,) * nsp):
+            pos = tuple(2 * a + b for a, b in zip(o, k))
+            v = x[(Ellipsis,) + pos]
+            flat = int(np.ravel_multi_index(pos, sp))
+            if best is None:
+                best, bi = v.copy(), np.full(lead, flat)
+            else:
+                better = v > best
+                best = np.where(better, v, best)
+                bi = np.where(better, flat, bi)
+        val[(Ellipsis,) + o] = best
+        idx[(Ellipsis,) + o] = bi
+    return val, idx
+
+
+for _n, _shape in ((1, (2, 3, 6)), (2, (2, 2, 4, 6)), (3, (1, 2, 4, 2, 4))):
+    def _mk(n=_n, shape=_shape):
+        def sample(r):
+            v, i = _pooled(r, n, shape)
+            return S((v, i), {"kernel_size": 2})
+        return sample
+    add("scatter", f"max_unpool{_n}d", fn=(lambda n: lambda m, x, i, **kw: getattr(F(m), f"max_unpool{n}d")(x, i, **kw))(_n),
+        samples=fixed(_mk()))
+
+op_db.NON_DIFFERENTIABLE.extend(["window_argmax", "fractional_max_pool_argmax"])
+op_db.INTERNAL.extend(["conv3d_backward_weight"])
