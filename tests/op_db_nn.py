@@ -115,3 +115,47 @@ for _n, _shape in ((1, (2, 3, 6)), (2, (2, 2, 4, 6)), (3, (1, 2, 4, 2, 4))):
 
 op_db.NON_DIFFERENTIABLE.extend(["window_argmax", "fractional_max_pool_argmax"])
 op_db.INTERNAL.extend(["conv3d_backward_weight"])
+
+# ----------------------------------------------------------------------------- composites of registry ops
+
+add("where", "prelu", fn=lambda m, x, w: F(m).prelu(x, w),
+    samples=fixed(lambda r: S((op_db.away(r, (2, 3, 4)), _pos(r, (3,), 0.1, 0.5))),
+                  lambda r: S((op_db.away(r, (2, 3)), _pos(r, (1,), 0.1, 0.5))),
+                  lambda r: S((op_db.away(r, (5,)), _pos(r, (1,), 0.1, 0.5)), desc="1-D")))
+add("where", "rrelu_eval", fn=lambda m, x: F(m).rrelu(x, 0.1, 0.3),
+    samples=fixed(lambda r: S((op_db.away(r, (2, 3, 4)),))))
+add("transpose", "channel_shuffle", fn=lambda m, x: F(m).channel_shuffle(x, 2),
+    samples=fixed(lambda r: S((U(r, (2, 4, 3)),)), lambda r: S((U(r, (1, 6, 2, 2)),))))
+add("div", "local_response_norm", fn=lambda m, x, **kw: F(m).local_response_norm(x, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 5, 3)),), {"size": 3}),
+                  lambda r: S((U(r, (2, 4, 3, 2)),), {"size": 2, "alpha": 0.1, "beta": 0.5, "k": 2.0}),
+                  lambda r: S((U(r, (1, 4, 2, 2, 2)),), {"size": 3, "alpha": 0.2})))
+add("gather", "multi_margin_loss", fn=lambda m, x, t, *w, **kw: F(m).multi_margin_loss(x, t, weight=w[0] if w else None, **kw),
+    samples=fixed(lambda r: S((op_db.away_int(r, (4, 5)) * 0.37, op_db.ints(r, (4,), 0, 5))),
+                  lambda r: S((op_db.away_int(r, (4, 5)) * 0.37, op_db.ints(r, (4,), 0, 5)), {"p": 2, "margin": 0.5,
+                                                                                              "reduction": "none"}),
+                  lambda r: S((op_db.away_int(r, (3, 4)) * 0.37, op_db.ints(r, (3,), 0, 4), _pos(r, (4,))),
+                              {"reduction": "sum"}, nondiff=(2,))))
+add("gather", "multilabel_margin_loss", fn=lambda m, x, t, **kw: F(m).multilabel_margin_loss(x, t, **kw),
+    samples=fixed(lambda r: S((op_db.away_int(r, (3, 4)) * 0.37, np.array([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 1, 2, 0]]))),
+                  lambda r: S((op_db.away_int(r, (3, 4)) * 0.37, np.array([[3, 0, -1, 1], [1, 2, 3, -1], [0, 1, 2, 3]])),
+                              {"reduction": "none"})))
+add("linalg_vector_norm", "triplet_margin_with_distance_loss",
+    fn=lambda m, a, p, n, **kw: F(m).triplet_margin_with_distance_loss(a, p, n, **kw),
+    samples=fixed(lambda r: S((U(r, (3, 4)), U(r, (3, 4)), U(r, (3, 4)))),
+                  lambda r: S((U(r, (3, 4)), U(r, (3, 4)), U(r, (3, 4))), {"swap": True, "margin": 2.0,
+                                                                           "reduction": "none"})))
+add("conv2d", "unfold", fn=lambda m, x, **kw: F(m).unfold(x, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 3, 4, 5)),), {"kernel_size": 2}),
+                  lambda r: S((U(r, (2, 4, 5)),), {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1,
+                                                   "stride": (2, 1)}, desc="unbatched")))
+add("conv2d_backward_input", "fold", fn=lambda m, x, **kw: F(m).fold(x, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 12, 12)),), {"output_size": (4, 5), "kernel_size": 2}),
+                  lambda r: S((U(r, (2, 6, 9)),), {"output_size": (4, 5), "kernel_size": (2, 3), "dilation": (1, 2),
+                                                   "padding": 1, "stride": (2, 1)}),
+                  lambda r: S((U(r, (8, 6)),), {"output_size": (5, 6), "kernel_size": 2, "stride": 2},
+                              desc="unbatched, uncovered border")))
+add("index_select", "upsample_bilinear", fn=lambda m, x, **kw: F(m).upsample_bilinear(x, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 4)),), {"scale_factor": 2})))
+add("upsample_nearest", "upsample_nearest_fn", fn=lambda m, x, **kw: F(m).upsample_nearest(x, **kw),
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 4)),), {"size": (5, 7)})))

@@ -714,3 +714,301 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, out
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+# ----------------------------------------------------------------------------- nn breadth: composites of registry ops
+# (prelu, rrelu, channel_shuffle, local_response_norm, margin losses, channel dropouts, unfold/fold, upsampling)
+
+
+def prelu(input, weight):
+    """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D)."""
+    if not U.is_tensor(input) or not U.is_tensor(weight):
+        raise TypeError("prelu(): argument 'input' and 'weight' must be Tensors")
+    n = weight.numel()
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if n != 1:
+        if input.dim() == 0:
+            raise RuntimeError("prelu: Not allow zero-dim input tensor.")
+        C = input.shape[1] if input.dim() >= 2 else 1
+        if n != C:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                               f"numbers = {n} and channel size = {C}.")
+        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2)) if input.dim() >= 2 else weight
+    else:
+        w = weight.reshape(()) if weight.dim() else weight
+    return _ops.where(input > 0, input, w * input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training, and is
+    (lower + upper) / 2 in evaluation."""
+    if not training:  # (leaky_relu's slope, in the input's dtype: a float64 input keeps a float64 slope)
+        out = _ops.where(input > 0, input, input * ((lower + upper) / 2))
+        return input.copy_(out) if inplace else out
+    from .._creation import empty
+    slope = empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+    from .._creation import ones_like
+    out = input * _ops.where(input > 0, ones_like(slope), slope)
+    return input.copy_(out) if inplace else out
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, True)
+
+
+def channel_shuffle(input, groups):
+    groups = int(groups)
+    if input.dim() < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
+                           f"{U.fmt_shape(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    C = input.shape[1]
+    if C % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels and {groups} groups.")
+    N = input.shape[0]
+    rest = tuple(input.shape[2:])
+    return input.reshape((N, groups, C // groups) + rest).transpose(1, 2).reshape((N, C) + rest)
+
+
+def native_channel_shuffle(input, groups):
+    return channel_shuffle(input, groups)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    C = input.shape[1]
+    sq = input * input
+    lo, hi = size // 2, (size - 1) // 2
+    pads = [0, 0] * (input.dim() - 2) + [lo, hi]
+    sp = pad(sq, pads)
+    acc = None
+    for j in range(size):  # the window's offsets (size of them), each a whole-tensor slice
+        t = sp.narrow(1, j, C)
+        acc = t if acc is None else acc + t
+    div = (acc * (alpha / size) + k) ** beta
+    return input / div
+
+
+def _margin_target(target, C, op):
+    if target.dtype.np.kind not in "iu":
+        raise RuntimeError(f"{op}: expected target of an integer dtype (int64), got {target.dtype}")
+    t = target._data
+    if isinstance(t, np.ndarray) and not D.state.levels and t.size and (t.min() < -1 or t.max() >= C):
+        raise RuntimeError(f"{op}: target out of range: values must lie in [0, {C}) (got {int(t.min())}..{int(t.max())})")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, per sample."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    op = "multi_margin_loss"
+    if input.dim() not in (1, 2) or (input.dim() == 2 and input.shape[1] == 0) or input.numel() == 0 and input.dim() < 2:
+        raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{U.fmt_shape(input.shape)}")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    N, C = x.shape
+    t = target.reshape(-1)
+    if t.shape[0] != N:
+        raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
+                           f"{U.fmt_shape(input.shape)}")
+    if weight is not None and (weight.dim() != 1 or weight.shape[0] != C):
+        raise RuntimeError(f"{op}: inconsistent weight size, expected {C} but got {U.fmt_shape(weight.shape)}")
+    _margin_target(t, C, op)
+    xy = x.gather(1, t.unsqueeze(1))
+    z = _ops.clamp_min(margin - xy + x, 0.0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.gather(0, t).unsqueeze(1)
+    from .._creation import arange
+    not_y = (arange(C).unsqueeze(0) != t.unsqueeze(1))
+    loss = (z * not_y.to(z.dtype)).sum(1) / C
+    if input.dim() == 1:
+        loss = loss.reshape(())
+    elif target.dim() == 0 and reduction == "none":
+        pass
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over target classes j (up to the first -1) and non-target classes i of
+    max(0, 1 - (x[j] - x[i])) / C, per sample."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    op = "multilabel_margin_loss"
+    if input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
+                           f"{U.fmt_shape(input.shape)}")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target if target.dim() == 2 else target.unsqueeze(0)
+    N, C = x.shape
+    _margin_target(t, C, op)
+    valid = (t >= 0).to(_int64()).cumprod(1) > 0                      # the labels before the first -1
+    from .._creation import zeros, zeros_like, full_like
+    safe = _ops.where(valid, t, zeros_like(t))
+    slot = _ops.where(valid, t, full_like(t, C))
+    is_t = zeros((N, C + 1), dtype=x.dtype).scatter(1, slot, 1.0)[:, :C]   # 1 for a target class
+    xj = x.gather(1, safe)                                              # (N, J)
+    m = _ops.clamp_min(1.0 - (xj.unsqueeze(2) - x.unsqueeze(1)), 0.0)  # (N, J, C)
+    w = valid.to(x.dtype).unsqueeze(2) * (1.0 - is_t).unsqueeze(1)
+    loss = (m * w).sum((1, 2)) / C
+    if input.dim() == 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def _int64():
+    from .. import _dtype
+    return _dtype.int64
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         f"instead")
+    nd = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(nd)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {nd[0]}D, positive {nd[1]}D, and negative {nd[2]}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _ops.minimum(d_neg, dist(positive, negative))
+    return _reduce(_ops.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    if input.dim() not in (4, 5):
+        import warnings
+        warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is deprecated and will "
+                      f"result in an error in a future release. To retain the behavior and silence this warning, "
+                      f"please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      f"inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      f"(i.e. 4D or 5D inputs).", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, 3 if input.dim() in (4, 5) else max(input.dim() - 1, 0))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1 of a batched input): a dropped channel takes SELU's
+    negative saturation value, then the affine map that keeps mean and variance."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if input.dim() < 2:
+        raise RuntimeError("feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input")
+    alpha = -1.7580993408473766
+    if p == 1.0:
+        out = input * 0.0
+        return input.copy_(out) if inplace else out
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    keep = D._new_tensor((_gen().random(shape) >= p).astype(input._data.dtype))
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    out = (input * keep + alpha * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+def _pair_arg(v, name, op):
+    from ..ops.nn import _tuple
+    return _tuple(v, 2, name, op)
+
+
+def _eye_kernel(K, kh, kw, dtype):
+    from .._creation import tensor
+    return tensor(np.eye(K, dtype=dtype.np).reshape(K, 1, kh, kw))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns (a convolution
+    with an identity kernel, so its gradient is fold's and both are differentiable to any order)."""
+    op = "unfold"
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    kh, kw = _pair_arg(kernel_size, "kernel_size", op)
+    d = _pair_arg(dilation, "dilation", op)
+    p = _pair_arg(padding, "padding", op)
+    s = _pair_arg(stride, "stride", op)
+    if min(kh, kw) <= 0 or min(d) <= 0 or min(s) <= 0 or min(p) < 0:
+        raise RuntimeError(f"{op}: kernel size, dilation and stride should be greater than zero and padding "
+                           f"non-negative, but got kernel_size={[kh, kw]} dilation={list(d)} padding={list(p)} "
+                           f"stride={list(s)}")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    N, C, H, W = x.shape
+    Ho = (H + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    Wo = (W + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    if Ho < 1 or Wo < 1:
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({kh}, {kw}), dilation=("
+                           f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
+                           f"blocks as ({Ho}, {Wo}), but its components must be at least one.")
+    K = kh * kw
+    if N * C == 0:
+        from .._creation import zeros
+        out = zeros((N, C * K, Ho * Wo), dtype=x.dtype)
+    else:
+        cols = conv2d(x.reshape(N * C, 1, H, W), _eye_kernel(K, kh, kw, x.dtype), None, s, p, d)
+        out = cols.reshape(N, C * K, Ho * Wo)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed."""
+    op = "fold"
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    H, W = _pair_arg(output_size, "output_size", op)
+    kh, kw = _pair_arg(kernel_size, "kernel_size", op)
+    d = _pair_arg(dilation, "dilation", op)
+    p = _pair_arg(padding, "padding", op)
+    s = _pair_arg(stride, "stride", op)
+    if min(kh, kw) <= 0 or min(d) <= 0 or min(s) <= 0 or min(p) < 0:
+        raise RuntimeError(f"{op}: kernel size, dilation and stride should be greater than zero and padding "
+                           f"non-negative, but got kernel_size={[kh, kw]} dilation={list(d)} padding={list(p)} "
+                           f"stride={list(s)}")
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    N, CK, L = x.shape
+    K = kh * kw
+    if CK % K:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={CK} and kernel_size=({kh}, {kw})")
+    Ho = (H + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    Wo = (W + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    if Ho < 1 or Wo < 1 or Ho * Wo != L:
+        raise RuntimeError(f"Given output_size=({H}, {W}), kernel_size=({kh}, {kw}), dilation=({d[0]}, {d[1]}), "
+                           f"padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected size of input's dimension 2 "
+                           f"to match the calculated number of sliding blocks {Ho} * {Wo} = {Ho * Wo}, but got "
+                           f"input.size(2)={L}.")
+    C = CK // K
+    if N * C == 0:
+        from .._creation import zeros
+        out = zeros((N, C, H, W), dtype=x.dtype)
+    else:
+        y = conv_transpose2d(x.reshape(N * C, K, Ho, Wo), _eye_kernel(K, kh, kw, x.dtype), None, s, p, 0, 1, d)
+        eh, ew = H - y.shape[2], W - y.shape[3]  # rows/columns no block reaches are zeros
+        if eh or ew:
+            y = pad(y, [0, ew, 0, eh])
+        out = y.reshape(N, C, H, W)
+    return out.squeeze(0) if unbatched else out
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
