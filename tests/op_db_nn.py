@@ -159,3 +159,39 @@ add("index_select", "upsample_bilinear", fn=lambda m, x, **kw: F(m).upsample_bil
     samples=fixed(lambda r: S((U(r, (1, 2, 3, 4)),), {"scale_factor": 2})))
 add("upsample_nearest", "upsample_nearest_fn", fn=lambda m, x, **kw: F(m).upsample_nearest(x, **kw),
     samples=fixed(lambda r: S((U(r, (1, 2, 3, 4)),), {"size": (5, 7)})))
+
+# ----------------------------------------------------------------------------- resampling
+
+
+def _interp(m, x, **kw):
+    return F(m).interpolate(x, **kw)
+
+
+add("index_select", "interpolate_bicubic", fn=_interp,
+    samples=fixed(lambda r: S((U(r, (1, 2, 4, 5)),), {"size": (7, 3), "mode": "bicubic"}),
+                  lambda r: S((U(r, (1, 2, 4, 5)),), {"scale_factor": 1.5, "mode": "bicubic", "align_corners": True})))
+add("index_select", "interpolate_antialias", fn=_interp,
+    samples=fixed(lambda r: S((U(r, (1, 2, 9, 8)),), {"size": (4, 3), "mode": "bilinear", "antialias": True}),
+                  lambda r: S((U(r, (1, 2, 9, 8)),), {"scale_factor": 0.4, "mode": "bicubic", "antialias": True})))
+add("index_select", "interpolate_linear", fn=_interp,
+    samples=fixed(lambda r: S((U(r, (2, 2, 5)),), {"size": 8, "mode": "linear"}),
+                  lambda r: S((U(r, (1, 2, 3, 4, 2)),), {"scale_factor": (1.5, 0.5, 2), "mode": "trilinear",
+                                                         "align_corners": True})))
+add("upsample_nearest", "interpolate_nearest_exact", fn=_interp,
+    samples=fixed(lambda r: S((U(r, (1, 2, 5, 4)),), {"size": (3, 7), "mode": "nearest-exact"})))
+add("matmul", "interpolate_area", fn=_interp,
+    samples=fixed(lambda r: S((U(r, (1, 2, 7, 5)),), {"size": (3, 2), "mode": "area"}),
+                  lambda r: S((U(r, (1, 2, 5, 4, 3)),), {"size": (2, 3, 2), "mode": "area"})))
+add("gather", "grid_sample", fn=lambda m, x, g, **kw: F(m).grid_sample(x, g, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 2, 4, 5)), op_db.away_int(r, (2, 3, 2, 2), -1.3, 1.3, 0.05) * 0.93),
+                              {"align_corners": False}),
+                  lambda r: S((U(r, (1, 2, 4, 5)), U(r, (1, 3, 2, 2), -1.2, 1.2)),
+                              {"mode": "bicubic", "padding_mode": "border", "align_corners": True}),
+                  lambda r: S((U(r, (1, 2, 3, 4, 3)), U(r, (1, 2, 2, 3, 3), -0.9, 0.9)),
+                              {"padding_mode": "reflection", "align_corners": False}),
+                  lambda r: S((U(r, (1, 2, 4, 5)), U(r, (1, 3, 2, 2), -1.2, 1.2)), {"mode": "nearest",
+                                                                                   "align_corners": False},
+                              nondiff=(1,))), fd_tol=1e-4)
+add("matmul", "affine_grid", fn=lambda m, t, **kw: F(m).affine_grid(t, **kw),
+    samples=fixed(lambda r: S((U(r, (2, 2, 3)),), {"size": (2, 3, 4, 5), "align_corners": False}),
+                  lambda r: S((U(r, (1, 3, 4)),), {"size": (1, 2, 3, 2, 4), "align_corners": True})))

@@ -488,54 +488,10 @@ def adaptive_avg_pool1d(input, output_size):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """'nearest' (PyTorch's index rule; one primitive, upsample_nearest) and 'linear'/'bilinear'/'trilinear'
-    resampling of the trailing spatial dims, separably, from index_select and lerp weights."""
-    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode != "nearest" and mode not in linear_modes:
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (nearest, linear, "
-                                  "bilinear, trilinear)")
-    nsp = input.dim() - 2
-    if nsp < 1:
-        raise ValueError(f"interpolate: expected an input with spatial dims (3D, 4D or 5D), got {input.dim()}D")
-    if mode in linear_modes and linear_modes[mode] != nsp:
-        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
-    if mode == "nearest" and align_corners is not None:
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
-                         "bicubic | trilinear")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: exactly one of size or scale_factor should be defined")
-    in_sizes = list(input.shape[2:])
-    if size is not None:
-        out_sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nsp
-        scales = [i / o for i, o in zip(in_sizes, out_sizes)]
-    else:
-        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
-        out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, sf)]
-        scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
-    if antialias and mode != "nearest" and any(o < i for i, o in zip(in_sizes, out_sizes)):
-        # antialiasing changes the result only when downsampling (a wider kernel); not implemented
-        raise NotImplementedError("interpolate: antialias=True when downsampling is not supported by ember")
-    if mode == "nearest":
-        from ..ops.nn import upsample_nearest
-        return upsample_nearest(input, [np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64),
-                                                   n_in - 1) for n_in, n_out, sc in zip(in_sizes, out_sizes, scales)])
-    out = input
-    for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-        dim = 2 + k
-        if align_corners:
-            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-        else:
-            pos = np.maximum((np.arange(n_out) + 0.5) * sc - 0.5, 0.0)
-        i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
-        i1 = np.minimum(i0 + 1, n_in - 1)
-        w = (pos - i0).astype(input._data.dtype)
-        shape = [1] * out.dim()
-        shape[dim] = n_out
-        wt = D._new_tensor(w.reshape(shape))
-        a = _ops.index_select(out, dim, D._new_tensor(i0))
-        b = _ops.index_select(out, dim, D._new_tensor(i1))
-        out = a + (b - a) * wt
-    return out
+    """Every mode of PyTorch's interpolate (nearest, nearest-exact, linear, bilinear, bicubic,
+    trilinear, area; antialias; align_corners): ember.ops.sampling."""
+    from ..ops.sampling import interpolate as _interpolate
+    return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1012,3 +968,6 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+from ..ops.sampling import grid_sample, affine_grid  # noqa: F401,E402
