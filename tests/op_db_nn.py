@@ -195,3 +195,29 @@ add("gather", "grid_sample", fn=lambda m, x, g, **kw: F(m).grid_sample(x, g, **k
 add("matmul", "affine_grid", fn=lambda m, t, **kw: F(m).affine_grid(t, **kw),
     samples=fixed(lambda r: S((U(r, (2, 2, 3)),), {"size": (2, 3, 4, 5), "align_corners": False}),
                   lambda r: S((U(r, (1, 3, 4)),), {"size": (1, 2, 3, 2, 4), "align_corners": True})))
+
+# ----------------------------------------------------------------------------- CTC loss
+
+
+def _ctc_sample(T, N, C, S, il, tl, **kw):
+    def make(r):
+        tg = r.integers(1, C, (N, S))
+        tg[0, :2] = tg[0, 0]  # a repeated label needs a blank between
+        return S_((U(r, (T, N, C)), tg, np.array(il), np.array(tl)), kw)
+    return make
+
+
+S_ = S
+# through log_softmax: PyTorch's CTC gradient is the logits' gradient (exact through a log_softmax)
+add("ctc_loss", fn=lambda m, x, t, il, tl, **kw: F(m).ctc_loss(x.log_softmax(2), t, il, tl, **kw),
+    samples=fixed(_ctc_sample(6, 2, 4, 3, [6, 5], [3, 2]),
+                  _ctc_sample(7, 3, 5, 3, [7, 5, 6], [3, 0, 2], reduction="none"),
+                  _ctc_sample(5, 2, 4, 3, [5, 4], [3, 1], reduction="sum", blank=3)),
+    gradgrad=False, fd_tol=None,
+    notes="finite differences (first order, reverse and forward) in test_nn_breadth.py: the backward, as "
+          "PyTorch's, is not differentiable again, so the registry's second-order checks do not apply")
+add("ctc_loss_backward", fn=_reg("ctc_loss_backward"), oracle=False, grad=False,
+    samples=fixed(lambda r: S((U(r, (2,)), np.log(np.full((4, 2, 3), 1 / 3)), np.array([[1, 2], [2, 2]]),
+                               np.array([4, 4]), np.array([2, 1])), {"blank": 0, "zero_infinity": False})))
+op_db.NON_DIFFERENTIABLE.append("ctc_loss_backward")
+op_db.INTERNAL.append("ctc_loss_backward")

@@ -971,3 +971,4 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 from ..ops.sampling import grid_sample, affine_grid  # noqa: F401,E402
+from ..ops.ctc import ctc_loss  # noqa: F401,E402
