@@ -221,3 +221,22 @@ add("ctc_loss_backward", fn=_reg("ctc_loss_backward"), oracle=False, grad=False,
                                np.array([4, 4]), np.array([2, 1])), {"blank": 0, "zero_infinity": False})))
 op_db.NON_DIFFERENTIABLE.append("ctc_loss_backward")
 op_db.INTERNAL.append("ctc_loss_backward")
+
+# ----------------------------------------------------------------------------- attention, fused losses
+
+
+def _mha(m, q, k, v, ipw, ipb, opw, opb, **kw):
+    return F(m).multi_head_attention_forward(q, k, v, 4, 2, ipw, ipb, None, None, False, 0.0, opw, opb, **kw)
+
+
+add("softmax", "multi_head_attention_forward", fn=_mha,
+    samples=fixed(lambda r: S((U(r, (3, 2, 4)), U(r, (5, 2, 4)), U(r, (5, 2, 4)), U(r, (12, 4)), U(r, (12,)),
+                               U(r, (4, 4)), U(r, (4,))), {"attn_mask": None}),
+                  lambda r: S((U(r, (3, 4)), U(r, (5, 4)), U(r, (5, 4)), U(r, (12, 4)), U(r, (12,)),
+                               U(r, (4, 4)), U(r, (4,))), {"average_attn_weights": False}, desc="unbatched")),
+    fd_tol=1e-4)
+add("linear", "linear_cross_entropy",
+    fn=lambda m, x, w, t, *b, **kw: F(m).linear_cross_entropy(x, w, t, linear_bias=b[0] if b else None, **kw),
+    samples=fixed(lambda r: S((U(r, (4, 5)), U(r, (3, 5)), op_db.ints(r, (4,), 0, 3), U(r, (3,)))),
+                  lambda r: S((U(r, (4, 5)), U(r, (3, 5)), op_db.ints(r, (4,), 0, 3)), {"label_smoothing": 0.1,
+                                                                                        "reduction": "sum"})))

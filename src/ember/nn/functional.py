@@ -972,3 +972,155 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 from ..ops.sampling import grid_sample, affine_grid  # noqa: F401,E402
 from ..ops.ctc import ctc_loss  # noqa: F401,E402
+
+
+# ----------------------------------------------------------------------------- multi_head_attention_forward
+
+
+def _canonical_mask(mask, dtype):
+    if mask is None:
+        return None
+    if mask.dtype.name == "bool":
+        from .._creation import zeros
+        return _ops.masked_fill(zeros(tuple(mask.shape), dtype=dtype), mask, float("-inf"))
+    if mask.dtype.np.kind != "f":
+        raise AssertionError(f"only bool and floating types of masks are supported, got {mask.dtype}")
+    return mask
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's functional multi-head attention (inputs (L, N, E) sequence-first, or unbatched
+    (L, E)), composed from ember ops."""
+    from .._creation import zeros
+    batched = query.dim() == 3
+    if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
+        raise AssertionError(f"query, key and value should be all 2-D (unbatched) or 3-D (batched) tensors, got "
+                             f"{query.dim()}-D, {key.dim()}-D and {value.dim()}-D")
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    L, N, E = query.shape
+    S = key.shape[0]
+    if E != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
+    H = num_heads
+    hd = E // H
+    if hd * H != E:
+        raise AssertionError(f"embed_dim {E} not divisible by num_heads {H}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the causal mask is applied by scaled_dot_product_attention
+    else:
+        is_causal = False
+    key_padding_mask = _canonical_mask(key_padding_mask, query.dtype)
+    attn_mask = _canonical_mask(attn_mask, query.dtype)
+    # input projections
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        wq, wk, wv = in_proj_weight.chunk(3, 0)
+    else:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
+                                 "v_proj_weight is None")
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    bq, bk, bv = in_proj_bias.chunk(3, 0) if in_proj_bias is not None else (None, None, None)
+    q = linear(query, wq, bq)
+    k = linear(key, wk, bk)
+    v = linear(value, wv, bv)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (L, S):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(L, S)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (N * H, L, S):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(N * H, L, S)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key/value.")
+        k = _ops.cat([k, bias_k.repeat(1, N, 1)])
+        v = _ops.cat([v, bias_v.repeat(1, N, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+    q = q.reshape(L, N * H, hd).transpose(0, 1)
+    k = k.reshape(k.shape[0], N * H, hd).transpose(0, 1) if static_k is None else static_k
+    v = v.reshape(v.shape[0], N * H, hd).transpose(0, 1) if static_v is None else static_v
+    if add_zero_attn:
+        k = _ops.cat([k, zeros((N * H, 1, hd), dtype=k.dtype)], 1)
+        v = _ops.cat([v, zeros((N * H, 1, hd), dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    S2 = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (N, S2):
+            raise AssertionError(f"expecting key_padding_mask shape of {(N, S2)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(N, 1, 1, S2).expand((N, H, 1, S2)).reshape(N * H, 1, S2)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        qs = q * math.sqrt(1.0 / hd)
+        scores = _ops.matmul(qs, k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        w = softmax(scores, -1)
+        if dropout_p > 0.0:
+            w = dropout(w, dropout_p)
+        out = _ops.matmul(w, v)
+        out = out.transpose(0, 1).reshape(L * N, E)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+        w = w.reshape(N, H, L, S2)
+        if average_attn_weights:
+            w = w.mean(1)
+        if not batched:
+            out, w = out.squeeze(1), w.squeeze(0)
+        return out, w
+    if attn_mask is not None:
+        attn_mask = attn_mask.reshape(N, H, -1, S2) if attn_mask.shape[0] != 1 else attn_mask.unsqueeze(0)
+    out = scaled_dot_product_attention(q.reshape(N, H, L, hd), k.reshape(N, H, S2, hd), v.reshape(N, H, S2, hd),
+                                       attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(L * N, E)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+    if not batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): PyTorch's reference
+    definition (``options`` only selects PyTorch's memory-saving chunked evaluation, whose result is
+    the same; ember evaluates the reference)."""
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"linear_cross_entropy: expected linear_weight of 2 or more dims (out_features..., "
+                           f"in_features), got {U.fmt_shape(linear_weight.shape)}")
+    out_shape = tuple(linear_weight.shape[:-1])
+    if linear_weight.dim() == 2:
+        logits = linear(input, linear_weight, linear_bias)
+    else:
+        w2 = linear_weight.reshape(-1, linear_weight.shape[-1])
+        b2 = linear_bias.reshape(-1) if linear_bias is not None else None
+        logits = linear(input, w2, b2)
+        logits = logits.reshape(tuple(input.shape[:-1]) + out_shape)
+    return cross_entropy(logits, target, weight=weight, ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)

@@ -32,7 +32,7 @@ from .pooling import (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d
                       MaxUnpool3d)
 from .activation import RReLU  # noqa: F401,E402
 from .dropout import Dropout3d, FeatureAlphaDropout  # noqa: F401,E402
-from .loss import MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa: F401,E402
+from .loss import MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss, CTCLoss  # noqa: F401,E402
 from .channelshuffle import ChannelShuffle  # noqa: F401,E402
 from .fold import Fold, Unfold  # noqa: F401,E402
 from .normalization import LocalResponseNorm  # noqa: F401,E402
