@@ -17,6 +17,7 @@ from ..ops import loss as _loss
 from ..ops import _util as U
 from ..ops import elementwise as _E
 from . import _composite
+from . import attention as _attention
 
 from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
                       adaptive_avg_pool2d, batch_norm, layer_norm, group_norm, embedding, embedding_bag)
@@ -514,6 +515,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """softmax(q k^T * scale + mask) v, composed from ember ops."""
+    if len(_attention._enabled) < 5:  # a restricted sdpa_kernel(...) block is active
+        _attention._check_viable()
     L, S = query.shape[-2], key.shape[-2]
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hk = query.shape[-3], key.shape[-3]  # grouped-query attention: each k/v head serves hq // hk heads
