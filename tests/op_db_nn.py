@@ -209,7 +209,8 @@ def _ctc_sample(T, N, C, S, il, tl, **kw):
 
 S_ = S
 # through log_softmax: PyTorch's CTC gradient is the logits' gradient (exact through a log_softmax)
-add("ctc_loss", fn=lambda m, x, t, il, tl, **kw: F(m).ctc_loss(x.log_softmax(2), t, il, tl, **kw),
+add("ctc_loss", fn=lambda m, x, t, il, tl, **kw: F(m).ctc_loss(x.log_softmax(2) if x.dtype.is_floating_point else x,
+                                                               t, il, tl, **kw),
     samples=fixed(_ctc_sample(6, 2, 4, 3, [6, 5], [3, 2]),
                   _ctc_sample(7, 3, 5, 3, [7, 5, 6], [3, 0, 2], reduction="none"),
                   _ctc_sample(5, 2, 4, 3, [5, 4], [3, 1], reduction="sum", blank=3)),

@@ -683,6 +683,10 @@ def prelu(input, weight):
     """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D)."""
     if not U.is_tensor(input) or not U.is_tensor(weight):
         raise TypeError("prelu(): argument 'input' and 'weight' must be Tensors")
+    from ..ops.pool3d import float_only
+    float_only("prelu", input, weight)
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype.name} and {weight.dtype.name}")
     n = weight.numel()
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
@@ -702,6 +706,8 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training, and is
     (lower + upper) / 2 in evaluation."""
+    from ..ops.pool3d import float_only
+    float_only("rrelu", input)
     if not training:  # (leaky_relu's slope, in the input's dtype: a float64 input keeps a float64 slope)
         out = _ops.where(input > 0, input, input * ((lower + upper) / 2))
         return input.copy_(out) if inplace else out
@@ -750,6 +756,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     for j in range(size):  # the window's offsets (size of them), each a whole-tensor slice
         t = sp.narrow(1, j, C)
         acc = t if acc is None else acc + t
+    if input.dtype.np.kind != "f":  # integers: PyTorch averages with its truncating integer pooling
+        div = ((acc.double() / size).trunc() * alpha + k) ** beta
+        return input / div.float()
     div = (acc * (alpha / size) + k) ** beta
     return input / div
 
@@ -773,6 +782,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if input.dim() not in (1, 2) or (input.dim() == 2 and input.shape[1] == 0) or input.numel() == 0 and input.dim() < 2:
         raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{U.fmt_shape(input.shape)}")
+    from ..ops.pool3d import float_only
+    float_only(op, input, name="multi_margin_loss_cpu_kernel")
     x = input if input.dim() == 2 else input.unsqueeze(0)
     N, C = x.shape
     t = target.reshape(-1)
@@ -807,6 +818,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
                            f"{U.fmt_shape(input.shape)}")
+    from ..ops.pool3d import float_only
+    float_only(op, input)
     x = input if input.dim() == 2 else input.unsqueeze(0)
     t = target if target.dim() == 2 else target.unsqueeze(0)
     N, C = x.shape
@@ -957,19 +970,25 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         from .._creation import zeros
         out = zeros((N, C, H, W), dtype=x.dtype)
     else:
-        y = conv_transpose2d(x.reshape(N * C, K, Ho, Wo), _eye_kernel(K, kh, kw, x.dtype), None, s, p, 0, 1, d)
-        eh, ew = H - y.shape[2], W - y.shape[3]  # rows/columns no block reaches are zeros
-        if eh or ew:
-            y = pad(y, [0, ew, 0, eh])
+        # the rows/columns past the last block's reach (fewer than a stride) come as output padding
+        eh = H - ((Ho - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + 1)
+        ew = W - ((Wo - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + 1)
+        y = conv_transpose2d(x.reshape(N * C, K, Ho, Wo), _eye_kernel(K, kh, kw, x.dtype), None, s, p, (eh, ew), 1, d)
         out = y.reshape(N, C, H, W)
     return out.squeeze(0) if unbatched else out
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    import warnings
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    import warnings
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -1000,6 +1019,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     """PyTorch's functional multi-head attention (inputs (L, N, E) sequence-first, or unbatched
     (L, E)), composed from ember ops."""
     from .._creation import zeros
+    fl = [t for t in (query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v, out_proj_weight, out_proj_bias,
+                      q_proj_weight, k_proj_weight, v_proj_weight) if t is not None]
+    kinds = sorted({t.dtype.name for t in fl})
+    if len(kinds) > 1 or fl[0].dtype.np.kind != "f":
+        raise RuntimeError(f"multi_head_attention_forward: expected floating point query, key, value and weights "
+                           f"of one dtype, got {', '.join(kinds)}")
     batched = query.dim() == 3
     if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
         raise AssertionError(f"query, key and value should be all 2-D (unbatched) or 3-D (batched) tensors, got "
@@ -1091,7 +1116,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             w = dropout(w, dropout_p)
         out = _ops.matmul(w, v)
         out = out.transpose(0, 1).reshape(L * N, E)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, out_proj_weight.shape[0])
         w = w.reshape(N, H, L, S2)
         if average_attn_weights:
             w = w.mean(1)
@@ -1103,7 +1128,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     out = scaled_dot_product_attention(q.reshape(N, H, L, hd), k.reshape(N, H, S2, hd), v.reshape(N, H, S2, hd),
                                        attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(L * N, E)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, out_proj_weight.shape[0])
     if not batched:
         out = out.squeeze(1)
     return out, None
@@ -1114,6 +1139,8 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): PyTorch's reference
     definition (``options`` only selects PyTorch's memory-saving chunked evaluation, whose result is
     the same; ember evaluates the reference)."""
+    from ..ops.pool3d import float_only
+    float_only("linear_cross_entropy", input, linear_weight, linear_bias)
     if linear_weight.dim() < 2:
         raise RuntimeError(f"linear_cross_entropy: expected linear_weight of 2 or more dims (out_features..., "
                            f"in_features), got {U.fmt_shape(linear_weight.shape)}")
@@ -1125,5 +1152,7 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
         b2 = linear_bias.reshape(-1) if linear_bias is not None else None
         logits = linear(input, w2, b2)
         logits = logits.reshape(tuple(input.shape[:-1]) + out_shape)
+    if logits.numel() == 0 and reduction != "none":  # no sample: PyTorch's sum 0 and mean nan
+        return logits.sum() * (float("nan") if reduction == "mean" else 1.0)
     return cross_entropy(logits, target, weight=weight, ignore_index=-100 if ignore_index is None else ignore_index,
                          reduction=reduction, label_smoothing=label_smoothing)

@@ -8,6 +8,7 @@ conv2d's are in ops/nn.py, so create_graph works at any order; their vmap rules 
 """
 import numpy as np
 
+from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from . import _util as U
 from .nn import (NN, _tuple, _float_check, _tsum, _conv_rule, _conv_input_rule,  # noqa: F401
@@ -61,8 +62,14 @@ def _out_sp(in_sp, k, stride, pad, dilation):
                  for n, kk, s, (lo, hi), d in zip(in_sp, k, stride, pad, dilation))
 
 
+def _num_check(op, *arrs):
+    for a in arrs:
+        if a is not None and a.dtype.kind not in "fiu":
+            raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[a.dtype].name}'")
+
+
 def _conv_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
-    _float_check("conv3d", x, w, b)
+    _num_check("conv3d", x, w, b)
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
         raise RuntimeError(f"conv3d: expected input, weight and bias to have the same dtype, got {x.dtype}, "
                            f"{w.dtype}" + ("" if b is None else f", {b.dtype}"))
@@ -70,6 +77,8 @@ def _conv_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     Cout = w.shape[0]
     k = tuple(w.shape[2:])
     out_sp = _out_sp(x.shape[2:], k, stride, pad, dilation)
+    if N == 0 or x.shape[1] == 0:
+        return xp.zeros((N, Cout) + out_sp, np.result_type(x.dtype, w.dtype))
     cols = _cols(xp, x, k, stride, pad, dilation, out_sp, groups)          # (N, G, L, CgK)
     wm = w.reshape(groups, Cout // groups, -1)                             # (G, Coutg, CgK)
     out = xp.matmul(wm[None], cols.transpose(0, 1, 3, 2))                  # (N, G, Coutg, L)
@@ -81,17 +90,22 @@ def _conv_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
 
 def _conv_input_impl(xp, g, w, *, in_sp, stride, pad, dilation, groups):
     """The input gradient of a convolution of an input of spatial size in_sp (conv_transpose)."""
-    _float_check("conv_transpose3d", g, w)
+    _num_check("conv_transpose3d", g, w)
+    if g.dtype != w.dtype:
+        raise RuntimeError(f"conv_transpose3d: Input type ({dt.FROM_NP[g.dtype].name}) and weight type "
+                           f"({dt.FROM_NP[w.dtype].name}) should be the same")
     N, Cout = g.shape[:2]
     out_sp = tuple(g.shape[2:])
     k = tuple(w.shape[2:])
     nsp = len(k)
     Cg = w.shape[1]
     C = Cg * groups
+    if N == 0 or Cout == 0:
+        return xp.zeros((N, C) + tuple(in_sp), g.dtype)
     L = int(np.prod(out_sp))
     wm = w.reshape(groups, Cout // groups, Cg, -1)                          # (G, Coutg, Cg, K)
     gm = g.reshape(N, groups, Cout // groups, L)
-    dcols = xp.einsum("gock,ngol->nckl", wm, gm.astype(w.dtype, copy=False), optimize=True) if groups == 1 else \
+    dcols = xp.einsum("gock,ngol->nckl", wm, gm, optimize=True) if groups == 1 else \
         xp.matmul(wm.reshape(groups, Cout // groups, -1).transpose(0, 2, 1)[None], gm).reshape(N, C, -1, L)
     dcols = dcols.reshape((N, C) + k + out_sp)
     padded = tuple(n + lo + max(hi, 0) for n, (lo, hi) in zip(in_sp, pad))
@@ -111,6 +125,8 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups):
     N, C = x.shape[:2]
     Cout = g.shape[1]
     out_sp = tuple(g.shape[2:])
+    if N == 0:
+        return xp.zeros((Cout, C // groups) + tuple(ksize), x.dtype)
     cols = _cols(xp, x, ksize, stride, pad, dilation, out_sp, groups)      # (N, G, L, CgK)
     L = cols.shape[2]
     gm = g.reshape(N, groups, Cout // groups, L)
@@ -316,5 +332,9 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     p = _tuple(padding, 1, "padding", op)[0]
     o = _tuple(output_padding, 1, "output_padding", op)[0]
     d = _tuple(dilation, 1, "dilation", op)[0]
+    if input.dtype.np.kind != "f" or weight.dtype.np.kind != "f":  # (the 2-d kernels are floating point only)
+        out = conv_transpose3d(input.unsqueeze(-2).unsqueeze(-2), weight.unsqueeze(2).unsqueeze(2), bias,
+                               (1, 1, s), (0, 0, p), (0, 0, o), groups, (1, 1, d))
+        return out.squeeze(-2).squeeze(-2)
     out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, o), groups, (1, d))
     return out.squeeze(-2)

@@ -192,8 +192,8 @@ def _lengths(v, name, N):
         if v.dtype.np.kind not in "iu":
             raise RuntimeError(f"ctc_loss: {name} must be integral, got {v.dtype}")
         return v.reshape(-1).long() if v.dim() else v.reshape(1).long()
-    if isinstance(v, int):
-        v = [v]
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"ctc_loss(): argument '{name}' must be a Tensor or a tuple of ints, not {type(v).__name__}")
     return tensor([int(x) for x in v], dtype=dt.int64)
 
 
@@ -205,6 +205,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if log_probs.dim() not in (2, 3):
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (T, C) or 3-D (T, N, C), got "
                            f"{U.fmt_shape(log_probs.shape)}")
+    if log_probs.dtype.np.kind != "f":
+        raise RuntimeError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for '{log_probs.dtype.name}' (log_probs must "
+                           f"be floating point)")
     unbatched = log_probs.dim() == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     T, N, C = lp.shape

@@ -121,10 +121,20 @@ def _(op, vals, bd, params, size):
     return dispatch(op, (x, s.reshape(lead + (nsp,))), params), True
 
 
+def float_only(op, *ts, name=None):
+    """PyTorch's error for a kernel without integer support, naming the op and the dtype."""
+    for t in ts:
+        if t is not None and t.dtype.np.kind != "f":
+            raise RuntimeError(f"\"{name or op}\" not implemented for '{t.dtype.name}' ({op} expects floating point "
+                               f"inputs)")
+
+
 def _take(x, idx, nsp):
     """The values of x (..., *sp) at the flat spatial indices idx (..., *O), differentiably."""
     lead = tuple(idx.shape[:idx.dim() - nsp])
-    out = x.reshape(lead + (-1,)).gather(-1, idx.reshape(lead + (-1,)))
+    n_in = int(np.prod(tuple(x.shape[x.dim() - nsp:])))
+    n_out = int(np.prod(tuple(idx.shape[idx.dim() - nsp:])))
+    out = x.reshape(lead + (n_in,)).gather(-1, idx.reshape(lead + (n_out,)))
     return out.reshape(tuple(idx.shape))
 
 
@@ -218,6 +228,7 @@ def _adaptive_table(n, o):
 
 def _adaptive_max(op, nsp, input, output_size, return_indices):
     sp, out = _adaptive_out(op, input, output_size, nsp)
+    float_only(op, input)
     if any(o == 0 for o in out):
         from .._creation import zeros
         shp = tuple(input.shape[:input.dim() - nsp]) + out
@@ -258,6 +269,10 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _fractional(op, nsp, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
     _check_dims(op, input, nsp)
+    float_only(op, input)
+    if _random_samples is not None and _random_samples.dtype != input.dtype:
+        raise RuntimeError(f"{op}: Expect _random_samples to have the same dtype as input (got "
+                           f"{_random_samples.dtype.name} and {input.dtype.name})")
     k = _tuple(kernel_size, nsp, "kernel_size", op)
     sp = tuple(input.shape[-nsp:])
     if output_size is None:
@@ -318,7 +333,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     op = "avg_pool3d"
     nsp = 3
     _check_dims(op, input, nsp)
-    if input.dtype.np.kind != "f":
+    if input.dtype.np.kind not in "fiu":
         raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[input.dtype.np].name}'")
     k = _tuple(kernel_size, nsp, "kernel_size", op)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
@@ -348,10 +363,15 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     w = ones((1, 1) + k, dtype=input.dtype)
     total = dispatch(conv3d_op, (x, w), {"stride": s, "pad": pads, "dilation": (1, 1, 1), "groups": 1})
     if divisor_override:
-        y = total * (1.0 / divisor_override)
+        den = np.float64(divisor_override)
     else:
         dv = [_avg_divisor(np, n, kk, ss, pp, o, count_include_pad) for n, kk, ss, pp, o in zip(sp, k, s, p, out)]
         den = dv[0][:, None, None] * dv[1][None, :, None] * dv[2][None, None, :]
+    if input.dtype.np.kind != "f":  # integers: PyTorch's truncating division
+        y = (total.double() / tensor(np.asarray(den, np.float64))).trunc().to(input.dtype)
+    elif divisor_override:
+        y = total * (1.0 / divisor_override)
+    else:
         y = total * tensor((1.0 / den).astype(input.dtype.np))
     return y.reshape(lead + out)
 
@@ -361,6 +381,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _max_unpool(op, nsp, input, indices, kernel_size, stride, padding, output_size):
     _check_dims(op, input, nsp)
+    float_only(op, input)
     k = _tuple(kernel_size, nsp, "kernel_size", op)
     s = k if stride is None else _tuple(stride, nsp, "stride", op)
     p = _tuple(padding, nsp, "padding", op)
@@ -394,7 +415,8 @@ def _max_unpool(op, nsp, input, indices, kernel_size, stride, padding, output_si
     lead = tuple(input.shape[:input.dim() - nsp])
     from .._creation import zeros
     z = zeros(lead + (n_out,), dtype=input.dtype)
-    res = z.scatter(-1, indices.reshape(lead + (-1,)), input.reshape(lead + (-1,)))
+    n_in = int(np.prod(sp))
+    res = z.scatter(-1, indices.reshape(lead + (n_in,)), input.reshape(lead + (n_in,)))
     return res.reshape(lead + out)
 
 

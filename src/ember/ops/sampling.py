@@ -107,7 +107,7 @@ def _apply_taps(x, dim, idx, w):
 
 def _sizes(input, size, scale_factor, recompute_scale_factor, nsp):
     if size is not None and scale_factor is not None:
-        raise ValueError("only one of size or scale_factor should be defined")
+        raise ValueError("interpolate: only one of size or scale_factor should be defined")
     in_sizes = list(input.shape[2:])
     if size is not None:
         if isinstance(size, (tuple, list)):
@@ -121,7 +121,7 @@ def _sizes(input, size, scale_factor, recompute_scale_factor, nsp):
             out = [int(size)] * nsp
         return in_sizes, out, [None] * nsp
     if scale_factor is None:
-        raise ValueError("either size or scale_factor should be defined")
+        raise ValueError("interpolate: either size or scale_factor should be defined")
     if isinstance(scale_factor, (tuple, list)):
         if len(scale_factor) != nsp:
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
@@ -169,6 +169,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(o <= 0 for o in out_sizes):
         raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, in_sizes))}) and output ({', '.join(map(str, out_sizes))})")
+    if mode != "nearest" and mode != "nearest-exact" and input.dtype.np.kind != "f":
+        raise RuntimeError(f"interpolate (upsample_{mode}): \"{mode}\" mode not implemented for '{input.dtype.name}' (floating point "
+                           f"input expected)")
     if mode == "area":
         from ..nn import functional as F
         pool = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}[nsp]
@@ -211,7 +214,8 @@ def affine_grid(theta, size, align_corners=None):
     if align_corners is None:
         align_corners = False
     if not U.is_tensor(theta) or theta.dtype.np.kind != "f":
-        raise ValueError(f"Expected theta to have floating point type, but got {getattr(theta, 'dtype', type(theta))}")
+        raise ValueError(f"affine_grid: Expected theta to have floating point type, but got "
+                         f"{getattr(theta, 'dtype', type(theta))}")
     size = [int(s) for s in size]
     if len(size) == 4:
         if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
@@ -229,7 +233,7 @@ def affine_grid(theta, size, align_corners=None):
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     if theta.shape[0] != size[0]:
-        raise ValueError(f"Expected theta of batch size {size[0]}, got {theta.shape[0]}")
+        raise RuntimeError(f"affine_grid: Expected theta of batch size {size[0]} (size[0]), got {theta.shape[0]}")
     from .shape import stack
     from .._creation import ones
     nsp = len(spatial)
@@ -295,8 +299,9 @@ def _gather_taps(input, flat_idx, weight, nsp):
     """input (N, C, *sp); flat_idx (N, *out) int64 tensor; weight (N, *out) tensor or None."""
     N, C = input.shape[:2]
     out_sp = tuple(flat_idx.shape[1:])
-    idx = flat_idx.reshape(N, 1, -1).expand((N, C, flat_idx.numel() // max(N, 1)))
-    v = input.reshape(N, C, -1).gather(2, idx).reshape((N, C) + out_sp)
+    n_out = int(np.prod(out_sp))
+    idx = flat_idx.reshape(N, 1, n_out).expand((N, C, n_out))
+    v = input.reshape(N, C, int(np.prod(tuple(input.shape[2:])))).gather(2, idx).reshape((N, C) + out_sp)
     return v if weight is None else v * weight.unsqueeze(1)
 
 
@@ -337,6 +342,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            f"{input.dtype} and grid has {grid.dtype}")
     if mode == "bicubic" and nsp != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.dtype.np.kind != "f":
+        raise RuntimeError(f"grid_sampler(): \"grid_sample\" not implemented for '{input.dtype.name}'")
     if any(s == 0 for s in input.shape[2:]):
         raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes "
                            f"{U.fmt_shape(input.shape)} with dimension {2 + list(input.shape[2:]).index(0)} being empty")

@@ -227,6 +227,9 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     if orthogonal_map not in ("matrix_exp", "cayley", "householder"):
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: '
                          f'{orthogonal_map}')
+    need = {"matrix_exp": "matrix_exp", "cayley": "solve", "householder": "householder_product"}[orthogonal_map]
+    for n in (need, "qr"):
+        _linalg(n)  # a clear error now, not at the first forward, where this build's linalg lacks one
     orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
