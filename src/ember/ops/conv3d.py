@@ -1,9 +1,10 @@
 """3-d convolution (F.conv3d, F.conv_transpose3d) and F.conv_transpose1d.
 
-The kernels are written for any number of spatial dims (used with three): im2col through one
-strided view of the padded input plus one BLAS matmul per group. The three primitives -- forward,
-input gradient (which is also conv_transpose3d) and weight gradient -- are each other's vjps, as
-conv2d's are in ops/nn.py, so create_graph works at any order; their vmap rules are conv2d's
+The kernels are written for any number of spatial dims (used with three): im2col as one strided
+slice copy per kernel offset (columns laid out (N, C*K, L), so the output needs no transpose) plus
+BLAS matmuls; the input gradient is the transposed matmul and col2im, one strided add per offset.
+The three primitives -- forward, input gradient (which is also conv_transpose3d) and weight
+gradient -- are each other's vjps, as conv2d's are in ops/nn.py, so create_graph works at any order; their vmap rules are conv2d's
 (they fold the vmap dim into the batch, or into the channels with groups multiplied).
 """
 import numpy as np
@@ -11,10 +12,8 @@ import numpy as np
 from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from . import _util as U
-from .nn import (NN, _tuple, _float_check, _tsum, _conv_rule, _conv_input_rule,  # noqa: F401
-                 _conv_weight_rule, conv_transpose2d)
-
-_as_strided = np.lib.stride_tricks.as_strided
+from .nn import (NN, _tuple, _tsum, _conv_rule, _conv_input_rule, _conv_weight_rule,
+                 conv_transpose2d)
 
 
 def _pad_nd(xp, x, pads):
@@ -33,28 +32,17 @@ def _pad_nd(xp, x, pads):
     return out
 
 
-def _windows(x, k, stride, dilation, out_sp):
-    """(N, C, *out_sp, *k) strided view of the padded input x."""
-    st = x.strides
-    nsp = len(k)
-    shape = tuple(x.shape[:2]) + tuple(out_sp) + tuple(k)
-    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nsp)) + \
-        tuple(st[2 + i] * dilation[i] for i in range(nsp))
-    return _as_strided(x, shape, strides, writeable=False)
-
-
 def _cols(xp, x, k, stride, pad, dilation, out_sp, groups):
-    """im2col: (N, G, L, Cg*K) columns of the padded input."""
+    """im2col: (N, G, Cg*K, L) columns of the padded input, one strided slice copy per kernel offset."""
     N, C = x.shape[:2]
     xpd = _pad_nd(xp, x, pad)
-    win = _windows(xpd, k, stride, dilation, out_sp)
-    nsp = len(k)
-    L = int(np.prod(out_sp))
     K = int(np.prod(k))
-    # (N, C, *out, *k) -> (N, *out, C, *k)
-    perm = (0,) + tuple(range(2, 2 + nsp)) + (1,) + tuple(range(2 + nsp, 2 + 2 * nsp))
-    cols = xp.ascontiguousarray(win.transpose(perm)).reshape(N, L, groups, (C // groups) * K)
-    return cols.transpose(0, 2, 1, 3)
+    L = int(np.prod(out_sp))
+    cols = xp.empty((N, C, K) + tuple(out_sp), x.dtype)
+    for j, off in enumerate(np.ndindex(*k)):  # the kernel's offsets, each a whole-batch slice
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(off, dilation, out_sp, stride))
+        cols[:, :, j] = xpd[(slice(None), slice(None)) + sl]
+    return cols.reshape(N, groups, (C // groups) * K, L)
 
 
 def _out_sp(in_sp, k, stride, pad, dilation):
@@ -79,9 +67,9 @@ def _conv_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     out_sp = _out_sp(x.shape[2:], k, stride, pad, dilation)
     if N == 0 or x.shape[1] == 0:
         return xp.zeros((N, Cout) + out_sp, np.result_type(x.dtype, w.dtype))
-    cols = _cols(xp, x, k, stride, pad, dilation, out_sp, groups)          # (N, G, L, CgK)
+    cols = _cols(xp, x, k, stride, pad, dilation, out_sp, groups)          # (N, G, CgK, L)
     wm = w.reshape(groups, Cout // groups, -1)                             # (G, Coutg, CgK)
-    out = xp.matmul(wm[None], cols.transpose(0, 1, 3, 2))                  # (N, G, Coutg, L)
+    out = xp.matmul(wm, cols)                                              # (N, G, Coutg, L)
     out = out.reshape((N, Cout) + out_sp)
     if b is not None:
         out += b.reshape((Cout,) + (1,) * len(k))
@@ -97,27 +85,24 @@ def _conv_input_impl(xp, g, w, *, in_sp, stride, pad, dilation, groups):
     N, Cout = g.shape[:2]
     out_sp = tuple(g.shape[2:])
     k = tuple(w.shape[2:])
-    nsp = len(k)
     Cg = w.shape[1]
     C = Cg * groups
     if N == 0 or Cout == 0:
         return xp.zeros((N, C) + tuple(in_sp), g.dtype)
     L = int(np.prod(out_sp))
-    wm = w.reshape(groups, Cout // groups, Cg, -1)                          # (G, Coutg, Cg, K)
+    wt = w.reshape(groups, Cout // groups, -1).transpose(0, 2, 1)           # (G, CgK, Coutg)
     gm = g.reshape(N, groups, Cout // groups, L)
-    dcols = xp.einsum("gock,ngol->nckl", wm, gm, optimize=True) if groups == 1 else \
-        xp.matmul(wm.reshape(groups, Cout // groups, -1).transpose(0, 2, 1)[None], gm).reshape(N, C, -1, L)
-    dcols = dcols.reshape((N, C) + k + out_sp)
+    dcols = xp.matmul(wt, gm)                                              # (N, G, CgK, L)
+    dcols = dcols.reshape((N, C) + (int(np.prod(k)),) + out_sp)
     padded = tuple(n + lo + max(hi, 0) for n, (lo, hi) in zip(in_sp, pad))
     # the padded input must hold every window (a negative hi pad crops the last positions)
     need = tuple((o - 1) * s + d * (kk - 1) + 1 for o, s, d, kk in zip(out_sp, stride, dilation, k))
     full = tuple(max(p, q) for p, q in zip(padded, need))
     dst = xp.zeros((N, C) + full, g.dtype)
-    for off in np.ndindex(*k):
+    for j, off in enumerate(np.ndindex(*k)):  # col2im: one strided slice add per kernel offset
         sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(off, dilation, out_sp, stride))
-        dst[(slice(None), slice(None)) + sl] += dcols[(slice(None), slice(None)) + off]
+        dst[(slice(None), slice(None)) + sl] += dcols[:, :, j]
     crop = tuple(slice(lo, lo + n) for n, (lo, hi) in zip(in_sp, pad))
-    del nsp
     return xp.ascontiguousarray(dst[(slice(None), slice(None)) + crop])
 
 
@@ -127,11 +112,13 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups):
     out_sp = tuple(g.shape[2:])
     if N == 0:
         return xp.zeros((Cout, C // groups) + tuple(ksize), x.dtype)
-    cols = _cols(xp, x, ksize, stride, pad, dilation, out_sp, groups)      # (N, G, L, CgK)
-    L = cols.shape[2]
+    cols = _cols(xp, x, ksize, stride, pad, dilation, out_sp, groups)      # (N, G, CgK, L)
+    L = cols.shape[3]
     gm = g.reshape(N, groups, Cout // groups, L)
-    gw = xp.matmul(gm.transpose(1, 2, 0, 3).reshape(groups, Cout // groups, N * L),
-                   cols.transpose(1, 0, 2, 3).reshape(groups, N * L, -1))
+    gw = None
+    for n in range(N):  # one GEMM per sample (summed), no copy of the columns
+        t = xp.matmul(gm[n], cols[n].transpose(0, 2, 1))                 # (G, Coutg, CgK)
+        gw = t if gw is None else gw + t
     return gw.reshape((Cout, C // groups) + tuple(ksize))
 
 

@@ -12,7 +12,6 @@ import contextlib
 from ... import _dispatch as D
 from ..._tensor import Tensor
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter
 
 _cache_enabled = 0
