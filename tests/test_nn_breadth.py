@@ -354,6 +354,13 @@ def test_linear_cross_entropy(torch):
     _both(torch, lambda x, w, b, t: F.linear_cross_entropy(x, w, t, linear_bias=b, label_smoothing=0.1),
           lambda x, w, b, t: torch.nn.functional.linear_cross_entropy(x, w, t, linear_bias=b, label_smoothing=0.1),
           x, w, b, t)
+    opts = nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+    _both(torch, lambda x, w, t: F.linear_cross_entropy(x, w, t, options=opts),
+          lambda x, w, t: torch.nn.functional.linear_cross_entropy(x, w, t, options=torch.nn.LinearCrossEntropyOptions(
+              batch_chunk_size=2)), x, w, t, atol=1e-6)
+    for m in (nn, torch.nn):
+        with pytest.raises(ValueError):
+            m.LinearCrossEntropyOptions(batch_chunk_size=0)
 
 
 # ----------------------------------------------------------------------------- unfold / fold, resampling

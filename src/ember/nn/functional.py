@@ -1141,6 +1141,11 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     the same; ember evaluates the reference)."""
     from ..ops.pool3d import float_only
     float_only("linear_cross_entropy", input, linear_weight, linear_bias)
+    if options is not None:
+        from .modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+        if not isinstance(options, LinearCrossEntropyOptions):
+            raise TypeError(f"linear_cross_entropy(): options must be a LinearCrossEntropyOptions or None, got "
+                            f"{type(options).__name__}")
     if linear_weight.dim() < 2:
         raise RuntimeError(f"linear_cross_entropy: expected linear_weight of 2 or more dims (out_features..., "
                            f"in_features), got {U.fmt_shape(linear_weight.shape)}")

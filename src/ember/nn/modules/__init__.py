@@ -36,3 +36,4 @@ from .loss import MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistan
 from .channelshuffle import ChannelShuffle  # noqa: F401,E402
 from .fold import Fold, Unfold  # noqa: F401,E402
 from .normalization import LocalResponseNorm  # noqa: F401,E402
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401,E402
