@@ -70,11 +70,15 @@ add("gather", "fractional_max_pool3d",
     fn=lambda m, x, s, **kw: F(m).fractional_max_pool3d(x, (2, 1, 2), _random_samples=s, **kw),
     samples=fixed(lambda r: S((distinct(r, (1, 2, 5, 4, 6)), r.uniform(0, 1, (1, 2, 3))), {"output_size": (3, 2, 4)},
                               nondiff=(1,))))
-add("conv3d", "avg_pool3d", fn=lambda m, x, **kw: F(m).avg_pool3d(x, **kw),
+add("avg_pool3d", fn=lambda m, x, **kw: F(m).avg_pool3d(x, **kw),
     samples=fixed(lambda r: S((U(r, (1, 2, 5, 4, 5)),), {"kernel_size": 3, "stride": 2, "padding": 1,
                                                          "ceil_mode": True, "count_include_pad": False}),
                   lambda r: S((U(r, (2, 4, 4, 6)),), {"kernel_size": 2}, desc="unbatched"),
                   lambda r: S((U(r, (1, 2, 4, 4, 4)),), {"kernel_size": (2, 3, 2), "divisor_override": 3})))
+add("avg_pool3d_backward", fn=_reg("avg_pool3d_backward"), oracle=False,
+    samples=fixed(lambda r: S((U(r, (1, 2, 3, 2, 3)),), {"in_sp": (5, 4, 5), "kernel": (3, 3, 3), "stride": (2, 2, 2),
+                                                         "pad": (1, 1, 1), "out": (3, 2, 3), "count_include_pad": False,
+                                                         "divisor_override": None})))
 add("matmul", "adaptive_avg_pool3d", fn=lambda m, x, o: F(m).adaptive_avg_pool3d(x, o),
     samples=fixed(lambda r: S((U(r, (1, 2, 5, 4, 6)), (3, None, 4)))))
 
@@ -114,7 +118,7 @@ for _n, _shape in ((1, (2, 3, 6)), (2, (2, 2, 4, 6)), (3, (1, 2, 4, 2, 4))):
         samples=fixed(_mk()))
 
 op_db.NON_DIFFERENTIABLE.extend(["window_argmax", "fractional_max_pool_argmax"])
-op_db.INTERNAL.extend(["conv3d_backward_weight"])
+op_db.INTERNAL.extend(["conv3d_backward_weight", "avg_pool3d_backward"])
 
 # ----------------------------------------------------------------------------- composites of registry ops
 

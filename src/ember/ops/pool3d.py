@@ -6,7 +6,8 @@ the flat spatial index of its window's maximum (PyTorch's ``indices``), and a di
 come with it. The windows are given per spatial dim as index tables (output cell x window slot,
 -1 for a slot outside the input), so one kernel serves strided/dilated/padded windows, adaptive
 ones (uneven sizes) and fractional ones (random starts, per plane). Average pooling in 3-d is a
-convolution with a ones kernel times PyTorch's divisor; max_unpool is a scatter into zeros.
+primitive of its own (strided slice sums, its backward their adjoint); max_unpool is a scatter into
+zeros.
 """
 import math
 
@@ -354,26 +355,74 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         raise RuntimeError(f"{op}: Given input size: ({'x'.join(map(str, input.shape[-nsp - 1:]))}). Calculated "
                            f"output size: ({'x'.join(map(str, (input.shape[-nsp - 1],) + out))}). Output size is "
                            f"too small")
-    from .conv3d import conv3d_op
-    from .._creation import ones, tensor
-    lead = tuple(input.shape[:input.dim() - nsp])
-    x = input.reshape((-1, 1) + sp)
-    # the hi padding reaches the last (ceil mode) window
-    pads = tuple((pp, max(pp, (o - 1) * ss + kk - n - pp)) for n, kk, ss, pp, o in zip(sp, k, s, p, out))
-    w = ones((1, 1) + k, dtype=input.dtype)
-    total = dispatch(conv3d_op, (x, w), {"stride": s, "pad": pads, "dilation": (1, 1, 1), "groups": 1})
-    if divisor_override:
-        den = np.float64(divisor_override)
-    else:
-        dv = [_avg_divisor(np, n, kk, ss, pp, o, count_include_pad) for n, kk, ss, pp, o in zip(sp, k, s, p, out)]
-        den = dv[0][:, None, None] * dv[1][None, :, None] * dv[2][None, None, :]
-    if input.dtype.np.kind != "f":  # integers: PyTorch's truncating division
-        y = (total.double() / tensor(np.asarray(den, np.float64))).trunc().to(input.dtype)
-    elif divisor_override:
-        y = total * (1.0 / divisor_override)
-    else:
-        y = total * tensor((1.0 / den).astype(input.dtype.np))
-    return y.reshape(lead + out)
+    params = {"kernel": k, "stride": s, "pad": p, "out": out, "count_include_pad": bool(count_include_pad),
+              "divisor_override": divisor_override}
+    return dispatch(avg_pool_nd_op, (input,), params)
+
+
+def _avg_den(sp, kernel, stride, pad, out, cip, dov):
+    if dov:
+        return np.float64(dov)
+    dv = [_avg_divisor(np, n, kk, ss, pp, o, cip) for n, kk, ss, pp, o in zip(sp, kernel, stride, pad, out)]
+    den = dv[0]
+    for d in dv[1:]:
+        den = den[..., None] * d
+    return den
+
+
+def _avg_nd_impl(xp, x, *, kernel, stride, pad, out, count_include_pad, divisor_override):
+    """Average pooling of the trailing len(kernel) dims (any leading dims): the sum of one strided
+    slice of the zero-padded input per window offset, times PyTorch's divisor."""
+    nsp = len(kernel)
+    lead = x.shape[:x.ndim - nsp]
+    sp = x.shape[x.ndim - nsp:]
+    hi = [max(pp, (o - 1) * ss + kk - n - pp) for n, kk, ss, pp, o in zip(sp, kernel, stride, pad, out)]
+    xpd = xp.zeros(lead + tuple(n + pp + h for n, pp, h in zip(sp, pad, hi)), x.dtype)
+    xpd[(Ellipsis,) + tuple(slice(pp, pp + n) for pp, n in zip(pad, sp))] = x
+    acc = None
+    for off in np.ndindex(*kernel):  # the window offsets, each a whole-tensor slice
+        v = xpd[(Ellipsis,) + tuple(slice(o, o + (m - 1) * ss + 1, ss) for o, m, ss in zip(off, out, stride))]
+        acc = v.copy() if acc is None else acc.__iadd__(v)
+    den = _avg_den(sp, kernel, stride, pad, out, count_include_pad, divisor_override)
+    if x.dtype.kind != "f":  # integers: PyTorch's truncating division
+        return xp.trunc(acc / den).astype(x.dtype)
+    return (acc * (1.0 / den)).astype(x.dtype, copy=False)
+
+
+def _avg_nd_bwd_impl(xp, g, *, in_sp, kernel, stride, pad, out, count_include_pad, divisor_override):
+    nsp = len(kernel)
+    lead = g.shape[:g.ndim - nsp]
+    den = _avg_den(in_sp, kernel, stride, pad, out, count_include_pad, divisor_override)
+    gs = (g * (1.0 / den)).astype(g.dtype, copy=False)
+    hi = [max(pp, (o - 1) * ss + kk - n - pp) for n, kk, ss, pp, o in zip(in_sp, kernel, stride, pad, out)]
+    dst = xp.zeros(lead + tuple(n + pp + h for n, pp, h in zip(in_sp, pad, hi)), g.dtype)
+    for off in np.ndindex(*kernel):
+        dst[(Ellipsis,) + tuple(slice(o, o + (m - 1) * ss + 1, ss) for o, m, ss in zip(off, out, stride))] += gs
+    return xp.ascontiguousarray(dst[(Ellipsis,) + tuple(slice(pp, pp + n) for pp, n in zip(pad, in_sp))])
+
+
+avg_pool_nd_op = defop("avg_pool3d", _avg_nd_impl, save=("shapes",), family=NN, node_name="AvgPool3DBackward0")
+avg_pool_nd_bwd_op = defop("avg_pool3d_backward", _avg_nd_bwd_impl, family=NN)
+
+
+@avg_pool_nd_op.def_vjp
+def _(ctx, g):
+    nsp = len(ctx.params["kernel"])
+    return dispatch(avg_pool_nd_bwd_op, (g,), dict(ctx.params, in_sp=tuple(ctx.shapes[0][-nsp:])))
+
+
+@avg_pool_nd_bwd_op.def_vjp
+def _(ctx, v):
+    p = dict(ctx.params)
+    del p["in_sp"]
+    return dispatch(avg_pool_nd_op, (v,), p)
+
+
+avg_pool_nd_op.jvp = lambda ctx, t: dispatch(avg_pool_nd_op, (t,), ctx.params)
+avg_pool_nd_bwd_op.jvp = lambda ctx, t: dispatch(avg_pool_nd_bwd_op, (t,), ctx.params)
+# the pooled dims are the trailing ones: a vmap dim in front passes through
+avg_pool_nd_op.batch = lambda op, vals, bd, params, size: (dispatch(op, tuple(vals), params), True)
+avg_pool_nd_bwd_op.batch = lambda op, vals, bd, params, size: (dispatch(op, tuple(vals), params), True)
 
 
 # ----------------------------------------------------------------------------- max_unpool
