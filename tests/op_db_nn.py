@@ -159,7 +159,7 @@ add("conv2d_backward_input", "fold", fn=lambda m, x, **kw: F(m).fold(x, **kw),
                                                    "padding": 1, "stride": (2, 1)}),
                   lambda r: S((U(r, (8, 6)),), {"output_size": (5, 6), "kernel_size": 2, "stride": 2},
                               desc="unbatched, uncovered border")))
-add("index_select", "upsample_bilinear", fn=lambda m, x, **kw: F(m).upsample_bilinear(x, **kw),
+add("matmul", "upsample_bilinear", fn=lambda m, x, **kw: F(m).upsample_bilinear(x, **kw),
     samples=fixed(lambda r: S((U(r, (1, 2, 3, 4)),), {"scale_factor": 2})))
 add("upsample_nearest", "upsample_nearest_fn", fn=lambda m, x, **kw: F(m).upsample_nearest(x, **kw),
     samples=fixed(lambda r: S((U(r, (1, 2, 3, 4)),), {"size": (5, 7)})))
@@ -171,16 +171,20 @@ def _interp(m, x, **kw):
     return F(m).interpolate(x, **kw)
 
 
-add("index_select", "interpolate_bicubic", fn=_interp,
+add("matmul", "interpolate_bicubic", fn=_interp,
     samples=fixed(lambda r: S((U(r, (1, 2, 4, 5)),), {"size": (7, 3), "mode": "bicubic"}),
                   lambda r: S((U(r, (1, 2, 4, 5)),), {"scale_factor": 1.5, "mode": "bicubic", "align_corners": True})))
-add("index_select", "interpolate_antialias", fn=_interp,
+add("matmul", "interpolate_antialias", fn=_interp,
     samples=fixed(lambda r: S((U(r, (1, 2, 9, 8)),), {"size": (4, 3), "mode": "bilinear", "antialias": True}),
                   lambda r: S((U(r, (1, 2, 9, 8)),), {"scale_factor": 0.4, "mode": "bicubic", "antialias": True})))
-add("index_select", "interpolate_linear", fn=_interp,
+add("matmul", "interpolate_linear", fn=_interp,
     samples=fixed(lambda r: S((U(r, (2, 2, 5)),), {"size": 8, "mode": "linear"}),
                   lambda r: S((U(r, (1, 2, 3, 4, 2)),), {"scale_factor": (1.5, 0.5, 2), "mode": "trilinear",
                                                          "align_corners": True})))
+add("index_select", "interpolate_long_dim", fn=_interp,  # past _DENSE_MAX: the tap-by-tap path
+    samples=fixed(lambda r: S((U(r, (1, 2, 170)),), {"size": 41, "mode": "linear"}),
+                  lambda r: S((U(r, (1, 1, 2, 170)),), {"size": (3, 60), "mode": "bicubic", "align_corners": True}),
+                  lambda r: S((U(r, (1, 1, 3, 170)),), {"size": (2, 50), "mode": "bilinear", "antialias": True})))
 add("upsample_nearest", "interpolate_nearest_exact", fn=_interp,
     samples=fixed(lambda r: S((U(r, (1, 2, 5, 4)),), {"size": (3, 7), "mode": "nearest-exact"})))
 add("matmul", "interpolate_area", fn=_interp,

@@ -401,6 +401,15 @@ def test_interpolate_every_mode_matches_torch(torch, nsp):
             _both(torch, lambda x: F.interpolate(x, **kw), lambda x: torch.nn.functional.interpolate(x, **kw), x)
 
 
+def test_interpolate_long_dims_tap_path(torch):
+    # past ember.ops.sampling._DENSE_MAX the resampling runs tap by tap instead of as one matmul
+    x = _r(1, 2, 3, 200)
+    for kw in (dict(size=(5, 90), mode="bilinear"), dict(size=(4, 333), mode="bicubic", align_corners=True),
+               dict(size=(2, 70), mode="bicubic", antialias=True), dict(scale_factor=(1.0, 0.3), mode="bilinear",
+                                                                      antialias=True)):
+        _both(torch, lambda x: F.interpolate(x, **kw), lambda x: torch.nn.functional.interpolate(x, **kw), x)
+
+
 def test_interpolate_gradcheck_and_errors(torch):
     x = _t(_r(1, 2, 5, 4), True)
     assert gradcheck(lambda x: F.interpolate(x, size=(3, 7), mode="bicubic", antialias=True), (x,))

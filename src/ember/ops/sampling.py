@@ -84,10 +84,23 @@ def _aa_taps(n_in, n_out, align_corners, scale, cubic):
     return idx, w
 
 
+_DENSE_MAX = 160  # input sizes up to this resample as one matmul with the dense weight matrix
+
+
 def _apply_taps(x, dim, idx, w):
-    """sum over taps t of x.index_select(dim, idx[:, t]) * w[:, t] (along ``dim``)."""
+    """sum over taps t of x.index_select(dim, idx[:, t]) * w[:, t] (along ``dim``): for a short
+    input dim as one matmul with the (n_out, n_in) weight matrix, otherwise tap by tap."""
     from .indexing import index_select
     n_out, T = idx.shape
+    n_in = x.shape[dim]
+    if n_in <= _DENSE_MAX:
+        W = np.zeros((n_out, n_in))
+        np.add.at(W, (np.repeat(np.arange(n_out), T), idx.reshape(-1)), w.reshape(-1))
+        dt = x._data.dtype if not x._meta else x.dtype.np
+        Wt = D._new_tensor(np.ascontiguousarray(W.T.astype(dt)))
+        if dim == x.dim() - 1:
+            return x @ Wt
+        return (x.movedim(dim, -1) @ Wt).movedim(-1, dim)
     shape = [1] * x.dim()
     shape[dim] = n_out
     out = None
@@ -194,7 +207,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             idx, w = _linear_taps(n_in, n_out, align_corners, s)
         out = _apply_taps(out, 2 + k, idx, w)
-    return out
+    return out.contiguous()
 
 
 # ----------------------------------------------------------------------------- affine_grid, grid_sample
