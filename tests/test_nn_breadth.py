@@ -643,3 +643,19 @@ def test_utils_hooks():
     assert unserializable_hook(lambda g: g).__torch_unserializable__
     m = nn.Linear(2, 2)
     assert isinstance(m.register_forward_hook(lambda *a: None), RemovableHandle)
+
+
+def test_channel_dropout_shapes_and_warnings_as_pytorch(torch):
+    # dropout2d draws one value per entry of the first two dims whatever the rank (a 3-D input is
+    # (N, C, L), with PyTorch's warning; a 2-D input elementwise, with its deprecation warning)
+    with pytest.warns(UserWarning, match="3D input to dropout2d"):
+        y = F.dropout2d(ember.ones(4, 6, 50), 0.5).numpy()
+    assert (y.min(2) == y.max(2)).all() and not (y.reshape(4, -1).min(1) == y.reshape(4, -1).max(1)).all()
+    with pytest.warns(UserWarning, match="2-D input to dropout2d"):
+        y = F.dropout2d(ember.ones(40, 50), 0.5).numpy()
+    assert not (y.min(1) == y.max(1)).all()
+    y = F.dropout1d(ember.ones(40, 50), 0.5).numpy()
+    assert (y.min(1) == y.max(1)).all()
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError, match="dropout1d"):
+            m.nn.functional.dropout1d(m.ones(2, 3, 4, 5), 0.5)

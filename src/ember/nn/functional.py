@@ -192,11 +192,30 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           f"channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
     return _channel_dropout(input, p, training, inplace, 1)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, inplace, 2)
+    import warnings
+    d = input.dim()
+    if d not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {d}-D input to dropout2d, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      f"inputs).", stacklevel=2)
+    if d == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    # PyTorch's mask: one draw per (sample, channel) of the first two dims, whatever the rank
+    return _channel_dropout(input, p, training, inplace, max(d - 2, 0))
 
 
 def _channel_dropout(input, p, training, inplace, nd):
@@ -204,7 +223,7 @@ def _channel_dropout(input, p, training, inplace, nd):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    shape = tuple(input.shape[:-nd]) + (1,) * nd
+    shape = tuple(input.shape[:input.dim() - nd]) + (1,) * nd
     keep = (_gen().random(shape) >= p).astype(input._data.dtype) / (1.0 - p if p < 1 else 1.0)
     m = D._new_tensor(keep)
     return input.mul_(m) if inplace else input * m
