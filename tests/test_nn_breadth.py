@@ -659,3 +659,22 @@ def test_channel_dropout_shapes_and_warnings_as_pytorch(torch):
     for m in (ember, torch):
         with pytest.raises(RuntimeError, match="dropout1d"):
             m.nn.functional.dropout1d(m.ones(2, 3, 4, 5), 0.5)
+
+
+def test_legacy_spectral_norm_matches_torch(torch):
+    me = nn.utils.spectral_norm(nn.Conv2d(2, 3, 3))
+    mt = torch.nn.utils.spectral_norm(torch.nn.Conv2d(2, 3, 3))
+    assert list(me.state_dict()) == list(mt.state_dict())
+    _load(me, mt)
+    x = R.standard_normal((2, 2, 5, 5)).astype(np.float32)
+    for _ in range(3):  # one power iteration per training forward on both sides
+        np.testing.assert_allclose(me(_t(x)).detach().numpy(), mt(torch.tensor(x)).detach().numpy(), atol=1e-5)
+    me.eval()
+    mt.eval()
+    np.testing.assert_allclose(me(_t(x)).detach().numpy(), mt(torch.tensor(x)).detach().numpy(), atol=1e-5)
+    me(_t(x)).sum().backward()
+    assert me.weight_orig.grad is not None
+    nn.utils.remove_spectral_norm(me)
+    torch.nn.utils.remove_spectral_norm(mt)
+    assert list(me.state_dict()) == list(mt.state_dict())
+    np.testing.assert_allclose(me.weight.detach().numpy(), mt.weight.detach().numpy(), atol=1e-6)
