@@ -207,15 +207,14 @@ add("matmul", "affine_grid", fn=lambda m, t, **kw: F(m).affine_grid(t, **kw),
 # ----------------------------------------------------------------------------- CTC loss
 
 
-def _ctc_sample(T, N, C, S, il, tl, **kw):
+def _ctc_sample(T, N, C, smax, il, tl, **kw):
     def make(r):
-        tg = r.integers(1, C, (N, S))
+        tg = r.integers(1, C, (N, smax))
         tg[0, :2] = tg[0, 0]  # a repeated label needs a blank between
-        return S_((U(r, (T, N, C)), tg, np.array(il), np.array(tl)), kw)
+        return S((U(r, (T, N, C)), tg, np.array(il), np.array(tl)), kw)
     return make
 
 
-S_ = S
 # through log_softmax: PyTorch's CTC gradient is the logits' gradient (exact through a log_softmax)
 add("ctc_loss", fn=lambda m, x, t, il, tl, **kw: F(m).ctc_loss(x.log_softmax(2) if x.dtype.is_floating_point else x,
                                                                t, il, tl, **kw),

@@ -9,8 +9,6 @@ ones (uneven sizes) and fractional ones (random starts, per plane). Average pool
 primitive of its own (strided slice sums, its backward their adjoint); max_unpool is a scatter into
 zeros.
 """
-import math
-
 import numpy as np
 
 from .. import _dispatch as D
@@ -480,5 +478,3 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
 
-
-del math
