@@ -573,21 +573,56 @@ def test_weight_norm_and_spectral_norm_match_torch(torch):
     assert tuple(me.parametrizations.weight[0]._u.shape) == (3,)
 
 
-def test_orthogonal(torch):
+def _numpy_linalg_standins(monkeypatch):
+    """Forward-only NumPy/SciPy stand-ins for the ember.linalg ops orthogonal needs (added by the
+    linalg work in parallel): they let the parametrization's own logic be checked against PyTorch."""
+    import scipy.linalg as sl
+
+    def wrap(f):
+        def g(*a):
+            out = f(*[x.detach().numpy() for x in a])
+            return tuple(ember.tensor(o) for o in out) if isinstance(out, tuple) else ember.tensor(out)
+        return g
+
+    def householder_product(A, tau):
+        n, k = A.shape
+        Q = np.eye(n)
+        for i in range(len(tau)):
+            v = np.zeros(n)
+            v[i] = 1
+            v[i + 1:] = A[i + 1:, i]
+            Q = Q @ (np.eye(n) - tau[i] * np.outer(v, v))
+        return Q[:, :k]
+    for name, f in (("matrix_exp", sl.expm), ("qr", lambda a: np.linalg.qr(a)), ("solve", np.linalg.solve),
+                    ("householder_product", householder_product)):
+        monkeypatch.setattr(ember.linalg, name, wrap(f), raising=False)
+
+
+def test_orthogonal(torch, monkeypatch):
+    from ember.nn.utils.parametrizations import orthogonal
     L = ember.linalg
-    if not all(hasattr(L, n) for n in ("matrix_exp", "qr", "householder_product", "solve")):
-        from ember.nn.utils.parametrizations import orthogonal
+    real = all(hasattr(L, n) for n in ("matrix_exp", "qr", "householder_product", "solve"))
+    if not real:
         with pytest.raises(NotImplementedError, match="ember.linalg"):
             orthogonal(nn.Linear(3, 3))
-        pytest.skip("ember.linalg lacks matrix_exp/qr/householder_product/solve in this build")
-    from ember.nn.utils.parametrizations import orthogonal
+        _numpy_linalg_standins(monkeypatch)
     for shape, mapname in (((3, 3), "matrix_exp"), ((3, 3), "cayley"), ((5, 3), "householder"),
-                           ((3, 5), "matrix_exp")):
-        m = orthogonal(nn.Linear(shape[1], shape[0]), orthogonal_map=mapname)
-        Q = m.weight.detach().numpy()
+                           ((3, 5), "matrix_exp"), ((4, 4), "householder"), ((3, 5), "cayley")):
+        me = orthogonal(nn.Linear(shape[1], shape[0]).double(), orthogonal_map=mapname)
+        mt = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(shape[1], shape[0]).double(),
+                                                        orthogonal_map=mapname)
+        assert list(me.state_dict()) == list(mt.state_dict())
+        Q = me.weight.detach().numpy()
         G = Q @ Q.T if shape[0] <= shape[1] else Q.T @ Q
-        np.testing.assert_allclose(G, np.eye(min(shape)), atol=1e-5)
-        m(ember.randn(2, shape[1])).sum().backward()
+        np.testing.assert_allclose(G, np.eye(min(shape)), atol=1e-10)
+        with torch.no_grad():  # away from the identity: the map itself against PyTorch's
+            o = mt.parametrizations.weight.original
+            o.add_(torch.tensor(R.standard_normal(tuple(o.shape)) * 0.3))
+        _load(me, mt)
+        np.testing.assert_allclose(me.weight.detach().numpy(), mt.weight.detach().numpy(), atol=1e-10)
+        if real:
+            me(ember.randn(2, shape[1], dtype=ember.float64)).sum().backward()
+            assert me.parametrizations.weight.original.grad is not None
 
 
 def test_prune_matches_torch(torch):

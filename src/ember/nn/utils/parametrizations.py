@@ -182,7 +182,7 @@ class _Orthogonal(Module):
             tau = 2.0 / (1.0 + (A * A).sum(-2))
             Q = _linalg("householder_product")(A, tau)
             # X's diagonal holds the signs (1 or -1) of the reflectors' completion; not differentiated
-            Q = Q * X.diagonal(dim1=-2, dim2=-1).detach().round().unsqueeze(-2)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).detach().trunc().unsqueeze(-2)  # (an int cast, as PyTorch)
         if getattr(self, "base", None) is not None:
             Q = self.base @ Q
         if transposed:
