@@ -806,6 +806,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         if o >= s and o >= d:
             raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, but got "
                                f"output_padding={list(opad)}, stride={list(stride)}, dilation={list(dilation)}")
+    if any(o >= s for o, s in zip(opad, stride)):
+        # output padding of a stride or more (allowed below the dilation) crops the adjoint
+        # convolution's padding: the N-d kernels of ops/conv3d.py take that, with a unit depth
+        from .conv3d import conv_transpose3d
+        out = conv_transpose3d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride, (0,) + pad,
+                               (0,) + opad, groups, (1,) + dilation).squeeze(2)
+        return out.squeeze(0) if unbatched else out
     Cin = x.shape[1]
     if weight.shape[0] != Cin:
         raise RuntimeError(f"{op}: Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
