@@ -8,14 +8,29 @@ batched operands, let the others broadcast) serves every op here. Rules use conj
 (``.mH``) where the complex formula needs them, so that they stay right once complex dtypes exist.
 """
 import numpy as np
-import scipy.linalg as _sla
-from scipy.linalg import lapack as _lapack
 
 from .._dispatch import defop, dispatch
 from . import _util as U
 from ._batching import elementwise_rule
 
 FAM = "linalg_decomp"
+
+
+class _Lazy:
+    """scipy.linalg (and its lapack module), imported on first use: ember's import stays free of it."""
+    def __init__(self, sub=None):
+        self._sub = sub
+
+    def __getattr__(self, name):
+        import scipy.linalg
+        from .. import _blas
+        _blas.sync_scipy()  # SciPy's own OpenBLAS follows ember.set_num_threads
+        mod = scipy.linalg if self._sub is None else getattr(scipy.linalg, self._sub)
+        return getattr(mod, name)
+
+
+_sla = _Lazy()
+_lapack = _Lazy("lapack")
 
 
 class LinAlgError(RuntimeError):

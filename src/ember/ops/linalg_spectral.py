@@ -8,11 +8,10 @@ like PyTorch's, eigh's and svd's are well defined only when the eigen/singular v
 caveat.
 """
 import numpy as np
-from scipy.linalg import lapack as _lapack
 
 from .._dispatch import defop, dispatch
 from ._batching import elementwise_rule
-from .linalg_solve import (FAM, err, LinAlgError, check_matrix, check_float, concrete, solve_tri, rsolve_tri,
+from .linalg_solve import (FAM, err, _lapack, LinAlgError, check_matrix, check_float, concrete, solve_tri, rsolve_tri,
                            _mm, _tril, _triu, _diag, _diag_embed, _eye, _where, _bt)
 
 
