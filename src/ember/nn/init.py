@@ -163,8 +163,10 @@ def orthogonal_(tensor, gain=1, generator=None):
     flat = _gen(generator).standard_normal((rows, cols))
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
+    from .. import linalg
+    from .._creation import from_numpy
+    q, r = linalg.qr(from_numpy(flat))  # (through ember.linalg.qr, LAPACK's Householder QR)
+    q = (q * r.diagonal().sign()).numpy()
     if rows < cols:
         q = q.T
     return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))

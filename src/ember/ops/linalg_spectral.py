@@ -195,13 +195,13 @@ def qr(a, mode="reduced"):
     return dispatch(qr_op, (a,), {"mode": mode} if mode != "reduced" else {})
 
 
-def _qr_check(ctx, m, n):
+def _qr_check(ctx, q, r):
     mode = ctx.params.get("mode", "reduced")
     if mode == "r":
         raise err("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
                            "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
                            "linalg.qr.")
-    if mode == "complete" and m > n:
+    if mode == "complete" and q.shape[-2] > r.shape[-1]:
         raise err("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
 
 
@@ -217,8 +217,8 @@ def _qr_vjp_tall(q, r, gq, gr):
 @qr_op.def_vjp
 def _(ctx, gq, gr):
     q, r = ctx.outs
+    _qr_check(ctx, q, r)
     m, n = q.shape[-2], r.shape[-1]
-    _qr_check(ctx, m, n)
     if m >= n:
         return _qr_vjp_tall(q, r, gq, gr)
     from .shape import cat
@@ -241,8 +241,8 @@ def _qr_jvp_tall(q, r, t):
 @qr_op.def_jvp
 def _(ctx, t):
     q, r = ctx.outs
+    _qr_check(ctx, q, r)
     m, n = q.shape[-2], r.shape[-1]
-    _qr_check(ctx, m, n)
     if m >= n:
         return _qr_jvp_tall(q, r, t)
     from .shape import cat

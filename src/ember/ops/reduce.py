@@ -689,8 +689,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if dim is not None:
             prm["dims"] = U.wrap_dims(dim, input.dim(), "norm")
         return dispatch(vector_norm_op, (input,), prm)
-    if p == "nuc":
-        raise NotImplementedError("norm(p='nuc') is not implemented in ember")
+    if p == "nuc":  # the sum of the singular values (ember.linalg)
+        from ..linalg import matrix_norm
+        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
     if p == math.inf or p == "inf":
         return amax(input.abs(), dim if dim is not None else (), keepdim)
     if p == -math.inf:
