@@ -134,6 +134,10 @@ add("linalg_lstsq", "linalg_lstsq_all", fn=lambda m, a, b, **k: m.linalg.lstsq(a
     samples=fixed(lambda r: S((U(r, (2, 4, 3)), U(r, (2, 4, 1)))),
                   lambda r: S((U(r, (4, 3)), U(r, (4, 2))), {"driver": "gelsd"}),
                   lambda r: S((U(r, (4, 3)), U(r, (4, 2))), {"driver": "gels"})))
+add("linalg_lstsq", "linalg_lstsq_residuals", fn=lambda m, a, b, **k: m.linalg.lstsq(a, b, **k)[:2],
+    samples=fixed(lambda r: S((U(r, (5, 3)), U(r, (5, 2))), {"driver": "gelsd"}),
+                  lambda r: S((U(r, (2, 5, 3)), U(r, (2, 5, 1))), {"driver": "gels"}),
+                  lambda r: S((U(r, (4, 3)), U(r, (4, 2))), desc="gelsy: no residuals")))
 add("linalg_lstsq", "linalg_lstsq", fn=lambda m, a, b, **k: m.linalg.lstsq(a, b, **k).solution,
     samples=fixed(lambda r: S((U(r, (4, 3)), U(r, (4, 2)))), lambda r: S((U(r, (2, 4, 3)), U(r, (2, 4, 1)))),
                   lambda r: S((U(r, (4, 3)), U(r, (4,))), desc="vector")))

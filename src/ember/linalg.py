@@ -392,20 +392,17 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
         p["rcond"] = rcond
     x, res, rank, sv = dispatch(_LS.lstsq_op, (A, b), p)
     if vec:
-        x = x.squeeze(-1)
-        if res.dim() > 0 and res.shape[-1:] == (1,) and res.numel():
-            res = res.squeeze(-1)
+        x = x.squeeze(-1)  # (the residuals keep their last dim of 1, as PyTorch's)
     return _out(_Lstsq(x, res, rank, sv), out)
 
 
 def _tol_value(t):
+    """A float, or (a tensor of tolerances over the batch) its values."""
     if t is None:
         return None
     if U.is_tensor(t):
-        if t.numel() != 1:
-            raise NotImplementedError("linalg: atol/rtol given as tensors of several values are not supported "
-                                      "by ember; pass a float")
-        return float(t.item())
+        U.check_plain("linalg tolerances", t)
+        return float(t.item()) if t.dim() == 0 else t.detach().numpy().astype(np.float64)
     return float(t)
 
 
@@ -434,13 +431,17 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
         atol, rtol = tol, 0.0
     atol, rtol = _tol_value(atol), _tol_value(rtol)
     m, n = A.shape[-2:]
+    from ._creation import tensor as _tensor
     with _no_grad():
         s = eigvalsh(A).abs() if hermitian else svdvals(A)
         if rtol is None:
-            rtol = 0.0 if (atol is not None and atol > 0) else float(np.finfo(A.dtype.np).eps) * max(m, n)
+            rtol = 0.0 if (atol is not None and np.all(np.asarray(atol) > 0)) else \
+                float(np.finfo(A.dtype.np).eps) * max(m, n)
         smax = _R.amax(s, -1, True) if s.shape[-1] else s.sum(-1, keepdim=True)
-        tol_ = (smax * rtol).clamp_min(atol or 0.0)
-        r = (s > tol_).sum(-1)
+        rt = _tensor(np.asarray(rtol, A.dtype.np)).unsqueeze(-1)
+        at = _tensor(np.asarray(0.0 if atol is None else atol, A.dtype.np)).unsqueeze(-1)
+        from .ops.elementwise import maximum
+        r = (s > maximum(smax * rt, at)).sum(-1)
     return _out(r, out)
 
 
@@ -526,10 +527,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
             raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_LS.torch_dtype_name(A.dtype.np)}")
         s = svdvals(A.movedim((d0, d1), (-2, -1)))
-        if ord == "nuc":
+        if ord == "nuc" or s.shape[-1] == 0:  # (an empty matrix's norm is 0, as PyTorch's)
             r = s.sum(-1)
-        elif s.shape[-1] == 0:
-            raise RuntimeError(f"linalg.matrix_norm: Expected a non-empty matrix for ord={ord}")
         else:
             r = _R.amax(s, -1) if ord == 2 else _R.amin(s, -1)
         if keepdim:
@@ -541,7 +540,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         sums, red = A.abs().sum(d1, keepdim=True), d0
     else:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    r = (_R.amax if ord > 0 else _R.amin)(sums, (red,), True)
+    if sums.shape[red] == 0:
+        r = sums.sum(red, keepdim=True)
+    else:
+        r = (_R.amax if ord > 0 else _R.amin)(sums, (red,), True)
     return _out(r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1)), out)
 
 
@@ -693,8 +695,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 def vander(x, N=None):
     """Columns x^0, x^1, ..., x^(N-1) (increasing powers), through a product scan."""
-    if x.dim() < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    if x.dim() == 0:
+        x = x.unsqueeze(0)
     n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError(f"linalg.vander: N must be greater than 1.")

@@ -629,9 +629,12 @@ expm_op.batch = elementwise_rule
 
 
 def _tol(s, m, n, atol, rtol, dtype):
+    """max(atol, rtol * s_max) per matrix (atol/rtol: floats, or arrays over the batch)."""
     if rtol is None:
-        rtol = 0.0 if (atol is not None and atol > 0) else np.finfo(dtype).eps * max(m, n)
+        rtol = 0.0 if (atol is not None and np.all(np.asarray(atol) > 0)) else np.finfo(dtype).eps * max(m, n)
     atol = 0.0 if atol is None else atol
+    atol = np.asarray(atol, s.dtype)[..., None]
+    rtol = np.asarray(rtol, s.dtype)[..., None]
     smax = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,), s.dtype)
     return np.maximum(atol, rtol * smax)
 
@@ -746,17 +749,31 @@ def _lstsq_impl(xp, a, b, rcond=None, driver="gelsy"):
     return x, res, rank, sv
 
 
-lstsq_op = defop("linalg_lstsq", _lstsq_impl, nout=4, diff_outputs=(0,), save=("inputs",), bcast=True, family=FAM)
+lstsq_op = defop("linalg_lstsq", _lstsq_impl, nout=4, diff_outputs=(0, 1), save=("inputs", "out"), bcast=True,
+                 family=FAM)
 
 
 @lstsq_op.def_vjp
 def _(ctx, g, gr, grank, gs):
-    # the solution is pinv(A) B (for A of full rank, as PyTorch differentiates it)
+    # the solution is pinv(A) B (for A of full rank, as PyTorch differentiates it); the residuals
+    # ||A x_j - b_j||^2 at the optimum x_j have the gradients 2 r_j x_j^H (A) and -2 r_j (b_j)
     a, b = ctx.inputs
     x = dispatch(pinv_op, (a,))
     gb = _mm(x.mH, g) if ctx.needs[1] else None
     ga = pinv_vjp(a, x, _mm(g, b.mH)) if ctx.needs[0] else None
+    if gr.numel() and not _zero(gr):
+        sol = ctx.outs[0]
+        r2 = (_mm(a, sol) - b) * (2 * gr.unsqueeze(-2))
+        if ga is not None:
+            ga = ga + _mm(r2, sol.mH)
+        if gb is not None:
+            gb = gb - r2
     return ga, gb
+
+
+def _zero(g):
+    v = concrete(g)
+    return v is not None and not v.any()
 
 
 @lstsq_op.def_jvp
@@ -769,7 +786,16 @@ def _(ctx, ta, tb):
     if tb is not None:
         s = _mm(x, tb)
         r = s if r is None else r + s
-    return r, None, None, None
+    dres = None
+    if ctx.outs[1].numel():
+        sol = ctx.outs[0]
+        d = 0
+        if ta is not None:
+            d = _mm(ta, sol)
+        if tb is not None:
+            d = d - tb
+        dres = (2 * (_mm(a, sol) - b) * d).sum(-2)
+    return r, dres, None, None
 
 
 def _lstsq_batch(op, vals, bd, params, size):

@@ -315,10 +315,11 @@ def _ldl_solve_impl(xp, ld, piv, b, hermitian=False):
                            f"{ld.dtype} and {b.dtype}")
     n, k = b.shape[-2:]
     batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2], piv.shape[:-1])
-    lb = np.broadcast_to(ld, batch + (n, n)).reshape(-1, n, n)
-    pb = np.broadcast_to(piv, batch + (n,)).reshape(-1, n)
-    bb = np.broadcast_to(b, batch + (n, k)).reshape(-1, n, k)
-    out = np.zeros((lb.shape[0], n, k), b.dtype)
+    nb = int(np.prod(batch))
+    lb = np.broadcast_to(ld, batch + (n, n)).reshape(nb, n, n)
+    pb = np.broadcast_to(piv, batch + (n,)).reshape(nb, n)
+    bb = np.broadcast_to(b, batch + (n, k)).reshape(nb, n, k)
+    out = np.zeros((nb, n, k), b.dtype)
     if b.size and n:
         f = _lapack.get_lapack_funcs("hetrs" if (hermitian and b.dtype.kind == "c") else "sytrs", (ld,))
         for i in range(lb.shape[0]):

@@ -701,6 +701,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == 1:
         return sum(input.abs(), dim, keepdim)
     a = input.abs()
+    if p < 0:  # a zero makes the norm 0 (|0|^p is inf); elsewhere the plain formula, gradient 0 there
+        zero = a == 0
+        hit = zero.any(dim, keepdim) if dim is not None else zero.any()
+        r = sum(where(zero, 1.0, a) ** p, dim, keepdim) ** (1.0 / p)
+        return where(hit, 0.0, r)
     if p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
         zero = a == 0
         a = where(zero, 0.0, where(zero, 1.0, a) ** p)
