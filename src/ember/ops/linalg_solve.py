@@ -342,13 +342,15 @@ def det_grad(a, d):
     where A is invertible, and through the SVD where it is singular (adj(A) = det(U) det(Vh) V diag(prod of
     the other singular values) U^H), so that det keeps its gradient at singular matrices."""
     from .linalg_spectral import svd
-    vals = concrete(d)
+    from .._creation import from_numpy
+    av = concrete(a)
     n = a.shape[-1]
     dd = _conj(d).unsqueeze(-1).unsqueeze(-1)
-    if vals is not None and not (vals == 0).any():
+    mask = near_singular(av) if av is not None else None
+    if mask is not None and not mask.any():
         return dd * inv(a).mH
-    sing = (d == 0).unsqueeze(-1).unsqueeze(-1)
-    if vals is not None and bool((vals == 0).all()):
+    sing = (from_numpy(mask) if mask is not None else d == 0).unsqueeze(-1).unsqueeze(-1)
+    if mask is not None and mask.all():
         regular = None
     else:
         safe = _where(sing, _eye(n, a), a)
@@ -361,6 +363,22 @@ def det_grad(a, d):
     if regular is None:
         return adj_h
     return _where(sing, adj_h, regular)
+
+
+def near_singular(a):
+    """Per matrix of a batch: True where an LU pivot is within n * eps of the largest (numerically
+    singular: det's gradient then goes through the SVD, which stays accurate there)."""
+    if a.size == 0:
+        return np.zeros(a.shape[:-2], bool)
+    f = _lapack.get_lapack_funcs("getrf", (a,))
+    n = a.shape[-1]
+    eps = np.finfo(a.dtype).eps * n
+    out = []
+    for m in _flat(a):
+        d = np.abs(np.diagonal(f(m)[0]))
+        top = d.max()
+        out.append(bool(top == 0 or d.min() <= eps * top))
+    return np.array(out, bool).reshape(a.shape[:-2])
 
 
 @det_op.def_vjp
