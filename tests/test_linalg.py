@@ -437,3 +437,64 @@ def test_lowrank():
     u, s, v = ember.pca_lowrank(a, q=4)
     c = a - a.mean(-2, keepdim=True)
     np.testing.assert_allclose(s.numpy(), np.linalg.svd(c.numpy(), compute_uv=False)[:4], rtol=1e-8)
+
+
+def test_large_matrices_take_scipys_lapack(torch):
+    """From 64 rows or columns on, cholesky/eigh/svd run SciPy's LAPACK matrix by matrix (NumPy's
+    batched routines below): the same values, errors and gradients on both sides of the switch."""
+    from ember.ops import linalg_solve as LS
+    for n in (LS.BIG - 1, LS.BIG):
+        a = _rand(2, n, n, seed=n)
+        s = a @ a.swapaxes(-1, -2) + n * np.eye(n)
+        e, t = _pair(torch, s, True)
+        el, tl = ember.linalg.cholesky(e), torch.linalg.cholesky(t)
+        np.testing.assert_allclose(_np(el), tl.detach().numpy(), rtol=1e-10, atol=1e-12)
+        el.sin().sum().backward()
+        tl.sin().sum().backward()
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(_np(ember.linalg.cholesky(e, upper=True)),
+                                   torch.linalg.cholesky(t, upper=True).detach().numpy(), rtol=1e-10, atol=1e-12)
+        w, v = ember.linalg.eigh(e, UPLO="U")
+        tw, tv = torch.linalg.eigh(t, UPLO="U")
+        np.testing.assert_allclose(_np(w), tw.detach().numpy(), rtol=1e-10)
+        np.testing.assert_allclose(np.abs(_np(v)), np.abs(tv.detach().numpy()), atol=1e-8)
+        r = _rand(2, n, n - 3, seed=1)
+        er, tr_ = _pair(torch, r)
+        for full in (False, True):
+            u, sv, vh = ember.linalg.svd(er, full_matrices=full)
+            tu, ts, tvh = torch.linalg.svd(tr_, full_matrices=full)
+            assert tuple(u.shape) == tuple(tu.shape) and tuple(vh.shape) == tuple(tvh.shape)
+            np.testing.assert_allclose(_np(sv), ts.numpy(), rtol=1e-10)
+            np.testing.assert_allclose(_np(u[..., :n - 3] * sv.unsqueeze(-2) @ vh[..., :n - 3, :]), r, atol=1e-10)
+        bad = s.copy()
+        bad[1, 5, 5] = -1e6
+        te = _err(lambda: torch.linalg.cholesky(torch.tensor(bad)))
+        ee = _err(lambda: ember.linalg.cholesky(ember.tensor(bad)))
+        assert str(ee) == str(te) and isinstance(ee, ember.linalg.LinAlgError)
+        info = ember.linalg.cholesky_ex(ember.tensor(bad)).info
+        assert info.tolist() == torch.linalg.cholesky_ex(torch.tensor(bad)).info.tolist()
+
+
+def test_large_lu_and_qr_paths(torch):
+    from ember.ops import linalg_solve as LS
+    n = LS.BIG + 6
+    a = _rand(2, n, n, seed=3) + 2 * np.eye(n)
+    b = _rand(2, n, 3, seed=4)
+    e, t = _pair(torch, a, True)
+    eb, tb = _pair(torch, b)
+    pairs = [(ember.linalg.det(e), torch.linalg.det(t)), (ember.linalg.slogdet(e)[1], torch.linalg.slogdet(t)[1]),
+             (ember.linalg.inv(e), torch.linalg.inv(t)), (ember.linalg.solve(e, eb), torch.linalg.solve(t, tb)),
+             (ember.linalg.qr(e[..., :-5])[1], torch.linalg.qr(t[..., :-5])[1])]
+    for x, y in pairs:
+        np.testing.assert_allclose(_np(x), y.detach().numpy(), rtol=1e-9, atol=1e-11)
+    sum(x.sum() for x, _ in pairs[1:]).backward()
+    sum(y.sum() for _, y in pairs[1:]).backward()
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-7, atol=1e-9)
+    s = a.copy()
+    s[1, :, 3] = 0
+    te = _err(lambda: torch.linalg.inv(torch.tensor(s)))
+    ee = _err(lambda: ember.linalg.inv(ember.tensor(s)))
+    assert str(ee) == str(te)
+    assert ember.linalg.inv_ex(ember.tensor(s)).info.tolist() == [0, 4]
+    assert ember.linalg.solve_ex(ember.tensor(s), ember.tensor(b)).info.tolist() == [0, 4]
+    assert ember.linalg.det(ember.tensor(s))[1].item() == 0

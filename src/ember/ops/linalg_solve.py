@@ -158,6 +158,19 @@ def _bt(x):
 
 def _inv_impl(xp, a, check_errors=False):
     check_matrix("linalg.inv", a)
+    if big(a) and a.size:
+        lu, piv, info = lu_each(a)
+        if check_errors and (info > 0).any():
+            i, k = _first_bad(info)
+            raise err(LinAlgError, f"linalg.inv: {_batch_prefix(a.shape, i)}The diagonal element {k} is zero, the "
+                      f"inversion could not be completed because the input matrix is singular.")
+        f = _lapack.get_lapack_funcs("getri", (a,))
+        out = np.full(a.shape, np.nan, a.dtype)
+        fo, fl, fp, fi = out.reshape((-1,) + a.shape[-2:]), _flat(lu), piv.reshape(-1, a.shape[-1]), info.reshape(-1)
+        for i in range(fo.shape[0]):
+            if fi[i] == 0:
+                fo[i] = f(fl[i], fp[i])[0]
+        return out, info
     try:
         inv = np.linalg.inv(a)
         info = np.zeros(a.shape[:-2], np.int32)
@@ -208,6 +221,22 @@ def _solve_impl(xp, a, b, check_errors=False):
         raise err(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{torch_dtype_name(a.dtype)} and B of type {torch_dtype_name(b.dtype)} instead")
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if big(a) and a.size and b.size:
+        lu, piv, info = lu_each(a)
+        info = np.broadcast_to(info, batch).copy()
+        if check_errors and (info > 0).any():
+            raise err(LinAlgError, "torch.linalg.solve: The solver failed because the input matrix is singular.")
+        n, k = b.shape[-2:]
+        f = _lapack.get_lapack_funcs("getrs", (a,))
+        lub = np.broadcast_to(lu, batch + a.shape[-2:]).reshape(-1, n, n)
+        pb = np.broadcast_to(piv, batch + (n,)).reshape(-1, n)
+        bb = np.broadcast_to(b, batch + (n, k)).reshape(-1, n, k)
+        x = np.full(batch + (n, k), np.nan, a.dtype)
+        fx, fi = x.reshape(-1, n, k), info.reshape(-1)
+        for i in range(fx.shape[0]):
+            if fi[i] == 0:
+                fx[i] = f(lub[i], pb[i], bb[i])[0]
+        return x, info
     try:
         x = np.linalg.solve(a, b)
         info = np.zeros(batch, np.int32)
@@ -331,6 +360,9 @@ solve_tri_op.batch = elementwise_rule
 
 def _det_impl(xp, a):
     check_matrix("linalg.det", a)
+    if big(a) and a.size:
+        sign, logabs = _lu_sign_logabs(*lu_each(a)[:2])
+        return np.asarray(sign * np.exp(logabs), a.dtype)
     return np.asarray(np.linalg.det(a), a.dtype)
 
 
@@ -398,7 +430,10 @@ det_op.batch = elementwise_rule
 
 def _slogdet_impl(xp, a):
     check_matrix("linalg.slogdet", a)
-    s, l = np.linalg.slogdet(a)
+    if big(a) and a.size:
+        s, l = _lu_sign_logabs(*lu_each(a)[:2])
+    else:
+        s, l = np.linalg.slogdet(a)
     return np.asarray(s, a.dtype), np.asarray(l, a.real.dtype if a.dtype.kind == "c" else a.dtype)
 
 
@@ -423,9 +458,61 @@ slogdet_op.batch = elementwise_rule
 # ----------------------------------------------------------------------------- cholesky
 
 
+# from this order on, matrices go to SciPy's LAPACK one by one (its blocked routines run several times
+# faster than NumPy's on large matrices); NumPy's batched gufuncs win on many small ones
+BIG = 64
+
+
+def big(a):
+    return a.shape[-1] >= BIG or a.shape[-2] >= BIG
+
+
+def lu_each(a):
+    """getrf of each matrix of a batch: (LU, 0-based pivots, info) arrays."""
+    f = _lapack.get_lapack_funcs("getrf", (a,))
+    m, n = a.shape[-2:]
+    lu = np.empty(a.shape, a.dtype)
+    piv = np.empty(a.shape[:-2] + (min(m, n),), np.int32)
+    info = np.zeros(a.shape[:-2], np.int32)
+    fl, fp, fi = lu.reshape((-1, m, n)), piv.reshape((-1, min(m, n))), info.reshape(-1)
+    for i, mat in enumerate(_flat(a)):
+        fl[i], fp[i], fi[i] = f(mat)
+    return lu, piv, info
+
+
+def _lu_sign_logabs(lu, piv):
+    d = np.diagonal(lu, 0, -2, -1)
+    swaps = (piv != np.arange(piv.shape[-1])).sum(-1)
+    sign = np.where(swaps % 2, -1.0, 1.0) * np.prod(np.sign(d), -1)
+    with np.errstate(divide="ignore"):
+        logabs = np.log(np.abs(d)).sum(-1)
+    return sign, logabs
+
+
+def _chol_big(a, upper):
+    f = _lapack.get_lapack_funcs("potrf", (a,))
+    out = np.empty(a.shape, a.dtype)
+    info = np.zeros(a.shape[:-2], np.int32)
+    fo, fi = out.reshape((-1,) + a.shape[-2:]), info.reshape(-1)
+    for i, m in enumerate(_flat(a)):
+        c, inf = f(m, lower=not upper, clean=1)
+        fo[i], fi[i] = c, inf
+    return out, info
+
+
 def _chol_impl(xp, a, upper=False, check_errors=False):
     check_matrix("linalg.cholesky", a)
     info = np.zeros(a.shape[:-2], np.int32)
+    if big(a) and a.size:
+        out, info = _chol_big(a, upper)
+        if (info > 0).any():
+            if check_errors:
+                i, k = _first_bad(info)
+                raise err(LinAlgError, f"linalg.cholesky: {_batch_prefix(a.shape, i)}The factorization could not be "
+                          f"completed because the input is not positive-definite (the leading minor of order {k} "
+                          f"is not positive-definite).")
+            out[info > 0] = np.nan
+        return out, info
     try:
         out = np.linalg.cholesky(a, upper=upper)
     except np.linalg.LinAlgError:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._dispatch import defop, dispatch
 from ._batching import elementwise_rule
-from .linalg_solve import (FAM, err, _lapack, LinAlgError, check_matrix, check_float, concrete, solve_tri, rsolve_tri,
+from .linalg_solve import (FAM, err, _lapack, _sla, big, _flat, LinAlgError, check_matrix, check_float, concrete, solve_tri, rsolve_tri,
                            _mm, _tril, _triu, _diag, _diag_embed, _eye, _where, _bt)
 
 
@@ -46,7 +46,14 @@ def _eigh_impl(xp, a, UPLO="L"):
             w[fin], v[fin] = _eigh_impl(xp, a[fin], UPLO)
         return w, v
     try:
-        w, v = np.linalg.eigh(a, UPLO)
+        if big(a):
+            w = np.empty(a.shape[:-1], real)
+            v = np.empty(a.shape, a.dtype)
+            fw, fv = w.reshape((-1, a.shape[-1])), v.reshape((-1,) + a.shape[-2:])
+            for i, m in enumerate(_flat(a)):
+                fw[i], fv[i] = _sla.eigh(m, lower=UPLO == "L", driver="evd", check_finite=False)
+        else:
+            w, v = np.linalg.eigh(a, UPLO)
     except np.linalg.LinAlgError:
         raise err(LinAlgError, "linalg.eigh: The algorithm failed to converge because the input matrix is "
                           "ill-conditioned or has too many repeated eigenvalues (error code: 1).") from None
@@ -99,7 +106,14 @@ def _svd_impl(xp, a, full_matrices=True):
         raise err(LinAlgError, "linalg.svd: The algorithm failed to converge because the input matrix contained "
                           "non-finite values.")
     try:
-        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        if big(a):
+            res = [_sla.svd(mat, full_matrices=full_matrices, check_finite=False) for mat in _flat(a)]
+            b = a.shape[:-2]
+            u = np.stack([r[0] for r in res]).reshape(b + res[0][0].shape)
+            s = np.stack([r[1] for r in res]).reshape(b + res[0][1].shape)
+            vh = np.stack([r[2] for r in res]).reshape(b + res[0][2].shape)
+        else:
+            u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
     except np.linalg.LinAlgError:
         raise err(LinAlgError, "linalg.svd: The algorithm failed to converge because the input matrix is "
                           "ill-conditioned or has too many repeated singular values (error code: 1).") from None
@@ -182,6 +196,14 @@ def _qr_impl(xp, a, mode="reduced"):
         q = np.broadcast_to(np.eye(m, qc, dtype=a.dtype), a.shape[:-2] + (m, qc)).copy()
         r = np.zeros(a.shape[:-2] + (qc, n), a.dtype)
         return (np.zeros((0,), a.dtype) if mode == "r" else q), r
+    if big(a):  # SciPy's geqrf/orgqr matrix by matrix (faster than NumPy's on large ones)
+        smode = "full" if mode == "complete" else "economic"
+        res = [_sla.qr(mat, mode=smode, check_finite=False) for mat in _flat(a)]
+        b = a.shape[:-2]
+        r = np.stack([x[-1] for x in res]).reshape(b + res[0][-1].shape)
+        if mode == "r":
+            return np.zeros((0,), a.dtype), r
+        return np.stack([x[0] for x in res]).reshape(b + res[0][0].shape), r
     if mode == "r":
         return np.zeros((0,), a.dtype), np.linalg.qr(a, mode="r")
     q, r = np.linalg.qr(a, mode=mode)
