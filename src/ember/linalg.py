@@ -109,7 +109,7 @@ def solve(A, B, *, left=True, out=None):
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     _need("linalg.solve_triangular", A)
     if B.dim() < 2:
-        raise RuntimeError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     if B.dtype is not A.dtype and A.is_floating_point():
         B = B.to(A.dtype)  # (PyTorch computes in A's dtype)
     if left:
@@ -384,7 +384,7 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     if driver is None:
         driver = "gelsy"
     if driver not in _LS._DRIVERS:
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     vec = _vector_case(A, B)
     b = B.unsqueeze(-1) if vec else B
     p = {"driver": driver}
@@ -699,7 +699,7 @@ def vander(x, N=None):
         x = x.unsqueeze(0)
     n = x.shape[-1] if N is None else N
     if n <= 1:
-        raise RuntimeError(f"linalg.vander: N must be greater than 1.")
+        raise RuntimeError("linalg.vander: N must be greater than 1.")
     from ._creation import ones
     from .ops.shape import cat
     if not (x.is_floating_point() or x.dtype.name in ("int64", "int32", "int16", "int8", "uint8")):

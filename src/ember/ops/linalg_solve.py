@@ -671,7 +671,6 @@ def _(ctx, glu, gp, gi):
 def _(ctx, t):
     lu, piv = ctx.outs[0], ctx.outs[1]
     m, n = lu.shape[-2:]
-    k = min(m, n)
     p, l, u = lu_unpack_parts(lu, piv)
     pt = _mm(p.mT, t)
     from .shape import cat

@@ -11,8 +11,8 @@ import numpy as np
 
 from .._dispatch import defop, dispatch
 from ._batching import elementwise_rule
-from .linalg_solve import (FAM, err, _lapack, _sla, big, _flat, LinAlgError, check_matrix, check_float, concrete, solve_tri, rsolve_tri,
-                           _mm, _tril, _triu, _diag, _diag_embed, _eye, _where, _bt)
+from .linalg_solve import (FAM, err, _lapack, _sla, big, _flat, LinAlgError, check_matrix, check_float, concrete,
+                           rsolve_tri, _mm, _tril, _diag, _diag_embed, _eye, _where)
 
 
 def _is_zero(g):
