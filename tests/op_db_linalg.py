@@ -218,7 +218,10 @@ add("matmul", "ormqr", fn=lambda m, a, t, c, **k: m.ormqr(a, t, c, **k),
     samples=fixed(lambda r: S((U(r, (3, 2)), U(r, (2,)), U(r, (3, 2)))),
                   lambda r: S((U(r, (3, 2)), U(r, (2,)), U(r, (2, 3))), {"left": False, "transpose": True})))
 add("matmul", "linalg_matrix_power", fn=lambda m, a, **k: m.linalg.matrix_power(a, **k),
-    samples=fixed(lambda r: S((U(r, (3, 3)),), {"n": 3}), lambda r: S((U(r, (2, 2, 2)),), {"n": 6})))
+    samples=fixed(lambda r: S((U(r, (3, 3)),), {"n": 3}), lambda r: S((U(r, (2, 2, 2)),), {"n": 6}),
+                  lambda r: S((U(r, (2, 3, 3)),), {"n": 1})))
+add("where", "linalg_matrix_power_0", fn=lambda m, a: m.linalg.matrix_power(a, 0),
+    samples=fixed(lambda r: S((U(r, (2, 3, 3)),))))
 add("linalg_inv_ex", "linalg_matrix_power_neg", fn=lambda m, a, **k: m.linalg.matrix_power(a, **k),
     samples=fixed(lambda r: S((_wc(r, (3, 3)),), {"n": -2})))
 add("matmul", "linalg_multi_dot", fn=lambda m, *ts: m.linalg.multi_dot(list(ts)),

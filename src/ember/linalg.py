@@ -338,6 +338,8 @@ def householder_product(A, tau, *, out=None):
     from .ops.shape import tril
     v = tril(A[..., :, :k], -1) + eye(m, k, dtype=A.dtype)
     q = eye(m, n, dtype=A.dtype)
+    if k == 0:  # (no reflector: the identity's columns, attached to the input's graph)
+        q = _attached(q.expand(tuple(A.shape)), A)
     for i in range(k - 1, -1, -1):
         vi = v[..., :, i:i + 1]
         q = q - (tau[..., i:i + 1].unsqueeze(-1) * vi) * matmul(_LS._conj(vi).mT, q)
@@ -465,9 +467,8 @@ def matrix_power(A, n, *, out=None):
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     if not isinstance(n, int):
         raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
-    if n == 0:
-        from ._creation import eye
-        return _out(eye(A.shape[-1], dtype=A.dtype).expand(tuple(A.shape)).clone(), out)
+    if n == 0:  # the identity, still attached to A's graph (a zero gradient), as PyTorch's
+        return _out(_attached(_eye_like(A), A), out)
     if n < 0:
         A = inv(A)
         n = -n
@@ -480,6 +481,18 @@ def matrix_power(A, n, *, out=None):
         if n:
             base = matmul(base, base)
     return _out(result, out)
+
+
+def _eye_like(A):
+    from ._creation import eye
+    return eye(A.shape[-1], dtype=A.dtype).expand(tuple(A.shape))
+
+
+def _attached(value, A):
+    """``value`` (A's shape) as a function of A with a zero gradient: where() picks value everywhere."""
+    from ._creation import ones
+    from .ops.elementwise import where
+    return where(ones(tuple(A.shape), dtype=U.dt.bool_), value, A)
 
 
 # ----------------------------------------------------------------------------- norms
