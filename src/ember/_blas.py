@@ -54,6 +54,40 @@ def set_num_threads(n):
     f = _fn("set_num_threads", None)
     if f is not None:
         f(ctypes.c_int(n))
+    _requested[0] = n
+    sync_scipy()
+
+
+# SciPy ships an OpenBLAS of its own (the LAPACK routines of ember.linalg that NumPy lacks): it
+# follows set_num_threads once SciPy's linear algebra is loaded (ember loads it on first use)
+_requested = [None]
+_scipy_lib = []
+
+
+def sync_scipy():
+    import sys
+    n = _requested[0]
+    if n is None or "scipy.linalg" not in sys.modules:
+        return
+    if not _scipy_lib:
+        import scipy
+        _scipy_lib.append(None)
+        for path in sorted(glob.glob(os.path.join(os.path.dirname(scipy.__file__), "..", "scipy.libs", "*openblas*"))):
+            try:
+                dll = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for name in ("scipy_openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
+                         "openblas_set_num_threads"):
+                f = getattr(dll, name, None)
+                if f is not None:
+                    f.restype = None
+                    _scipy_lib[0] = f
+                    break
+            if _scipy_lib[0] is not None:
+                break
+    if _scipy_lib[0] is not None:
+        _scipy_lib[0](ctypes.c_int(n))
 
 
 def get_num_threads():

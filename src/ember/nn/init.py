@@ -197,8 +197,10 @@ def orthogonal_(tensor, gain=1, generator=None):
     flat = C._normal_array(C._mt(generator), (rows, cols), d)
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r)).astype(d)
+    from .. import linalg
+    from .._creation import from_numpy
+    q, r = linalg.qr(from_numpy(np.ascontiguousarray(flat)))  # (ember.linalg.qr: LAPACK's Householder QR)
+    q = (q * r.diagonal().sign()).numpy()
     if rows < cols:
         q = q.T
     return _fill(tensor, (q * d.type(gain)).reshape(tuple(tensor.shape)))

@@ -703,8 +703,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if dim is not None:
             prm["dims"] = U.wrap_dims(dim, input.dim(), "norm")
         return dispatch(vector_norm_op, (input,), prm)
-    if p == "nuc":
-        raise NotImplementedError("norm(p='nuc') is not implemented in ember")
+    if p == "nuc":  # the sum of the singular values (ember.linalg)
+        from ..linalg import matrix_norm
+        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
     if p == math.inf or p == "inf":
         return amax(input.abs(), dim if dim is not None else (), keepdim)
     if p == -math.inf:
@@ -714,6 +715,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == 1:
         return sum(input.abs(), dim, keepdim)
     a = input.abs()
+    if p < 0:  # a zero makes the norm 0 (|0|^p is inf); elsewhere the plain formula, gradient 0 there
+        zero = a == 0
+        hit = zero.any(dim, keepdim) if dim is not None else zero.any()
+        r = sum(where(zero, 1.0, a) ** p, dim, keepdim) ** (1.0 / p)
+        return where(hit, 0.0, r)
     if p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
         zero = a == 0
         a = where(zero, 0.0, where(zero, 1.0, a) ** p)
