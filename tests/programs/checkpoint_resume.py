@@ -23,7 +23,7 @@ def main():
     loader = DataLoader(TensorDataset(X, y), batch_size=32)
     model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10)
     start = 0
     if args.resume and os.path.exists(args.ckpt):
         ckpt = torch.load(args.ckpt, weights_only=True)
