@@ -175,3 +175,21 @@ def test_modules_at_pytorch_import_paths(torch):
     assert issubclass(lin.NonDynamicallyQuantizableLinear, nn.Linear)
     assert type(nn.MultiheadAttention(4, 2).out_proj).__name__ == \
         type(torch.nn.MultiheadAttention(4, 2).out_proj).__name__
+
+
+def test_unseeded_processes_start_from_different_seeds():
+    import subprocess
+    import sys
+    code = "import ember; print(ember.initial_seed(), ember.rand(1).item())"
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(3)}
+    assert len(outs) == 3
+
+
+def test_random_sampler_with_replacement_draws_lazily(torch):
+    from ember.utils.data import RandomSampler
+    ember.manual_seed(5)
+    torch.manual_seed(5)
+    it = iter(RandomSampler(range(10), replacement=True, num_samples=10 ** 10))
+    tit = iter(torch.utils.data.RandomSampler(range(10), replacement=True, num_samples=10 ** 10))
+    assert [next(it) for _ in range(100)] == [next(tit) for _ in range(100)]

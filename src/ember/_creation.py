@@ -114,6 +114,7 @@ def _restore_generator(state):
 
 
 default_generator = Generator()
+default_generator.seed()  # an unseeded program starts from a fresh seed in each process, as PyTorch's does
 
 
 def _gen(generator=None):
