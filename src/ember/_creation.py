@@ -103,7 +103,7 @@ def _infer(data):
     if isinstance(data, float):
         return dt.get_default_dtype()
     if isinstance(data, complex):
-        raise TypeError("ember does not support complex tensors")
+        return dt.default_complex()
     if isinstance(data, (list, tuple)):
         r = None
         for x in data:

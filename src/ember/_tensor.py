@@ -182,10 +182,10 @@ class Tensor:
         return self._data.dtype.kind == "f"
 
     def is_complex(self):
-        return False
+        return self._data.dtype.kind == "c"
 
     def is_signed(self):
-        return self._data.dtype.kind in "if"
+        return self._data.dtype.kind in "ifc"
 
     def get_device(self):
         return -1
@@ -249,8 +249,8 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients, "
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients, "
                                f"got {self.dtype}")
         if requires_grad and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode "

@@ -12,11 +12,11 @@ def _key(x):
     t = type(x)
     if t is _ndarray:
         return (x.dtype, x.ndim == 0)
-    if t is float or t is int or t is bool:
+    if t is float or t is int or t is bool or t is complex:
         return t
     if isinstance(x, np.generic):
         k = x.dtype.kind
-        return float if k == "f" else (bool if k == "b" else int)
+        return float if k == "f" else (bool if k == "b" else (complex if k == "c" else int))
     if isinstance(x, _ndarray):
         return (x.dtype, x.ndim == 0)
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
@@ -92,8 +92,9 @@ def float_only(op, a):
 
 
 def to_float(a):
-    """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32)."""
-    if a.dtype.kind != "f":
+    """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32);
+    floating and complex arrays stay as they are."""
+    if a.dtype.kind not in "fc":
         return a.astype(dt.get_default_dtype().np)
     return a
 

@@ -121,12 +121,21 @@ def _(ctx, ta, tb):
 mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=True, family=EW)
 
 
+def _cj(x):
+    """conj(x) of a complex tensor or number (the vjp of a holomorphic op multiplies by conj(f'));
+    x itself when real, at the cost of one dtype check."""
+    if type(x) is complex or (isinstance(x, D.Tensor) and x._data.dtype.kind == "c"):
+        from .complex import cj
+        return cj(x)
+    return x
+
+
 @mul_op.def_vjp
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
     # dispatch(mul_op, ...) is g * b without the operator's extra call (this rule is hot)
-    return (dispatch(mul_op, (g, b)) if n[0] else None), (dispatch(mul_op, (g, a)) if n[1] else None)
+    return (dispatch(mul_op, (g, _cj(b))) if n[0] else None), (dispatch(mul_op, (g, _cj(a))) if n[1] else None)
 
 
 @mul_op.def_jvp
@@ -171,8 +180,8 @@ def _(ctx, g):
         return (g * 0 if ctx.needs[0] else None), (g * 0 if ctx.needs[1] else None)
     a, b = ctx.inputs
     n = ctx.needs
-    ga = g / b if n[0] else None
-    gb = -g * ctx.out / b if n[1] else None
+    ga = g / _cj(b) if n[0] else None
+    gb = -g * _cj(ctx.out / b) if n[1] else None
     return ga, gb
 
 
@@ -223,9 +232,9 @@ def _(ctx, g):
     n = ctx.needs
     ga = gb = None
     if n[0]:
-        ga = g * _pow_deriv_base(a, b)
+        ga = g * _cj(_pow_deriv_base(a, b))
     if n[1]:
-        gb = g * _pow_deriv_exp(a, b, ctx.out)
+        gb = g * _cj(_pow_deriv_exp(a, b, ctx.out))
     return ga, gb
 
 
@@ -380,7 +389,7 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
         op.vjp = lambda ctx, g: linear(g)
         op.jvp = lambda ctx, t: linear(t)
     elif deriv is not None:
-        op.vjp = lambda ctx, g: g * deriv(ctx)
+        op.vjp = lambda ctx, g: g * _cj(deriv(ctx))
         op.jvp = lambda ctx, t: t * deriv(ctx)
     else:
         op.differentiable = False
@@ -393,7 +402,7 @@ def _x(ctx):
 
 neg_op = _unary("neg", lambda xp, a: xp.negative(a), floating=False, linear=lambda g: -g)
 exp_op = _unary("exp", lambda xp, a: xp.exp(a), lambda c: c.out, save=("out",))
-exp_op.vjp = lambda ctx, g: dispatch(mul_op, (g, ctx.out))  # g * deriv(ctx), two calls shorter (hot)
+exp_op.vjp = lambda ctx, g: dispatch(mul_op, (g, _cj(ctx.out)))  # g * conj(deriv(ctx)), two calls shorter (hot)
 exp2_op = _unary("exp2", lambda xp, a: xp.exp2(a), lambda c: c.out * math.log(2.0), save=("out",))
 log_op = _unary("log", lambda xp, a: xp.log(a), lambda c: _x(c).reciprocal())
 log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2.0)).reciprocal())
@@ -466,8 +475,35 @@ erfinv_op = _unary("erfinv", _erfinv_arr,
                    lambda c: (c.out ** 2).exp() * (math.sqrt(math.pi) / 2), save=("out",))
 
 abs_op = _unary("abs", lambda xp, a: xp.abs(a), lambda c: _x(c).sign(), floating=False)
-sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.copy(),
-                 lambda c: _x(c) * 0, floating=False)
+
+
+def _abs_vjp(ctx, g):
+    x = ctx.inputs[0]
+    if x._data.dtype.kind == "c":  # |z| is real: the gradient g z/|z| (no conjugate)
+        from .complex import sgn
+        return g * sgn(x)
+    return g * x.sign()
+
+
+def _abs_jvp(ctx, t):
+    x = ctx.inputs[0]
+    if x._data.dtype.kind == "c":  # d|z| = Re(conj(z/|z|) dz)
+        from .complex import cj, real, sgn
+        return real(cj(sgn(x)) * t)
+    return t * x.sign()
+
+
+abs_op.vjp, abs_op.jvp = _abs_vjp, _abs_jvp
+
+
+def _sign(xp, a):
+    if a.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                  "torch.sgn instead.")
+    return xp.sign(a) if a.dtype.kind != "b" else a.copy()
+
+
+sign_op = _unary("sign", _sign, lambda c: _x(c) * 0, floating=False)
 sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
     _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
