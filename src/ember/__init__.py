@@ -35,6 +35,7 @@ from . import autograd  # noqa: F401
 # torch.linalg (the star import from .ops bound the name to ops.linalg, which `from . import`
 # would return)
 linalg = __import__("importlib").import_module(".linalg", __name__)
+from . import fft  # noqa: F401,E402  (torch.fft)
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled)
 from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401

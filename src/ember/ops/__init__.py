@@ -13,6 +13,8 @@ from . import linalg as _L
 from . import inplace as _IP
 from . import composite as _C
 from . import complex as _CX
+from . import fft as _FFT  # noqa: F401  (the transforms; public as ember.fft)
+del fft  # (ember.fft is the public module, not this submodule)
 from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
