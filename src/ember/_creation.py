@@ -402,7 +402,9 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 def _float_np(dtype):
-    d = _dtype(dtype)
+    d = np.dtype(_dtype(dtype))
+    if d.kind == "c":
+        return np.dtype(np.float32 if d == np.complex64 else np.float64), d
     return d if d in (np.float32, np.float64) else np.float32, d
 
 
@@ -413,6 +415,9 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
     gen_d, d = _float_np(dtype)
+    if d.kind == "c":  # real and imaginary parts each uniform on [0, 1), as PyTorch
+        a = _gen(generator).random(tuple(shape) + (2,), dtype=gen_d).view(d)[..., 0]
+        return _finish(a, requires_grad, device)
     a = _gen(generator).random(shape, dtype=gen_d).astype(d, copy=False)
     return _finish(a, requires_grad, device)
 
@@ -424,6 +429,10 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
     gen_d, d = _float_np(dtype)
+    if d.kind == "c":  # real and imaginary parts each N(0, 1/2) (unit variance in all), as PyTorch
+        a = _gen(generator).standard_normal(tuple(shape) + (2,), dtype=gen_d)
+        a *= gen_d.type(0.5 ** 0.5)
+        return _finish(a.view(d)[..., 0], requires_grad, device)
     a = _gen(generator).standard_normal(shape, dtype=gen_d).astype(d, copy=False)
     return _finish(a, requires_grad, device)
 

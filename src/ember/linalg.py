@@ -21,6 +21,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """||x||_ord over ``dim`` (every element when None), as torch.linalg.vector_norm."""
     if dtype is not None:
         x = x.to(dtype)
+    if x.is_complex():  # the norm of the moduli (abs carries the complex gradient)
+        x = x.abs()
     if not x.is_floating_point():
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {x.dtype.name.capitalize()}")

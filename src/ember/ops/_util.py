@@ -83,8 +83,18 @@ def wrap_int_scalars(a, b):
     return conv(a, b), conv(b, a)
 
 
-def float_only(op, a):
-    """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises)."""
+def no_complex(kernel, a):
+    """PyTorch's error for a kernel without a complex implementation (e.g. "lt_cpu")."""
+    names = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{names.get(a.dtype.name, a.dtype.name)}' "
+                              f"({a.dtype.name})")
+
+
+def float_only(op, a, complex_ok=False):
+    """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises), and no
+    complex one unless ``complex_ok``."""
+    if a.dtype.kind == "c" and not complex_ok:
+        no_complex(op + "_cpu", a)
     if a.dtype.kind not in "fc":
         raise RuntimeError(f"{op}: not implemented for dtype {dt.FROM_NP[a.dtype].name} (a floating point "
                            f"input is expected)")

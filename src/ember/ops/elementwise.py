@@ -28,7 +28,13 @@ def _no_bool(name, a, b):
                            f"use the `~` or `logical_not()` operator instead.")
 
 
-def _binary_impl(uf, name, floating=False, nobool=False):
+def _no_complex_binary(name, a, b):
+    for x in (a, b):
+        if (type(x) is _nd and x.dtype.kind == "c") or type(x) is complex:
+            U.no_complex(name + "_cpu", x if type(x) is _nd else np.asarray(x))
+
+
+def _binary_impl(uf, name, floating=False, nobool=False, real_only=False):
     # nobool (sub): a bool operand raises; checked only where promotion happens (bool - bool has
     # one dtype and NumPy itself refuses it), so the common float path pays nothing
     def impl(xp, a, b):
@@ -48,6 +54,8 @@ def _binary_impl(uf, name, floating=False, nobool=False):
             if nobool:
                 _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
+        if real_only:
+            _no_complex_binary(name, a, b)
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
@@ -258,6 +266,9 @@ def _pow_deriv_base(a, b):
 def _pow_deriv_exp(a, b, out):
     if not U.is_tensor(a):
         return out * math.log(a) if a > 0 else out * (0.0 if a == 0 else math.nan)
+    if U.is_tensor(b) and b._data.dtype.kind == "c":
+        from .complex import real
+        b = real(b)
     return where((a == 0) & (b >= 0), 0.0, out * log(a))  # PyTorch: 0 ** b has slope 0 in b for b >= 0
 
 
@@ -265,6 +276,8 @@ def _minmax_impl(uf, name):
     def impl(xp, a, b):
         if not _same(a, b):
             a, b = U.promote(a, b)
+        if (type(a) is _nd and a.dtype.kind == "c") or (type(b) is _nd and b.dtype.kind == "c"):
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
@@ -306,7 +319,7 @@ for _op, _gt in ((maximum_op, True), (minimum_op, False)):
     _op.vjp, _op.jvp = _mk(_gt)
 
 
-atan2_op = defop("atan2", _binary_impl(np.arctan2, "atan2", floating=True), save=("inputs",),
+atan2_op = defop("atan2", _binary_impl(np.arctan2, "atan2", floating=True, real_only=True), save=("inputs",),
                  bcast=True, family=EW)
 
 
@@ -334,6 +347,7 @@ def _modulo_op(name, quotient):
     def impl(xp, a, b):
         if not _same(a, b):
             a, b = U.promote(a, b)
+        _no_complex_binary(name, a, b)
         U.check_int_divisor(name, a, b)
         return getattr(xp, name)(a, b)
     op = defop(name, impl, save=("inputs",), bcast=True, family=EW)
@@ -351,7 +365,7 @@ def _floor_divide(a, b):
     return np.floor_divide(a, b)
 
 
-floor_divide_op = defop("floor_divide", _binary_impl(_floor_divide, "floor_divide"),
+floor_divide_op = defop("floor_divide", _binary_impl(_floor_divide, "div_floor", real_only=True),
                         differentiable=False, family=EW)
 
 
@@ -428,6 +442,8 @@ reciprocal_op = _unary("reciprocal", lambda xp, a: xp.reciprocal(a), lambda c: -
 
 
 def _sigmoid(xp, a):
+    if a.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-a))
     # stable for large |a| without overflow warnings
     out = xp.exp(-xp.abs(a))
     pos = a >= 0
@@ -443,6 +459,8 @@ _erfc64 = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf_arr(xp, a):
+    if a.dtype.kind == "c":
+        U.no_complex("erf_vml_cpu", a)
     return np.asarray(_erf64(a.astype(np.float64)), np.float64).astype(a.dtype)
 
 
@@ -453,6 +471,8 @@ erf_op = _unary("erf", _erf_arr, lambda c: _TWO_OVER_SQRT_PI * (-(_x(c) ** 2)).e
 def _erfinv_arr(xp, a):
     """Winitzki's closed-form estimate, then Newton steps on erf (|y| <= 0.5) or on erfc (the tails,
     where 1 - |y| is exact), to double precision; +-inf at +-1 and nan outside [-1, 1]."""
+    if a.dtype.kind == "c":
+        U.no_complex("erfinv_vml_cpu", a)
     y = a.astype(np.float64)
     ay = np.abs(y)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -505,12 +525,23 @@ def _sign(xp, a):
 
 sign_op = _unary("sign", _sign, lambda c: _x(c) * 0, floating=False)
 sgn_op = sign_op
+def _rounding(name, f):
+    def impl(xp, a):
+        if a.dtype.kind == "f":
+            return f(a)
+        if a.dtype.kind == "c":
+            raise NotImplementedError(f"{name} is not supported for complex inputs ({a.dtype})")
+        return a.copy()
+    return impl
+
+
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
-    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
-           lambda c: _x(c) * 0, floating=False)
+    _unary(_n, _rounding(_n, _f), lambda c: _x(c) * 0, floating=False)
 def _round(xp, a, decimals=0):
     if a.dtype.kind == "f":
         return xp.round(a, decimals)
+    if a.dtype.kind == "c":
+        U.no_complex("round_vml_cpu", a)
     if decimals:
         raise RuntimeError(f"round: decimals={decimals} is not implemented for dtype {a.dtype} (floating point "
                            f"inputs only)")
@@ -522,9 +553,16 @@ _unary("round", _round,
 _unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
 
 
+def _no_complex_clamp(a):
+    if a.dtype.kind == "c":
+        raise NotImplementedError(f"clamp is not supported for complex types ({a.dtype})")
+
+
 def _relu(xp, a):
     if a.dtype.kind == "b":
         raise RuntimeError("relu: not implemented for 'Bool'")
+    if a.dtype.kind == "c":
+        _no_complex_clamp(a)
     return xp.maximum(a, 0)
 
 
@@ -564,6 +602,7 @@ elu_op.jvp = lambda ctx, t: t * _elu_deriv(ctx)
 
 
 def _hardtanh(xp, a, min_val=-1.0, max_val=1.0):
+    _no_complex_clamp(a)
     return xp.clip(a, min_val, max_val).astype(a.dtype, copy=False)
 
 
@@ -609,7 +648,7 @@ gelu_op.jvp = lambda ctx, t: t * _gelu_deriv(ctx)
 
 
 def _silu(xp, a):
-    a = U.float_only("silu", a)
+    a = U.float_only("silu", a, complex_ok=True)
     return a * _sigmoid(xp, a)
 
 
@@ -679,6 +718,7 @@ hardsigmoid_op = _float_unary("hardsigmoid", lambda xp, a: xp.clip(a / 6 + 0.5, 
 def _clamp(xp, a, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    _no_complex_clamp(a)
     if a.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
         a = U.to_float(a)
     if min is not None and max is not None:
@@ -707,6 +747,9 @@ clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 def _clamp_tensor(xp, a, lo, hi):
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for x in (a, lo, hi):
+        if type(x) is _nd:
+            _no_complex_clamp(x)
     r = a if lo is None else xp.maximum(a, lo)
     return r if hi is None else xp.minimum(r, hi)
 
@@ -751,8 +794,10 @@ def _(ctx, tx, tlo, thi):
 # ----------------------------------------------------------------------------- comparisons & logic
 
 
-def _cmp(name, uf):
+def _cmp(name, uf, ordered=False):
     def impl(xp, a, b):
+        if ordered:  # (no order on complex numbers)
+            _no_complex_binary(name, a, b)
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
@@ -765,10 +810,10 @@ def _cmp(name, uf):
 
 eq_op = _cmp("eq", np.equal)
 ne_op = _cmp("ne", np.not_equal)
-lt_op = _cmp("lt", np.less)
-le_op = _cmp("le", np.less_equal)
-gt_op = _cmp("gt", np.greater)
-ge_op = _cmp("ge", np.greater_equal)
+lt_op = _cmp("lt", np.less, True)
+le_op = _cmp("le", np.less_equal, True)
+gt_op = _cmp("gt", np.greater, True)
+ge_op = _cmp("ge", np.greater_equal, True)
 logical_and_op = _cmp("logical_and", np.logical_and)
 logical_or_op = _cmp("logical_or", np.logical_or)
 logical_xor_op = _cmp("logical_xor", np.logical_xor)

@@ -595,6 +595,8 @@ def argwhere(input):
 
 
 def _sort_impl(xp, a, dim, descending=False, stable=False):
+    if a.dtype.kind == "c":
+        raise RuntimeError(f" Sort does not support complex dtypes on CPU ({a.dtype})")
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     if descending:
@@ -636,6 +638,8 @@ def msort(input):
 
 
 def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
+    if a.dtype.kind == "c":
+        raise RuntimeError(f" topk does not support complex dtypes on CPU ({a.dtype})")
     n = a.shape[dim] if a.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
