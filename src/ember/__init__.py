@@ -36,6 +36,7 @@ from . import autograd  # noqa: F401
 # would return)
 linalg = __import__("importlib").import_module(".linalg", __name__)
 from . import fft  # noqa: F401,E402  (torch.fft)
+from . import signal  # noqa: F401,E402  (torch.signal.windows)
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled)
 from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401

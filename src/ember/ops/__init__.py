@@ -15,6 +15,7 @@ from . import composite as _C
 from . import complex as _CX
 from . import fft as _FFT  # noqa: F401  (the transforms; public as ember.fft)
 del fft  # (ember.fft is the public module, not this submodule)
+from . import spectral as _SP  # noqa: F401  (stft, istft, the window functions)
 from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
@@ -26,9 +27,10 @@ from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .shape import sum_to  # noqa: F401
 from .complex import *  # noqa: F401,F403
+from .spectral import *  # noqa: F401,F403
 
 _public = {}
-for _m in (_E, _R, _S, _I, _L, _C, _CX):
+for _m in (_E, _R, _S, _I, _L, _C, _CX, _SP):
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
             _public[_k] = _v
@@ -211,6 +213,7 @@ _METHODS = [
     "logcumsumexp", "cummax", "cummin", "signbit", "heaviside", "cov", "corrcoef",
     # complex
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle", "sgn", "isreal",
+    "stft", "istft",
 ]
 for _name in _METHODS:
     if _name in _public:
