@@ -52,12 +52,15 @@ def _c2c_impl(xp, a, dims, forward, norm):
     a = _float_input("fft_c2c", a)
     if not len(dims):
         return a.astype(np.result_type(a.dtype, np.complex64))
-    f = _sfft.fftn if forward else _sfft.ifftn
-    return f(a, axes=dims, norm=norm)
+    if len(dims) == 1:  # (the 1-d entry points skip the n-d argument handling)
+        return (_sfft.fft if forward else _sfft.ifft)(a, axis=dims[0], norm=norm)
+    return (_sfft.fftn if forward else _sfft.ifftn)(a, axes=dims, norm=norm)
 
 
 def _r2c_impl(xp, a, dims, norm):
     a = _float_input("fft_r2c", a, complex_ok=False)
+    if len(dims) == 1:
+        return _sfft.rfft(a, axis=dims[0], norm=norm)
     return _sfft.rfftn(a, axes=dims, norm=norm)
 
 
@@ -65,6 +68,8 @@ def _c2r_impl(xp, a, dims, norm, last_n):
     a = _float_input("fft_c2r", a)
     if a.dtype.kind != "c":
         a = a.astype(dt.FROM_NP[a.dtype].to_complex().np)
+    if len(dims) == 1:
+        return _sfft.irfft(a, n=last_n, axis=dims[0], norm=norm)
     s = [a.shape[d] for d in dims[:-1]] + [last_n]
     return _sfft.irfftn(a, s=s, axes=dims, norm=norm)
 

@@ -105,6 +105,26 @@ def _lengths(name, n_fft, hop_length, win_length, size=None):
     return hop, win
 
 
+def _center_pad(x, pad, mode):
+    """x (batch, length) padded by ``pad`` samples on both sides; reflect padding is two flipped
+    slices around x (one cat), the other modes F.pad's."""
+    if mode == "reflect":
+        n = x.shape[-1]
+        if pad >= n:
+            raise RuntimeError(f"stft: Argument #4: Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({pad}, {pad}) at dimension 1 of input "
+                               f"{list(x.shape)}")
+        if pad == 0:
+            return x
+        from .shape import cat
+        return cat([x.narrow(-1, 1, pad).flip(-1), x, x.narrow(-1, n - 1 - pad, pad).flip(-1)], -1)
+    if mode == "constant":
+        from .shape import constant_pad
+        return constant_pad(x, (pad, pad))
+    from ..nn._composite import pad as _pad
+    return _pad(x.unsqueeze(1), (pad, pad), mode=mode).squeeze(1)
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: frames of n_fft samples, hop_length apart, times the window, Fourier-transformed;
@@ -126,21 +146,22 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                            f"{list(input.shape)}")
     x = input.unsqueeze(0) if input.dim() == 1 else input
     if center:
-        pad = n_fft // 2
-        from ..nn._composite import pad as _pad
-        x = _pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
+        x = _center_pad(x, n_fft // 2, pad_mode)
     hop, win = _lengths("stft", n_fft, hop_length, win_length, x.shape[-1])
     w = _window_of("stft", window, win, n_fft, x)
     if onesided is None:
         onesided = not complex_in
     elif onesided and complex_in:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
-    n_frames = (x.shape[-1] - n_fft) // hop + 1
-    idx = (np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
-    from .indexing import index_select
-    # (batch, n_frames, n_fft): a gather rather than Tensor.unfold's strided view, which reads the
-    # strides of its input and so cannot see through vmap's batched tensors
-    frames = index_select(x, 1, D._new_tensor(idx.astype(np.int64))).reshape(x.shape[0], n_frames, n_fft)
+    if x._wr is None:
+        frames = x.contiguous().unfold(-1, n_fft, hop)  # (batch, n_frames, n_fft), a strided view
+    else:
+        # under vmap a gather: Tensor.unfold reads its input's strides, which a batched tensor does not
+        # have
+        n_frames = (x.shape[-1] - n_fft) // hop + 1
+        idx = (np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
+        from .indexing import index_select
+        frames = index_select(x, 1, D._new_tensor(idx.astype(np.int64))).reshape(x.shape[0], n_frames, n_fft)
     if w is not None:
         frames = frames * w
     norm = "ortho" if normalized else "backward"
