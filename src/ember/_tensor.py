@@ -404,6 +404,8 @@ class Tensor:
 
     def __float__(self):
         self._check_scalar("float")
+        if self._data.dtype.kind == "c":  # (PyTorch's wording for a complex scalar)
+            raise RuntimeError("value cannot be converted to type double without overflow")
         return float(self.item())
 
     def __int__(self):

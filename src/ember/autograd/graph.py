@@ -355,6 +355,11 @@ class OpNode(Node):
         return res
 
 
+def _no_complex_grad(op):
+    """PyTorch's error for an op whose derivative formula is real-only (silu, embedding, ...)."""
+    raise RuntimeError(f"{op.name} does not support automatic differentiation for outputs with complex dtype.")
+
+
 def _to_input_dtype(g, d):
     """A gradient in its input's dtype; a real input of a complex result takes the real part
     (PyTorch's convention for real-to-complex functions)."""
@@ -515,7 +520,13 @@ def record(op, args, params, out):
     if single:
         o = _new(Tensor)
         o._data = out
-        if out.dtype.kind in "fc":
+        k = out.dtype.kind
+        if k == "f":
+            o._rg = True
+            o._fn = node
+        elif k == "c":
+            if op.__dict__.get("real_grad_only"):
+                _no_complex_grad(op)
             o._rg = True
             o._fn = node
         else:

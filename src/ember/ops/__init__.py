@@ -29,6 +29,10 @@ from .shape import sum_to  # noqa: F401
 from .complex import *  # noqa: F401,F403
 from .spectral import *  # noqa: F401,F403
 
+# ops whose derivative formulas are real-only in PyTorch: gradients through complex outputs raise
+for _name in ("silu", "nan_to_num", "embedding"):
+    REGISTRY[_name].real_grad_only = True
+
 _public = {}
 for _m in (_E, _R, _S, _I, _L, _C, _CX, _SP):
     for _k, _v in vars(_m).items():

@@ -32,7 +32,7 @@ def _check_norm(norm):
     if norm is None:
         return "backward"
     if norm not in _DUAL:
-        raise ValueError(f"Invalid normalization mode: \"{norm}\"")
+        raise RuntimeError(f"Invalid normalization mode: \"{norm}\"")
     return norm
 
 
@@ -331,7 +331,8 @@ def _freq(name, k, n, d, dtype, requires_grad):
     if n < 0:
         raise RuntimeError(f"{name}: Trying to create tensor with negative dimension {n}: [{n}]")
     dtype = dtype or dt.get_default_dtype()
-    r = D._new_tensor(np.asarray(k / (n * d) if n else k, dtype=np.float64).astype(dtype.np))
+    with np.errstate(invalid="ignore", divide="ignore"):  # (rfftfreq(0) is [nan], as PyTorch's)
+        r = D._new_tensor(np.asarray(k / (n * d), dtype=np.float64).astype(dtype.np))
     if requires_grad:
         r.requires_grad_(True)
     return r
@@ -345,7 +346,7 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
     """[0, 1, ..., n // 2] / (d * n)"""
-    k = np.arange(0, n // 2 + 1) if n > 0 else np.zeros(0)
+    k = np.arange(0, n // 2 + 1) if n >= 0 else np.zeros(0)
     return _freq("fft.rfftfreq", k, n, d, dtype, requires_grad)
 
 
