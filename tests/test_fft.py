@@ -299,3 +299,14 @@ def test_signal_window_errors_match_torch(torch):
             bad(torch)
         with pytest.raises(type(te.value)):
             bad(ember)
+
+
+def test_zero_dim_and_empty_dim_lists_match_torch(torch):
+    for f in (lambda m: m.fft.fft(m.tensor(1.0)), lambda m: m.fft.fftshift(m.tensor(1.0)),
+              lambda m: m.fft.ifftshift(m.ones(2, 3), dim=()), lambda m: m.fft.rfftn(m.tensor(1.0))):
+        with pytest.raises(Exception) as te:
+            f(torch)
+        with pytest.raises(type(te.value)):
+            f(ember)
+    _close(ember.fft.fftn(ember.tensor(2.0)), torch.fft.fftn(torch.tensor(2.0)), 0)
+    _close(ember.fft.fftn(ember.ones(3, 4), dim=()), torch.fft.fftn(torch.ones(3, 4), dim=()), 0)

@@ -158,6 +158,8 @@ def _dims_and_sizes(name, x, s, dim, default_all):
     if dim is not None:
         if isinstance(dim, int):
             dim = (dim,)
+        if nd == 0 and dim:
+            raise IndexError(f"{name}: Dimension specified as {dim[0]} but tensor has no dimensions")
         dims = tuple(U.wrap_dim(d, nd, name) for d in dim)
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"{name}: dims must be unique (got {list(dim)})")
@@ -358,16 +360,23 @@ def _shift_dims(x, dim):
     return tuple(U.wrap_dim(d, x.dim(), "fftshift") for d in dim)
 
 
+def _no_dims(name, input, dims):
+    if not dims:  # (PyTorch's roll without shifts)
+        raise RuntimeError(f"{name}: `shifts` required (no dims to shift in a tensor of shape "
+                           f"{list(input.shape)})")
+    return False
+
+
 def fftshift(input, dim=None):
     dims = _shift_dims(input, dim)
-    if not dims:
+    if _no_dims("fft.fftshift", input, dims):
         return input.clone()
     return input.roll(tuple(input.shape[d] // 2 for d in dims), dims)
 
 
 def ifftshift(input, dim=None):
     dims = _shift_dims(input, dim)
-    if not dims:
+    if _no_dims("fft.ifftshift", input, dims):
         return input.clone()
     return input.roll(tuple((input.shape[d] + 1) // 2 for d in dims), dims)
 
