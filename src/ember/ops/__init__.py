@@ -34,7 +34,7 @@ for _name in ("silu", "nan_to_num", "embedding"):
     REGISTRY[_name].real_grad_only = True
 
 _public = {}
-for _m in (_E, _R, _S, _I, _L, _C, _CX, _SP):
+for _m in (_E, _R, _S, _I, _L, _C, _CX):
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
             _public[_k] = _v
@@ -219,6 +219,7 @@ _METHODS = [
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle", "sgn", "isreal",
     "stft", "istft",
 ]
+_public.update({_k: getattr(_SP, _k) for _k in _SP.__all__})
 for _name in _METHODS:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])

@@ -90,7 +90,7 @@ c2c_op.jvp = lambda ctx, t: dispatch(c2c_op, (t,), ctx.params)
 
 def _pad_dim(x, dim, size):
     """x zero-padded (or cropped) at the end of ``dim`` to ``size``."""
-    n = x.shape[dim]
+    n = x._data.shape[dim]
     if n == size:
         return x
     from .shape import constant_pad
@@ -154,7 +154,8 @@ for _op in (c2c_op, r2c_op, c2r_op):
 def _dims_and_sizes(name, x, s, dim, default_all):
     """PyTorch's rules for (s, dim): the transformed dims (wrapped, in order) and their sizes
     (None where the input's size stands)."""
-    nd = x.dim()
+    shape = x._data.shape  # (the array's shape: Size indexing costs a Python call per item)
+    nd = len(shape)
     if dim is not None:
         if isinstance(dim, int):
             dim = (dim,)
@@ -182,15 +183,15 @@ def _dims_and_sizes(name, x, s, dim, default_all):
             raise RuntimeError(f"{name}: Invalid number of data points ({v}) specified")
     sizes = [None if v == -1 else v for v in sizes]
     for d, v in zip(dims, sizes):
-        if v is None and x.shape[d] < 1:
-            raise RuntimeError(f"{name}: Invalid number of data points ({x.shape[d]}) specified (input of shape "
-                               f"{list(x.shape)}, dim {d})")
+        if v is None and shape[d] < 1:
+            raise RuntimeError(f"{name}: Invalid number of data points ({shape[d]}) specified (input of shape "
+                               f"{list(shape)}, dim {d})")
     return dims, sizes
 
 
 def _resize(x, dims, sizes):
     for d, n in zip(dims, sizes):
-        if n is not None and n != x.shape[d]:
+        if n is not None and n != x._data.shape[d]:
             x = _pad_dim(x, d, n)
     return x
 
@@ -241,7 +242,7 @@ def _c2r(name, x, s, dim, norm, forward=False, default_all=True):
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
     last = dims[-1]
-    last_n = sizes[-1] if sizes[-1] is not None else 2 * (x.shape[last] - 1)
+    last_n = sizes[-1] if sizes[-1] is not None else 2 * (x._data.shape[last] - 1)
     if last_n < 1:
         raise RuntimeError(f"{name}: Invalid number of data points ({last_n}) specified")
     x = _resize(x, dims, sizes[:-1] + [last_n // 2 + 1])

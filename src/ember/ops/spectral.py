@@ -1,10 +1,11 @@
 """Short-time Fourier transforms (torch.stft / torch.istft) and the window functions.
 
-stft and istft are composites of registry ops (pad, unfold, mul, the FFT primitives, index_add for
-the overlap-add), so they differentiate in both modes and batch under vmap like any composite.
+stft frames its input with one primitive (stft_frames: padding, framing and the window in one pass)
+and runs the FFT primitive over the last dim; istft runs the inverse FFT, multiplies by the
+window and overlap-adds with stft_frames' adjoint (stft_frames_backward). Each step is a registry op
+with its derivative and batching rules, so both differentiate in both modes and batch under vmap.
 The windows are plain factories (scipy.signal.windows' formulas, evaluated in float64 and cast).
 """
-import math
 import warnings
 
 import numpy as np
@@ -12,7 +13,11 @@ import scipy.signal.windows as _sw
 
 from .. import _dispatch as D
 from .. import _dtype as dt
+from .._dispatch import defop
 from . import _util as U
+from .complex import real, view_as_real
+from .fft import c2c_op, ifft, irfft, r2c_op
+from .shape import constant_pad
 
 # ----------------------------------------------------------------------------- torch.*_window
 
@@ -44,7 +49,7 @@ def _torch_window(name, make):
         n = window_length + 1 if periodic else window_length
         w = make(n, *args, **params)
         return _finish(w[:window_length], d, requires_grad)
-    window.__name__ = name
+    window.__name__ = window.__qualname__ = name
     return window
 
 
@@ -72,6 +77,143 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     return _kaiser_window(window_length, periodic, beta, dtype=dtype, requires_grad=requires_grad)
 
 
+# ----------------------------------------------------------------------------- framing (stft's primitives)
+# stft_frames(x, window): the frames of the last dim (length L) padded by ``pad`` on both sides (PyTorch's
+# pad modes), n_fft samples every hop, times the window (None: none): (..., L) -> (..., n_frames, n_fft).
+# Its adjoint in x, stft_frames_backward, overlap-adds frames back onto the padded signal and folds the
+# padding back onto the samples it copied; each primitive's vjp runs the other (framing is linear in x;
+# the window's gradient sums g * conj(frames) over the frames), and their jvps apply themselves.
+
+_NP_PAD = {"reflect": "reflect", "replicate": "edge", "circular": "wrap", "constant": "constant"}
+
+
+def _n_frames(total, n_fft, hop):
+    return (total - n_fft) // hop + 1
+
+
+def _check_pad(name, length, pad, mode):
+    if mode not in _NP_PAD:
+        raise NotImplementedError(f"{name}: pad_mode {mode!r} is not one of constant, reflect, replicate, circular")
+    if mode == "reflect" and pad >= length:
+        raise RuntimeError(f"{name}: Argument #4: Padding size should be less than the corresponding input "
+                           f"dimension, but got: padding ({pad}, {pad}) at dimension -1 of an input of length "
+                           f"{length}")
+    if mode == "circular" and pad > length:
+        raise RuntimeError(f"{name}: Padding value causes wrapping around more than once.")
+
+
+def _frames_impl(xp, a, w, n_fft, hop, pad=0, mode="constant"):
+    length = a.shape[-1]
+    if pad:
+        _check_pad("stft", length, pad, mode)
+        if mode == "reflect":  # (two reversed slices around a copy: np.pad's generality costs more than the copy)
+            p = xp.empty(a.shape[:-1] + (length + 2 * pad,), a.dtype)
+            p[..., pad:pad + length] = a
+            p[..., :pad] = a[..., pad:0:-1]
+            p[..., pad + length:] = a[..., length - 2:length - 2 - pad:-1] if length - 2 - pad >= 0 else \
+                a[..., length - 2::-1]
+            a = p
+        else:
+            a = xp.pad(a, [(0, 0)] * (a.ndim - 1) + [(pad, pad)], mode=_NP_PAD[mode])
+    if a.shape[-1] < n_fft:
+        raise RuntimeError(f"stft: expected 0 < n_fft <= {a.shape[-1]}, but got n_fft={n_fft}")
+    n = _n_frames(a.shape[-1], n_fft, hop)
+    st = a.strides
+    v = np.lib.stride_tricks.as_strided(a, a.shape[:-1] + (n, n_fft), st[:-1] + (st[-1] * hop, st[-1]),
+                                        writeable=False)
+    if w is not None:  # the window, in the same pass
+        return v * w
+    return np.ascontiguousarray(v)  # (frames overlap: a copy, so that no two elements share memory)
+
+
+def _frames_backward_impl(xp, g, length, n_fft, hop, pad=0, mode="constant"):
+    lead, n = g.shape[:-2], g.shape[-2]
+    total = length + 2 * pad
+    if g.ndim < 2 or g.shape[-1] != n_fft or n != _n_frames(total, n_fft, hop):
+        raise RuntimeError(f"stft_frames_backward: expected frames of shape [..., {_n_frames(total, n_fft, hop)}, "
+                           f"{n_fft}] for a signal of length {length} (padding {pad}, hop {hop}), got "
+                           f"{list(g.shape)}")
+    k = -(-n_fft // hop)  # the hop-long blocks one frame spans
+    buf = xp.zeros(lead + ((n + k) * hop,), g.dtype)
+    blocks = buf.reshape(lead + (n + k, hop))
+    for j in range(k):
+        w = min(hop, n_fft - j * hop)
+        blocks[..., j:j + n, :w] += g[..., :, j * hop:j * hop + w]
+    full = buf[..., :total]
+    out = full[..., pad:pad + length].copy()
+    if pad:
+        left, right = full[..., :pad], full[..., pad + length:]
+        if mode == "reflect":
+            out[..., 1:pad + 1] += left[..., ::-1]
+            out[..., length - 1 - pad:length - 1] += right[..., ::-1]
+        elif mode == "replicate":
+            out[..., :1] += left.sum(-1, keepdims=True)
+            out[..., -1:] += right.sum(-1, keepdims=True)
+        elif mode == "circular":
+            out[..., length - pad:] += left
+            out[..., :pad] += right
+    return out
+
+
+frames_op = defop("stft_frames", _frames_impl, save=("inputs", "shapes"), family="spectral")
+frames_backward_op = defop("stft_frames_backward", _frames_backward_impl, family="spectral")
+
+
+def _cj(t):
+    from .complex import cj
+    return cj(t)
+
+
+@frames_op.def_vjp
+def _(ctx, g):
+    # frames(x) * w: x's gradient overlap-adds g * conj(w), w's sums g * conj(frames(x)) over the frames
+    x, w = ctx.inputs
+    p = ctx.params
+    gx = gw = None
+    if ctx.needs[0]:
+        gx = D.dispatch(frames_backward_op, (g if w is None else g * _cj(w),),
+                        {"length": ctx.shapes[0][-1], "n_fft": p["n_fft"], "hop": p["hop"], "pad": p.get("pad", 0),
+                         "mode": p.get("mode", "constant")})
+    if w is not None and ctx.needs[1]:
+        fr = D.dispatch(frames_op, (x, None), p)
+        gw = (g * _cj(fr)).reshape(-1, p["n_fft"]).sum(0)
+    return gx, gw
+
+
+@frames_op.def_jvp
+def _(ctx, tx, tw):
+    x, w = ctx.inputs
+    p = ctx.params
+    r = None if tx is None else D.dispatch(frames_op, (tx, w), p)
+    if tw is not None:
+        s = D.dispatch(frames_op, (x, None), p) * tw
+        r = s if r is None else r + s
+    return r
+
+
+@frames_backward_op.def_vjp
+def _(ctx, g):
+    p = ctx.params
+    return D.dispatch(frames_op, (g, None), {"n_fft": p["n_fft"], "hop": p["hop"], "pad": p.get("pad", 0),
+                                              "mode": p.get("mode", "constant")})
+
+
+frames_backward_op.jvp = lambda ctx, t: D.dispatch(frames_backward_op, (t,), ctx.params)
+
+def _frames_batch(op, vals, bd, params, size):
+    """Both act on the last dims: a leading batch dim of the signal passes through; a batched window
+    multiplies the unwindowed frames."""
+    if len(vals) < 2 or not bd[1]:
+        return D.dispatch(op, tuple(vals), params), True
+    x, w = vals
+    fr = D.dispatch(op, (x, None), params)
+    logical = fr.dim() - (1 if bd[0] else 0)
+    return fr * w.reshape((size,) + (1,) * (logical - 1) + (params["n_fft"],)), True
+
+
+frames_op.batch = frames_backward_op.batch = _frames_batch
+
+
 # ----------------------------------------------------------------------------- stft / istft
 
 
@@ -86,7 +228,6 @@ def _window_of(name, window, win_length, n_fft, like):
         raise RuntimeError(f"{name}: expected a 1D window tensor of size equal to win_length={win_length}, but "
                            f"got window with size {list(window.shape)}")
     if win_length < n_fft:
-        from .shape import constant_pad
         left = (n_fft - win_length) // 2
         window = constant_pad(window, (left, n_fft - win_length - left))
     return window
@@ -105,32 +246,10 @@ def _lengths(name, n_fft, hop_length, win_length, size=None):
     return hop, win
 
 
-def _center_pad(x, pad, mode):
-    """x (batch, length) padded by ``pad`` samples on both sides; reflect padding is two flipped
-    slices around x (one cat), the other modes F.pad's."""
-    if mode == "reflect":
-        n = x.shape[-1]
-        if pad >= n:
-            raise RuntimeError(f"stft: Argument #4: Padding size should be less than the corresponding input "
-                               f"dimension, but got: padding ({pad}, {pad}) at dimension 1 of input "
-                               f"{list(x.shape)}")
-        if pad == 0:
-            return x
-        from .shape import cat
-        return cat([x.narrow(-1, 1, pad).flip(-1), x, x.narrow(-1, n - 1 - pad, pad).flip(-1)], -1)
-    if mode == "constant":
-        from .shape import constant_pad
-        return constant_pad(x, (pad, pad))
-    from ..nn._composite import pad as _pad
-    return _pad(x.unsqueeze(1), (pad, pad), mode=mode).squeeze(1)
-
-
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: frames of n_fft samples, hop_length apart, times the window, Fourier-transformed;
     the result is (freq, frames) or (batch, freq, frames)."""
-    from .fft import rfft, fft
-    from .complex import view_as_real
     complex_in = input.is_complex() or (window is not None and window.is_complex())
     if return_complex is None:
         if not complex_in:
@@ -144,31 +263,27 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if input.dim() not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.dim()}D tensor of shape "
                            f"{list(input.shape)}")
-    x = input.unsqueeze(0) if input.dim() == 1 else input
-    if center:
-        x = _center_pad(x, n_fft // 2, pad_mode)
-    hop, win = _lengths("stft", n_fft, hop_length, win_length, x.shape[-1])
-    w = _window_of("stft", window, win, n_fft, x)
+    if input._data.dtype.kind not in "fc":
+        raise RuntimeError(f"stft: expected a tensor of floating point or complex values (got {input.dtype})")
+    nd = input.dim()
+    length = input._data.shape[-1]
+    pad = n_fft // 2 if center else 0
+    hop, win = _lengths("stft", n_fft, hop_length, win_length, length + 2 * pad)
+    w = _window_of("stft", window, win, n_fft, input)
     if onesided is None:
         onesided = not complex_in
     elif onesided and complex_in:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
-    if x._wr is None:
-        frames = x.contiguous().unfold(-1, n_fft, hop)  # (batch, n_frames, n_fft), a strided view
+    frames = D.dispatch(frames_op, (input, w), {"n_fft": n_fft, "hop": hop, "pad": pad, "mode": pad_mode})
+    p = {"dims": (nd,), "norm": "ortho" if normalized else "backward"}
+    if onesided:
+        spec = D.dispatch(r2c_op, (frames,), p)
     else:
-        # under vmap a gather: Tensor.unfold reads its input's strides, which a batched tensor does not
-        # have
-        n_frames = (x.shape[-1] - n_fft) // hop + 1
-        idx = (np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
-        from .indexing import index_select
-        frames = index_select(x, 1, D._new_tensor(idx.astype(np.int64))).reshape(x.shape[0], n_frames, n_fft)
-    if w is not None:
-        frames = frames * w
-    norm = "ortho" if normalized else "backward"
-    spec = rfft(frames, dim=-1, norm=norm) if onesided else fft(frames, dim=-1, norm=norm)
+        if not frames.is_complex():
+            frames = frames.to(frames.dtype.to_complex())
+        p["forward"] = True
+        spec = D.dispatch(c2c_op, (frames,), p)
     spec = spec.transpose(-1, -2)
-    if input.dim() == 1:
-        spec = spec.squeeze(0)
     return spec if return_complex else view_as_real(spec)
 
 
@@ -176,8 +291,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
           onesided=None, length=None, return_complex=False):
     """torch.istft: the inverse of stft by overlap-add of the windowed inverse transforms, divided by
     the overlap-added squared window (which must not vanish: the NOLA condition)."""
-    from .fft import irfft, ifft
-    from .complex import real
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
@@ -214,15 +327,10 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if w is not None:
         frames = frames * w
     total = n_fft + hop * (n_frames - 1)
-    idx = (np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
-    from .._creation import zeros
-    from .indexing import index_add
-    ix = D._new_tensor(idx.astype(np.int64))
-    out = index_add(zeros(x.shape[0], total, dtype=frames.dtype), 1, ix,
-                    frames.reshape(x.shape[0], n_frames * n_fft))
+    p = {"length": total, "n_fft": n_fft, "hop": hop}
+    out = D.dispatch(frames_backward_op, (frames,), p)  # the overlap-add
     wsq = np.ones(n_fft) if w is None else np.asarray(w.detach()._data, dtype=np.float64) ** 2
-    env = np.zeros(total)
-    np.add.at(env, idx, np.tile(wsq, n_frames))
+    env = _frames_backward_impl(np, np.broadcast_to(wsq, (n_frames, n_fft)), **p)
     start = n_fft // 2 if center else 0
     end = total if length is None else start + length
     if center and length is None:
@@ -234,7 +342,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                            f"satisfy the NOLA condition)")
     y = out[:, start:end] / D._new_tensor(env.astype(out._data.real.dtype))
     if length is not None and y.shape[-1] < length:
-        from .shape import constant_pad
         y = constant_pad(y, (0, length - y.shape[-1]))
     return y.squeeze(0) if input.dim() == 2 else y
 
