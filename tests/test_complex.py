@@ -439,3 +439,21 @@ def test_vmap_over_complex_matches_a_loop():
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
     g = ember.func.vmap(ember.func.grad(lambda v: (v * v.conj()).real.sum()))(z)
     np.testing.assert_allclose(g.numpy(), 2 * z.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,kw", [("SGD", {"momentum": 0.5}), ("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+                                     ("AdamW", {}), ("RMSprop", {"momentum": 0.5, "centered": True}),
+                                     ("Adagrad", {"lr_decay": 0.1})])
+def test_optimizers_on_complex_parameters_match_torch(torch, name, kw):
+    """Adaptive optimizers treat a complex parameter as two real ones (PyTorch's view_as_real)."""
+    start = np.array([[1 + 2j, -0.5 + 1j, 3j]], dtype=np.complex64)
+    res = []
+    for lib in (ember, torch):
+        q = lib.nn.Parameter(lib.tensor(start.copy()))
+        opt = getattr(lib.optim, name)([q], lr=0.1, **kw)
+        for _ in range(3):
+            opt.zero_grad()
+            ((q - (1 + 1j)).abs() ** 2).sum().backward()
+            opt.step()
+        res.append(q.detach().numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-5, atol=1e-6)
