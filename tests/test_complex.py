@@ -457,3 +457,38 @@ def test_optimizers_on_complex_parameters_match_torch(torch, name, kw):
             opt.step()
         res.append(q.detach().numpy())
     np.testing.assert_allclose(res[0], res[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: (lambda z: (z.__setitem__(0, 1j), z)[1])(m.zeros(3, dtype=m.cfloat)),
+    lambda m: (lambda z: (z.__setitem__(0, 1j), z)[1])(m.zeros(3)),
+    lambda m: (lambda z: (z.__setitem__(0, 1 + 0j), z)[1])(m.zeros(3)),
+    lambda m: m.zeros(3).masked_fill(m.tensor([True, False, True]), 2j),
+    lambda m: m.full_like(m.zeros(2), 1 + 1j),
+    lambda m: m.full((2,), 1 + 1j, dtype=m.float32),
+    lambda m: m.zeros(2).fill_(1j),
+    lambda m: m.zeros(2).fill_(1 + 0j),
+    lambda m: m.arange(4, dtype=m.cfloat),
+    lambda m: m.tensor([1 + 1j]) == 1 + 1j,
+    lambda m: m.tensor([1 + 1j, 3j]).float_power(2),
+    lambda m: m.tensor([1 + 1j, 3j]).logit(),
+    lambda m: m.tensor([1 + 1j, 3j]).logaddexp(m.tensor([1j, 0])),
+    lambda m: m.tensor([1 + 1j, 3j]).xlogy(2),
+    lambda m: m.tensor([1 + 1j, 3j]).hypot(m.tensor([1j, 0])),
+    lambda m: m.tensor([1 + 1j, 3j]).nansum(),
+    lambda m: m.tensor([1 + 1j, 3j]).logcumsumexp(0),
+    lambda m: m.tensor([1 + 1j, 3j]).cummax(0)[0],
+    lambda m: m.tensor([[1 + 1j, 3j]]).cov(),
+    lambda m: m.tensor([[1 + 1j, 3j, 2], [1, 0, 2j]]).cov(),
+    lambda m: m.tensor([[1 + 1j, 3j], [2, 1j]]).corrcoef(),
+])
+def test_composites_and_scalars_on_complex_match_torch(torch, case):
+    """Composite functions and Python complex scalars: PyTorch's values, or its error (a complex value
+    into a real tensor raises unless its imaginary part is 0)."""
+    try:
+        want = case(torch)
+    except Exception as e:  # noqa: BLE001
+        with pytest.raises(RuntimeError if isinstance(e, RuntimeError) else type(e)):
+            case(ember)
+        return
+    _assert_close(case(ember), want, 1e-5)

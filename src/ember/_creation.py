@@ -299,6 +299,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    v = U.real_scalar(v, _dtype(dtype))
     try:
         a = np.full(shape, v, _dtype(dtype))
     except OverflowError:
@@ -309,6 +310,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
 def _like(input, dtype, memory_format, fill=None):
     d = (dtype or input.dtype).np
     from ._memory_format import preserve_format, like_array
+    if fill is not None:
+        fill = U.real_scalar(fill, d)
     a = like_array(np, input._data, d, memory_format or preserve_format, fill)
     return a
 
@@ -340,6 +343,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if dtype is not None and dtype.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dtype.name}'")
     if dtype is None:
         dtype = dt.int64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) \
             else dt.get_default_dtype()

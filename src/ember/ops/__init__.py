@@ -1,5 +1,7 @@
 """The op registry's families and the public functions built on them; this module also binds
 the Tensor methods and operators, so each rule lives in one place."""
+import builtins as _builtins
+
 import numpy as np
 
 from .. import _dispatch as D
@@ -117,14 +119,17 @@ def _xor(self, other):
     return dispatch(_E.bitwise_xor_op, (self, other))
 
 
+_NUMBERS = (Tensor, int, float, bool, _builtins.complex, np.generic, np.ndarray)  # (ops.complex is the function)
+
+
 def _eq(self, other):
-    if other is None or not isinstance(other, (Tensor, int, float, bool, complex, np.generic, np.ndarray)):
+    if other is None or not isinstance(other, _NUMBERS):
         return False
     return dispatch(_E.eq_op, (self, other))
 
 
 def _ne(self, other):
-    if other is None or not isinstance(other, (Tensor, int, float, bool, complex, np.generic, np.ndarray)):
+    if other is None or not isinstance(other, _NUMBERS):
         return True
     return dispatch(_E.ne_op, (self, other))
 

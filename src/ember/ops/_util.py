@@ -90,6 +90,17 @@ def no_complex(kernel, a):
                               f"({a.dtype.name})")
 
 
+def real_scalar(value, np_dtype):
+    """A Python number for an array of ``np_dtype``: a complex number into a real array keeps its real
+    part when its imaginary part is 0 and raises otherwise, as PyTorch's scalar conversion does."""
+    if type(value) is complex and np.dtype(np_dtype).kind != "c":
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type {dt.FROM_NP[np.dtype(np_dtype)].name} without "
+                               f"overflow (a complex value {value} into a real tensor)")
+        return value.real
+    return value
+
+
 def float_only(op, a, complex_ok=False):
     """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises), and no
     complex one unless ``complex_ok``."""

@@ -953,9 +953,12 @@ def pow(input, exponent, *, out=None):
 
 
 def float_power(input, exponent):
-    from .. import float64
-    a = input.to(float64) if U.is_tensor(input) else float(input)
-    b = exponent.to(float64) if U.is_tensor(exponent) else float(exponent)
+    from .. import float64, complex128
+    cx = (U.is_tensor(input) and input.is_complex()) or (U.is_tensor(exponent) and exponent.is_complex()) or \
+        type(input) is complex or type(exponent) is complex
+    d = complex128 if cx else float64  # (double precision, complex when either operand is)
+    a = input.to(d) if U.is_tensor(input) else (complex(input) if cx else float(input))
+    b = exponent.to(d) if U.is_tensor(exponent) else (complex(exponent) if cx else float(exponent))
     return dispatch(pow_op, (a, b))
 
 
@@ -1131,17 +1134,26 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
 
 
+def _real_only(name, *xs):
+    for x in xs:
+        if (U.is_tensor(x) and x._data.dtype.kind == "c") or type(x) is complex:
+            U.no_complex(name + "_cpu", x._data if U.is_tensor(x) else np.asarray(x))
+
+
 def hypot(input, other):
+    _real_only("hypot", input, other)
     return (input * input + other * other).sqrt()
 
 
 def logit(input, eps=None):
+    _real_only("logit", input)
     x = input if eps is None else clamp(input, eps, 1 - eps)
     return (x / (1 - x)).log()
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input == 0 (unless other is nan); either may be a Python number."""
+    _real_only("xlogy", input, other)
     if not U.is_tensor(other):
         other = math.log(other) if other > 0 else (-math.inf if other == 0 else math.nan)
         prod = input * other
@@ -1156,6 +1168,8 @@ def xlogy(input, other):
 
 
 def logaddexp(input, other):
+    if (U.is_tensor(input) and input.is_complex()) or (U.is_tensor(other) and other.is_complex()):
+        return (exp(input) + exp(other)).log()  # (no order to shift by on complex numbers)
     m = maximum(input, other).detach()
     m = where(isinf(m), 0.0, m)  # both -inf (or an inf): no shift, so log(0) = -inf and log(inf) = inf, not nan
     return m + ((input - m).exp() + (other - m).exp()).log()

@@ -204,7 +204,7 @@ def setitem(x, idx, value):
             from .._creation import tensor as _t
             value = _t(value, dtype=x.dtype)
         else:
-            value = D._new_tensor(np.asarray(value, dtype=x._data.dtype))
+            value = D._new_tensor(np.asarray(U.real_scalar(value, x._data.dtype), dtype=x._data.dtype))
     if items and all(_is_basic(i) for i in items):
         # basic indexing: x[idx] = v is a copy into the view x[idx], as in PyTorch (whose
         # autograd then records CopySlices on x, not IndexPutBackward0)
@@ -500,7 +500,7 @@ def _masked_fill_impl(xp, a, mask, value):
     if mask.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
-    v = value if not isinstance(value, np.ndarray) else value.astype(a.dtype)
+    v = U.real_scalar(value, a.dtype) if not isinstance(value, np.ndarray) else value.astype(a.dtype)
     try:
         r = xp.where(mask, v, a)
     except ValueError:

@@ -228,7 +228,7 @@ def _(ctx, g):
 copy_op.jvp = lambda ctx, ta, ts: (ts.expand(ctx.out.shape) if ts is not None else ctx.out * 0)
 copy_op.inplace_fast = lambda dst, src: np.copyto(dst, src, casting="unsafe")
 
-fill_op = defop("fill", lambda xp, a, value: xp.full_like(a, value), family="elementwise")
+fill_op = defop("fill", lambda xp, a, value: xp.full_like(a, U.real_scalar(value, a.dtype)), family="elementwise")
 fill_op.vjp = lambda ctx, g: (g * 0,) + ((g.sum(),) if len(ctx.needs) > 1 else ())
 fill_op.jvp = lambda ctx, t, *rest: t * 0
 

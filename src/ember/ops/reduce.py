@@ -498,6 +498,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if input.is_complex():
+        raise RuntimeError(f"nansum on CPU does not support complex inputs ({input.dtype})")
     if not input.is_floating_point():  # no nan to skip: an integer sum stays integral (int64), as sum()
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
