@@ -492,3 +492,20 @@ def test_composites_and_scalars_on_complex_match_torch(torch, case):
             case(ember)
         return
     _assert_close(case(ember), want, 1e-5)
+
+
+def test_random_fills_of_complex_tensors():
+    """rand/randn/uniform_/normal_ fill both parts, as PyTorch (randn and normal_: each part has half the
+    variance, so the complex value has the asked-for variance; normal_'s mean goes to both parts)."""
+    z = ember.zeros(100000, dtype=ember.cfloat).normal_(1.0, 2.0)
+    for part in (z.real, z.imag):
+        assert abs(part.mean().item() - 1.0) < 0.03 and abs(part.std().item() - 2 ** 0.5) < 0.03
+    u = ember.zeros(100000, dtype=ember.cdouble).uniform_(1.0, 2.0)
+    for part in (u.real, u.imag):
+        assert 1.0 <= part.min().item() and part.max().item() < 2.0 and abs(part.mean().item() - 1.5) < 0.01
+    r = ember.randn(100000, dtype=ember.cfloat)
+    assert r.dtype is ember.cfloat and abs((r.abs() ** 2).mean().item() - 1.0) < 0.03
+    q = ember.rand(1000, dtype=ember.cdouble)
+    assert 0 <= q.imag.min().item() and q.imag.max().item() < 1 and q.imag.std().item() > 0.2
+    w = ember.nn.Linear(3, 2, dtype=ember.cfloat).weight
+    assert w.dtype is ember.cfloat and w.imag.abs().sum().item() > 0

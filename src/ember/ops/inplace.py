@@ -366,18 +366,35 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 # random fills: values from ember's generator, written through copy_ (no gradient to self)
 
+def _draw_shape(self):
+    """The shape and NumPy dtype to draw in: a complex tensor draws its real and imaginary parts
+    (a trailing pair, viewed as complex afterwards), as PyTorch fills both."""
+    d = self.dtype
+    if d.is_complex:
+        return tuple(self.shape) + (2,), d.to_real().np
+    return tuple(self.shape), (np.float64 if d is dt.float64 else np.float32)
+
+
+def _as_complex(self, v):
+    return np.ascontiguousarray(v).view(self._data.dtype)[..., 0] if self.dtype.is_complex else v
+
+
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     from .._creation import _gen
     g = _gen(generator)
-    v = g.random(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)
-    return _random_fill(self, v * (b - a) + a, "uniform_")
+    shape, d = _draw_shape(self)
+    v = g.random(shape, dtype=d)
+    return _random_fill(self, _as_complex(self, v * (b - a) + a), "uniform_")
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     from .._creation import _gen
     g = _gen(generator)
-    v = g.standard_normal(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)
-    return _random_fill(self, v * std + mean, "normal_")
+    shape, d = _draw_shape(self)
+    v = g.standard_normal(shape, dtype=d)
+    if self.dtype.is_complex:  # each part N(mean, std^2 / 2): the complex value has variance std^2
+        std = std / 2 ** 0.5
+    return _random_fill(self, _as_complex(self, v * std + mean), "normal_")
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
