@@ -15,6 +15,9 @@ _warnings.filterwarnings("ignore", message=r"(divide by zero|invalid value|overf
 from . import _dispatch  # noqa: F401  (the registry and the dispatch path)
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_ as bool, promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
+from ._dtype import complex64, complex128  # noqa: F401,E402
+cfloat = complex64
+cdouble = complex128
 from ._tensor import Tensor, Size, device  # noqa: F401
 from ._memory_format import (memory_format, contiguous_format, channels_last,  # noqa: F401
                              channels_last_3d, preserve_format)
@@ -40,6 +43,8 @@ from . import autograd  # noqa: F401
 # would return)
 linalg = __import__("importlib").import_module(".linalg", __name__)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.det, torch.svd, torch.cholesky_solve, ...
+from . import fft  # noqa: F401,E402  (torch.fft)
+from . import signal  # noqa: F401,E402  (torch.signal.windows)
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled)
 from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401

@@ -170,7 +170,7 @@ def _infer(data):
     if isinstance(data, float):
         return dt.get_default_dtype()
     if isinstance(data, complex):
-        raise TypeError("ember does not support complex tensors")
+        return dt.default_complex()
     if isinstance(data, (list, tuple)):
         r = None
         for x in data:
@@ -418,6 +418,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    v = U.real_scalar(v, _dtype(dtype))
     if _is_meta(device):
         return _meta_new(shape, _dtype(dtype), requires_grad)
     try:
@@ -430,6 +431,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
 def _like(input, dtype, memory_format, fill=None):
     d = (dtype or input.dtype).np
     from ._memory_format import preserve_format, like_array
+    if fill is not None:
+        fill = U.real_scalar(fill, d)
     a = like_array(np, input._data, d, memory_format or preserve_format, fill)
     return a
 
@@ -471,6 +474,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if dtype is not None and dtype.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dtype.name}'")
     if dtype is None:
         dtype = dt.int64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) \
             else dt.get_default_dtype()
@@ -542,7 +547,9 @@ _RANDINT_64 = 1 << 28  # randint ranges from here on take 64-bit draws (PyTorch'
 
 
 def _float_np(dtype):
-    d = _dtype(dtype)
+    d = np.dtype(_dtype(dtype))
+    if d.kind == "c":
+        return np.dtype(np.float32 if d == np.complex64 else np.float64), d
     return d if d in (np.float32, np.float64) else np.float32, d
 
 
@@ -637,10 +644,12 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
     d = _dtype(dtype)
-    if np.dtype(d).kind != "f":
+    if np.dtype(d).kind not in "fcV":
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
     if _is_meta(device):  # no data, no draw: the generator does not advance
         return _meta_new(shape, d, requires_grad)
+    if np.dtype(d).kind == "c":  # filled through its real view, as PyTorch fills it
+        return _finish(_new(empty_array(np, shape, d)).uniform_(generator=generator)._data, requires_grad, device)
     a = _uniform_values(_mt(generator), math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
@@ -652,10 +661,12 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
     d = _dtype(dtype)
-    if np.dtype(d).kind != "f":
+    if np.dtype(d).kind not in "fcV":
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
     if _is_meta(device):
         return _meta_new(shape, d, requires_grad)
+    if np.dtype(d).kind == "c":  # filled through its real view, as PyTorch fills it
+        return _finish(_new(empty_array(np, shape, d)).normal_(generator=generator)._data, requires_grad, device)
     a = _normal_array(_mt(generator), shape, d)
     return _finish(a, requires_grad, device)
 

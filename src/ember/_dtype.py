@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-           "bool_", "promote_types", "get_default_dtype", "set_default_dtype"]
+           "bool_", "complex64", "complex128", "promote_types", "get_default_dtype", "set_default_dtype"]
 
 
 class dtype:
@@ -21,12 +21,12 @@ class dtype:
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
         self.is_floating_point = category == 2
-        self.is_signed = self.np.kind in "if"
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_signed = self.np.kind in "ifc"
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
 
     @property
     def is_complex(self):
-        return False
+        return self.category == 3
 
     def __repr__(self):
         return "ember." + self.name
@@ -35,7 +35,18 @@ class dtype:
         return (_by_name, (self.name,))
 
     def to_real(self):
-        return self
+        return _COMPLEX_TO_REAL.get(self, self)
+
+    def to_complex(self):
+        """The complex dtype whose parts are this floating dtype (torch.float64 -> complex128)."""
+        if self.category == 3:
+            return self
+        c = _REAL_TO_COMPLEX.get(self)
+        if c is None:
+            raise RuntimeError(f"ember has no complex dtype with {self.name} parts (complex32/ComplexHalf is "
+                               f"not supported)" if self.category == 2 else
+                               f"to_complex is only defined for floating dtypes, got {self.name}")
+        return c
 
 
 float16 = dtype("float16", np.float16, 2)
@@ -50,8 +61,12 @@ int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
 uint8 = dtype("uint8", np.uint8, 1)
 bool_ = dtype("bool", np.bool_, 0)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
+_COMPLEX_TO_REAL = {complex64: float32, complex128: float64}
+_REAL_TO_COMPLEX = {float32: complex64, float64: complex128}
 
-ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, bfloat16)
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, bfloat16, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL}
 FROM_NP = {d.np: d for d in ALL}
 
@@ -65,7 +80,8 @@ def from_numpy_dtype(np_dtype, what="array"):
         return FROM_NP[np.dtype(np_dtype)]
     except (KeyError, TypeError):
         raise TypeError(f"can't convert {what} of type {np_dtype}: the only supported types are "
-                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool") from None
+                        "complex128, complex64, float64, float32, float16, int64, int32, int16, int8, uint8, "
+                        "and bool") from None
 
 
 _default = [float32]
@@ -91,6 +107,10 @@ def promote_types(a, b):
     if r is None:
         if a is b:
             r = a
+        elif a.category != b.category and max(a.category, b.category) == 3:
+            c, o = (a, b) if a.category == 3 else (b, a)
+            # complex with a float: the wider of the two part types (complex64 + float64 -> complex128)
+            r = promote_types(c.to_real(), o).to_complex() if o.category == 2 else c
         elif a.category != b.category and max(a.category, b.category) == 2:
             r = a if a.category == 2 else b
         elif a is bfloat16 or b is bfloat16:  # with float16: float32 (neither holds the other); else the wider
@@ -113,9 +133,16 @@ def scalar_dtype(x):
         return int64
     if isinstance(x, float):
         return _default[0]
+    if isinstance(x, complex):
+        return default_complex()
     if isinstance(x, np.generic):
         return from_numpy_dtype(x.dtype)
     raise TypeError(f"expected a Python number, got {type(x).__name__}")
+
+
+def default_complex():
+    """The dtype of Python complex data: complex64, or complex128 when the default dtype is float64."""
+    return complex128 if _default[0] is float64 else complex64
 
 
 def _combine(higher, lower):
@@ -123,7 +150,11 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
-    if higher.category == 2:
+    if lower.category == 3 and higher.category < 3:
+        # a complex operand of a lower group makes the result complex with the higher group's
+        # floating width (float64 tensor + 1j -> complex128; float32 tensor + complex128 0-dim -> complex64)
+        return higher.to_complex() if higher.category == 2 else lower
+    if higher.category >= 2:
         return higher
     if higher is bool_ or lower.category == 2:
         return promote_types(higher, lower)
@@ -141,6 +172,8 @@ def result_type_of(dim_dtypes, zero_dtypes, scalars):
         d = scalar_dtype(s)
         if isinstance(s, np.generic) and d.category == 2:
             d = _default[0]
+        elif isinstance(s, np.generic) and d.category == 3:
+            d = default_complex()
         wrap_r = d if wrap_r is None else promote_types(wrap_r, d)
     return _combine(dim_r, _combine(zero_r, wrap_r))
 
@@ -155,9 +188,10 @@ class finfo:
 
     def __init__(self, type=None):
         d = get_default_dtype() if type is None else type
-        if not isinstance(d, dtype) or d.category != 2:
+        if not isinstance(d, dtype) or d.category < 2:
             raise TypeError("ember.finfo() requires a floating point input type. Use ember.iinfo to handle "
                             f"{d!r}")
+        d = d.to_real()  # (a complex dtype: the limits of its parts, as PyTorch)
         i = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
         self.bits, self.dtype = int(i.bits), d.name
         self.eps, self.max, self.min = float(i.eps), float(i.max), float(i.min)

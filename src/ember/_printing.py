@@ -57,6 +57,21 @@ def format_array(a, indent):
         # the width comes from the nonzero finite values only (PyTorch's rule): nan, inf and 0 do not widen
         width = max((len(fmt(float(x))) for x in sample[np.isfinite(sample) & (sample != 0)]), default=1)
         formatter = {"float_kind": lambda x: fmt(float(x)).rjust(width)}
+    elif a.dtype.kind == "c":
+        # PyTorch's layout: the real parts padded to their widest, then the imaginary part signed
+        parts = []
+        for part in (a.real, a.imag):
+            f = _float_formatter(part.astype(np.float64))
+            sample = part.reshape(-1)
+            sample = sample[np.isfinite(sample) & (sample != 0)]
+            parts.append((f, max((len(f(float(x))) for x in sample[:100000]), default=1)))
+        (fr, wr), (fi, wi) = parts
+
+        def fmt_c(z):
+            re = fr(float(z.real)).rjust(wr)
+            im = (fi(float(z.imag)).rjust(wi) + "j").lstrip()
+            return re + im if im[0] in "+-" else re + "+" + im
+        formatter = {"complex_kind": fmt_c}
     elif a.dtype.kind == "b":
         w = 5 if not a.all() else 4
         formatter = {"bool": lambda x: ("True" if x else "False").rjust(w)}
@@ -88,7 +103,7 @@ def tensor_repr(t, prefix="tensor("):
     else:
         body = format_array(a, len(prefix))
     d = t.dtype
-    default_ok = d is dt.get_default_dtype() or d is dt.int64 or d is dt.bool_
+    default_ok = d is dt.get_default_dtype() or d is dt.int64 or d is dt.bool_ or d is dt.default_complex()
     if not default_ok or (a.size == 0 and d is not dt.get_default_dtype()):
         extras.append(f"dtype={d!r}")
     fn = t._fn

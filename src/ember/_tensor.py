@@ -185,10 +185,10 @@ class Tensor:
         return self._data.dtype.kind in "fV"  # ('V': bfloat16, ember's one such dtype)
 
     def is_complex(self):
-        return False
+        return self._data.dtype.kind == "c"
 
     def is_signed(self):
-        return self._data.dtype.kind in "ifV"
+        return self._data.dtype.kind in "ifcV"
 
     def get_device(self):
         return -1
@@ -252,8 +252,8 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fV":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients, "
+        if requires_grad and self._data.dtype.kind not in "fcV":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients, "
                                f"got {self.dtype}")
         if requires_grad and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode "
@@ -431,6 +431,8 @@ class Tensor:
 
     def __float__(self):
         self._check_scalar("float")
+        if self._data.dtype.kind == "c":  # (PyTorch's wording for a complex scalar)
+            raise RuntimeError("value cannot be converted to type double without overflow")
         return float(self.item())
 
     def __int__(self):

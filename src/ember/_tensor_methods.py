@@ -90,6 +90,8 @@ Tensor.short = _caster(dt.int16)
 Tensor.char = _caster(dt.int8)
 Tensor.byte = _caster(dt.uint8)
 Tensor.bool = _caster(dt.bool_)
+Tensor.cfloat = _caster(dt.complex64)
+Tensor.cdouble = _caster(dt.complex128)
 Tensor.cpu = lambda self, memory_format=None: self.to("cpu") if self._meta else self
 Tensor.cuda = lambda self, *a, **k: (_ for _ in ()).throw(
     RuntimeError("ember has no CUDA device: tensors live on the 'cpu' device"))

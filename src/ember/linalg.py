@@ -122,18 +122,30 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 # ----------------------------------------------------------------------------- determinants
 
 
+
+def _real_only(name, *tensors):
+    """ember's rules for these functions are not verified for complex input yet: a clear error
+    instead of a possibly wrong answer."""
+    for t in tensors:
+        if U.is_tensor(t) and t.is_complex():
+            raise NotImplementedError(f"{name}: complex input is not supported by ember yet (got {t.dtype}); "
+                                      f"real float32/float64 input works")
+
+
 def det(A, *, out=None):
     _need("linalg.det", A)
     return _out(dispatch(_LS.det_op, (A,)), out)
 
 
 def slogdet(A, *, out=None):
+    _real_only("linalg.slogdet", A)
     _need("linalg.slogdet", A)
     return _out(_Slogdet(*dispatch(_LS.slogdet_op, (A,))), out)
 
 
 def logdet(input):
     """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet)."""
+    _real_only("torch.logdet", input)
     sign, la = slogdet(input)
     from .ops.elementwise import where
     return where(sign < 0, math.nan, la)
@@ -143,6 +155,7 @@ def logdet(input):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    _real_only("linalg.cholesky_ex", A)
     _need("linalg.cholesky", A)
     p = {"check_errors": check_errors}
     if upper:
@@ -162,7 +175,7 @@ def _same_dtype(name, b, a):
 
 
 def _factor_check(name, L):
-    if not L.is_floating_point():
+    if not (L.is_floating_point() or L.is_complex()):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_LS.torch_dtype_name(L.dtype.np)}")
     if L.dim() >= 2 and L.shape[-1] != L.shape[-2]:
@@ -188,6 +201,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
+    _real_only("torch.cholesky_inverse", L)
     _need("cholesky_inverse", L)
     _factor_check("cholesky_inverse", L)
     from ._creation import eye
@@ -382,6 +396,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    _real_only("linalg.lstsq", A, B)
     _need("linalg.lstsq", A)
     if driver is None:
         driver = "gelsy"
@@ -510,6 +525,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """||x||_ord over ``dim`` (every element when None), as torch.linalg.vector_norm."""
     if dtype is not None:
         x = x.to(dtype)
+    if x.is_complex():  # the norm of the moduli (abs carries the complex gradient)
+        x = x.abs()
     if not x.is_floating_point():
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {x.dtype.name.capitalize()}")

@@ -61,6 +61,8 @@ def _fit(tangent, out, opname):
             raise RuntimeError(f"forward AD: the jvp rule of {opname} returned a tangent of shape "
                                f"{list(tangent.shape)} for an output of shape {list(out.shape)}") from None
     if tangent.dtype is not out.dtype:
+        if tangent._data.dtype.kind == "c" and out._data.dtype.kind != "c":
+            tangent = tangent.real  # a real output's tangent is real (the rule's complex arithmetic aside)
         tangent = tangent.to(out.dtype)
     return tangent
 
@@ -85,7 +87,7 @@ class _DualLevel(D.Level):
             diff = op.diff_outputs
             fitted = []
             for i, (o, t) in enumerate(zip(outs, touts)):
-                if t is None or (diff is not None and i not in diff) or not o.dtype.is_floating_point:
+                if t is None or (diff is not None and i not in diff) or o._data.dtype.kind not in "fc":
                     fitted.append(None)
                 else:
                     fitted.append(_fit(t, o, op.name))
@@ -123,7 +125,7 @@ class _DualLevel(D.Level):
             raise RuntimeError(f"{cls.__name__}.jvp returned {len(touts)} tangents for "
                                f"{len(olist)} outputs")
         for o, t in zip(olist, touts):
-            if isinstance(o, D.Tensor) and t is not None and o.dtype.is_floating_point:
+            if isinstance(o, D.Tensor) and t is not None and o._data.dtype.kind in "fc":
                 _set_tangent(o, self, _fit(t, o, cls.__name__))
         return outs
 
@@ -171,14 +173,14 @@ def make_dual(tensor, tangent, *, level=None):
     lvl = _current(level)
     if not isinstance(tensor, D.Tensor) or not isinstance(tangent, D.Tensor):
         raise TypeError("make_dual: expected Tensors for both the primal and the tangent")
-    if not tensor.dtype.is_floating_point:
-        raise ValueError(f"make_dual: expected primal to be floating point, got {tensor.dtype}")
+    if tensor._data.dtype.kind not in "fc":
+        raise ValueError(f"make_dual: expected primal to be floating point or complex, got {tensor.dtype}")
     if tuple(tangent.shape) != tuple(tensor.shape):
         raise RuntimeError(f"make_dual: Trying to set a forward gradient that has a different size than "
                            f"that of the original Tensor, this is not supported. Tensor is of size "
                            f"{list(tensor.shape)} while the given forward gradient is of size "
                            f"{list(tangent.shape)}.")
-    if not tangent.dtype.is_floating_point:
+    if not (tangent.dtype.is_floating_point or tangent.dtype.is_complex):
         # another floating dtype than the primal's is accepted and kept, as PyTorch keeps it
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     lvl.active = False

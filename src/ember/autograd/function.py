@@ -243,7 +243,7 @@ def _apply(cls, *args, **kwargs):
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 continue
-            if any(o is nd for nd in non_diff) or not o.dtype.is_floating_point:
+            if any(o is nd for nd in non_diff) or o._data.dtype.kind not in "fc":
                 o._rg = False
                 continue
             if any(o is d for d in dirty):

@@ -458,8 +458,38 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                       _recheck=True, _name="gradcheck")
 
 
+def _realify(func, tupled):
+    """Complex inputs and outputs as pairs of reals, as PyTorch's gradcheck checks them: each complex
+    input z that requires grad becomes a real leaf of shape (..., 2) seen by func through
+    view_as_complex, and each complex output leaves through view_as_real. The finite differences
+    then perturb real and imaginary parts separately, and the analytical side runs backward and
+    forward mode through those views, so the check covers PyTorch's convention for complex
+    gradients (a real loss L has the gradient dL/dRe z + i dL/dIm z)."""
+    from ..ops.complex import view_as_complex, view_as_real
+    cx = [i for i, a in enumerate(tupled) if _is_diff_input(a) and a.is_complex()]
+    new = list(tupled)
+    for i in cx:
+        z = tupled[i]._data
+        r = D._new_tensor(np.stack([z.real, z.imag], -1).astype(z.real.dtype))
+        r.requires_grad_(True)
+        new[i] = r
+
+    def real_func(*args):
+        args = list(args)
+        for i in cx:
+            args[i] = view_as_complex(args[i])
+        outs = func(*args)
+        if isinstance(outs, (tuple, list)):
+            return tuple(view_as_real(o) if isinstance(o, D.Tensor) and o.is_complex() else o for o in outs)
+        return view_as_real(outs) if isinstance(outs, D.Tensor) and outs.is_complex() else outs
+    return real_func, tuple(new)
+
+
 def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, _recheck, _name, **flags):
     tupled = _as_tuple(inputs)
+    if any(isinstance(a, D.Tensor) and a.is_complex() for a in tupled) or any(
+            isinstance(o, D.Tensor) and o.is_complex() for o in _as_tuple(func(*tupled))):
+        func, tupled = _realify(func, tupled)
     diff = [i for i, a in enumerate(tupled) if _is_diff_input(a)]
     if not diff:
         raise ValueError(f"{_name} expects at least one input tensor to require gradient, but none of "
@@ -530,6 +560,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         diff_outs = [o for o in outs if isinstance(o, D.Tensor) and o.requires_grad]
         gos = []
         for o in diff_outs:
+            if o.is_complex():  # real and imaginary parts N(0, 1/2), as PyTorch's complex randn
+                from ..ops.complex import complex as _complex
+                rd = o.dtype.to_real()
+                go = _complex(randn(*o.shape, dtype=rd), randn(*o.shape, dtype=rd)) * 0.5 ** 0.5
+                gos.append(go.requires_grad_(True))
+                continue
             g = randn(*o.shape, dtype=o.dtype)
             if gen_non_contig_grad_outputs and o.dim() > 0:
                 g = randn(*(tuple(o.shape) + (2,)), dtype=o.dtype).select(-1, 0)

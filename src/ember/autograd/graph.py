@@ -379,13 +379,26 @@ class OpNode(Node):
                         and g._data.shape != shapes[i] else g for i, g in enumerate(res))
         dts = self._in_dtypes
         if dts is not None:  # each input gets its gradient in its own dtype, as in PyTorch
-            res = tuple(g.to(dts[i]) if g is not None and dts[i] is not None and g.dtype is not dts[i]
+            res = tuple(_to_input_dtype(g, dts[i]) if g is not None and dts[i] is not None and g.dtype is not dts[i]
                         else g for i, g in enumerate(res))
         if op.tensor_edges_only:
             pos = self._argpos
             if pos is not None:
                 res = tuple(res[i] for i in pos)
         return res
+
+
+def _no_complex_grad(op):
+    """PyTorch's error for an op whose derivative formula is real-only (silu, embedding, ...)."""
+    raise RuntimeError(f"{op.name} does not support automatic differentiation for outputs with complex dtype.")
+
+
+def _to_input_dtype(g, d):
+    """A gradient in its input's dtype; a real input of a complex result takes the real part
+    (PyTorch's convention for real-to-complex functions)."""
+    if g._data.dtype.kind == "c" and d.category != 3:
+        g = g.real
+    return g.to(d)
 
 
 def _sum_to(g, shape):
@@ -432,7 +445,7 @@ def _note_input_dtypes(node, args, out):
     PyTorch's engine does: the input dtypes are kept when a floating input differs from the output."""
     odt = out.dtype
     for a in args:
-        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind in "fV":
+        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind in "fcV":
             node._in_dtypes = tuple(FROM_NP[x._data.dtype] if isinstance(x, Tensor) else None for x in args)
             return
 
@@ -489,7 +502,7 @@ def record(op, args, params, out):
             fn = a._fn
             node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
             node.needs = _NEEDS1
-            if single and out.dtype is not a._data.dtype and a._data.dtype.kind in "fV":
+            if single and out.dtype is not a._data.dtype and a._data.dtype.kind in "fcV":
                 _note_input_dtypes(node, args, out)  # sum(dtype=float64) of float32: a float32 gradient
         else:
             edges = []
@@ -509,7 +522,7 @@ def record(op, args, params, out):
                     edges = [edges[i] for i in pos]
             node._edges = tuple(edges)
             node.needs = tuple(needs)
-            if op.bcast and nargs > 2:
+            if op.bcast and (nargs > 2 or (single and out.dtype.kind == "c")):  # (x * 1j: a real x, a complex out)
                 _note_input_dtypes(node, args, out if single else out[0])
         if op.save_shapes:
             node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
@@ -540,7 +553,13 @@ def record(op, args, params, out):
     if single:
         o = _new(Tensor)
         o._data = out
-        if out.dtype.kind in "fV":
+        k = out.dtype.kind
+        if k == "f" or k == "V":
+            o._rg = True
+            o._fn = node
+        elif k == "c":
+            if op.__dict__.get("real_grad_only"):
+                _no_complex_grad(op)
             o._rg = True
             o._fn = node
         else:
@@ -581,7 +600,7 @@ def record(op, args, params, out):
     node._out_meta = tuple((o._data.shape, o.dtype) for o in outs)
     diff = op.diff_outputs
     for i, o in enumerate(outs):
-        if (diff is None or i in diff) and o._data.dtype.kind in "fV":
+        if (diff is None or i in diff) and o._data.dtype.kind in "fcV":
             o._rg = True
             o._fn = node
             o._nr = i

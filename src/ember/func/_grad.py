@@ -126,7 +126,7 @@ def _record(level, op, args, vals, params, out):
     diff = op.diff_outputs
     res = []
     for i, o in enumerate(outs):
-        if (diff is None or i in diff) and o.dtype.is_floating_point:
+        if (diff is None or i in diff) and o._data.dtype.kind in "fc":
             w = wrap(level, o, True)
             w._fn = node
             w._nr = i
@@ -161,8 +161,8 @@ def _check_tensor_leaf(x, who):
     if not isinstance(x, Tensor):
         raise RuntimeError(f"{who}: Expected f(*args) to accept Tensors (or pytrees of Tensors) as the "
                            f"differentiated inputs, got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{who}: only floating point Tensors can be differentiated, got {x.dtype}")
+    if x._data.dtype.kind not in "fc":
+        raise RuntimeError(f"{who}: only floating point and complex Tensors can be differentiated, got {x.dtype}")
 
 
 def _backward(level, outs, cts, leaves, retain):

@@ -1,5 +1,7 @@
 """The op registry's families and the public functions built on them; this module also binds
 the Tensor methods and operators, so each rule lives in one place."""
+import builtins as _builtins
+
 import numpy as np
 
 from .. import _dispatch as D
@@ -12,6 +14,10 @@ from . import indexing as _I
 from . import linalg as _L
 from . import inplace as _IP
 from . import composite as _C
+from . import complex as _CX
+from . import fft as _FFT  # noqa: F401  (the transforms; public as ember.fft)
+del fft  # (ember.fft is the public module, not this submodule)
+from . import spectral as _SP  # noqa: F401  (stft, istft, the window functions)
 from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
@@ -22,9 +28,15 @@ from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .shape import sum_to  # noqa: F401
+from .complex import *  # noqa: F401,F403
+from .spectral import *  # noqa: F401,F403
+
+# ops whose derivative formulas are real-only in PyTorch: gradients through complex outputs raise
+for _name in ("silu", "nan_to_num", "embedding"):
+    REGISTRY[_name].real_grad_only = True
 
 _public = {}
-for _m in (_E, _R, _S, _I, _L, _C):
+for _m in (_E, _R, _S, _I, _L, _C, _CX):
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
             _public[_k] = _v
@@ -107,14 +119,17 @@ def _xor(self, other):
     return dispatch(_E.bitwise_xor_op, (self, other))
 
 
+_NUMBERS = (Tensor, int, float, bool, _builtins.complex, np.generic, np.ndarray)  # (ops.complex is the function)
+
+
 def _eq(self, other):
-    if other is None or not isinstance(other, (Tensor, int, float, bool, np.generic, np.ndarray)):
+    if other is None or not isinstance(other, _NUMBERS):
         return False
     return dispatch(_E.eq_op, (self, other))
 
 
 def _ne(self, other):
-    if other is None or not isinstance(other, (Tensor, int, float, bool, np.generic, np.ndarray)):
+    if other is None or not isinstance(other, _NUMBERS):
         return True
     return dispatch(_E.ne_op, (self, other))
 
@@ -205,7 +220,11 @@ _METHODS = [
     # composites
     "diff", "quantile", "nanquantile", "asinh", "atanh", "arcsinh", "arctanh", "ravel", "index_copy", "isin",
     "logcumsumexp", "cummax", "cummin", "signbit", "heaviside", "cov", "corrcoef",
+    # complex
+    "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle", "sgn", "isreal",
+    "stft", "istft",
 ]
+_public.update({_k: getattr(_SP, _k) for _k in _SP.__all__})
 for _name in _METHODS:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])
@@ -246,12 +265,14 @@ def _H(self):
     if self.dim() != 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor."
                            + (" For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""))
-    return _S.transpose(self, 0, 1)  # (the adjoint of a real matrix: PyTorch's TransposeBackward0)
+    return _CX.conj(_S.transpose(self, 0, 1))  # (real: PyTorch's TransposeBackward0 alone)
 
 
 Tensor.H = property(_H)
-Tensor.mH = Tensor.mT
-Tensor.adjoint = lambda self: _S.transpose(self, -2, -1)
+Tensor.mH = property(lambda self: _CX.conj(_S.transpose(self, -2, -1)))
+Tensor.adjoint = lambda self: _CX.conj(_S.transpose(self, -2, -1))
+Tensor.real = property(_CX.real, lambda self, v: _CX.real(self).copy_(v))
+Tensor.imag = property(_CX.imag, lambda self, v: _CX.imag(self).copy_(v))
 
 # in place
 for _name in ("add_", "sub_", "mul_", "div_", "pow_", "copy_", "fill_", "zero_", "uniform_", "normal_",

@@ -23,11 +23,11 @@ def _key(x):
     t = type(x)
     if t is _ndarray:
         return (x.dtype, x.ndim == 0)
-    if t is float or t is int or t is bool:
+    if t is float or t is int or t is bool or t is complex:
         return t
     if isinstance(x, np.generic):
         k = x.dtype.kind
-        return float if k == "f" or x.dtype == BF16 else (bool if k == "b" else int)
+        return float if k == "f" or x.dtype == BF16 else (bool if k == "b" else (complex if k == "c" else int))
     if isinstance(x, _ndarray):
         return (x.dtype, x.ndim == 0)
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
@@ -99,8 +99,29 @@ def wrap_int_scalars(a, b):
     return conv(a, b), conv(b, a)
 
 
-def float_only(op, a):
-    """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises)."""
+def no_complex(kernel, a):
+    """PyTorch's error for a kernel without a complex implementation (e.g. "lt_cpu")."""
+    names = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{names.get(a.dtype.name, a.dtype.name)}' "
+                              f"({a.dtype.name})")
+
+
+def real_scalar(value, np_dtype):
+    """A Python number for an array of ``np_dtype``: a complex number into a real array keeps its real
+    part when its imaginary part is 0 and raises otherwise, as PyTorch's scalar conversion does."""
+    if type(value) is complex and np.dtype(np_dtype).kind != "c":
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type {dt.FROM_NP[np.dtype(np_dtype)].name} without "
+                               f"overflow (a complex value {value} into a real tensor)")
+        return value.real
+    return value
+
+
+def float_only(op, a, complex_ok=False):
+    """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises), and no
+    complex one unless ``complex_ok``."""
+    if a.dtype.kind == "c" and not complex_ok:
+        no_complex(op + "_cpu", a)
     if a.dtype.kind not in "fc" and a.dtype != BF16:
         raise RuntimeError(f"{op}: not implemented for dtype {dt.FROM_NP[a.dtype].name} (a floating point "
                            f"input is expected)")
@@ -108,8 +129,9 @@ def float_only(op, a):
 
 
 def to_float(a):
-    """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32)."""
-    if a.dtype.kind != "f" and a.dtype != BF16:
+    """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32);
+    floating (bfloat16 included) and complex arrays stay as they are."""
+    if a.dtype.kind not in "fc" and a.dtype != BF16:
         return a.astype(dt.get_default_dtype().np)
     return a
 

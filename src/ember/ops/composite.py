@@ -183,6 +183,8 @@ def _cum_extreme(input, dim, name, better):
     from .indexing import gather
     from .reduce import _MinMax
     U.check_plain(name, input)
+    if input.is_complex():
+        U.no_complex(name + "_cpu", input._data)
     if input.dim() == 0:
         return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     d = U.wrap_dim(dim, input.dim(), name)
@@ -226,12 +228,16 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                          f"{input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.float()
     n = x.shape[1]
     xc = x - x.mean(1, keepdim=True)
-    c = (xc @ xc.t()) / max(n - correction, 0)
-    return c.reshape(()) if input.dim() < 2 else c
+    xt = xc.t()
+    if xt.is_complex():  # E[(x - mean) conj(y - mean)]
+        from .complex import conj
+        xt = conj(xt)
+    c = (xc @ xt) / max(n - correction, 0)
+    return c.reshape(()) if input.dim() < 2 or x.shape[0] == 1 else c  # (one variable: a scalar, as PyTorch)
 
 
 def corrcoef(input):
@@ -239,4 +245,8 @@ def corrcoef(input):
     if c.dim() == 0:
         return c / c
     d = _S.diagonal(c).sqrt()
-    return (c / d.unsqueeze(1) / d.unsqueeze(0)).clamp(-1, 1)
+    r = c / d.unsqueeze(1) / d.unsqueeze(0)
+    if r.is_complex():  # (PyTorch clips the real and imaginary parts)
+        from .complex import complex as _complex, real, imag
+        return _complex(real(r).clamp(-1, 1), imag(r).clamp(-1, 1))
+    return r.clamp(-1, 1)

@@ -29,7 +29,13 @@ def _no_bool(name, a, b):
                            f"use the `~` or `logical_not()` operator instead.")
 
 
-def _binary_impl(uf, name, floating=False, nobool=False):
+def _no_complex_binary(name, a, b):
+    for x in (a, b):
+        if (type(x) is _nd and x.dtype.kind == "c") or type(x) is complex:
+            U.no_complex(name + "_cpu", x if type(x) is _nd else np.asarray(x))
+
+
+def _binary_impl(uf, name, floating=False, nobool=False, real_only=False):
     # nobool (sub): a bool operand raises; checked only where promotion happens (bool - bool has
     # one dtype and NumPy itself refuses it), so the common float path pays nothing
     mul = name == "mul"  # bfloat16 * number: the number stays float32 (other ops round it to bfloat16)
@@ -55,6 +61,8 @@ def _binary_impl(uf, name, floating=False, nobool=False):
             if nobool:
                 _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
+        if real_only:
+            _no_complex_binary(name, a, b)
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
@@ -128,12 +136,21 @@ def _(ctx, ta, tb):
 mul_op = defop("mul", _binary_impl(np.multiply, "mul"), save=("inputs",), bcast=True, family=EW)
 
 
+def _cj(x):
+    """conj(x) of a complex tensor or number (the vjp of a holomorphic op multiplies by conj(f'));
+    x itself when real, at the cost of one dtype check."""
+    if type(x) is complex or (isinstance(x, D.Tensor) and x._data.dtype.kind == "c"):
+        from .complex import cj
+        return cj(x)
+    return x
+
+
 @mul_op.def_vjp
 def _(ctx, g):
     a, b = ctx.inputs
     n = ctx.needs
     # dispatch(mul_op, ...) is g * b without the operator's extra call (this rule is hot)
-    return (dispatch(mul_op, (g, b)) if n[0] else None), (dispatch(mul_op, (g, a)) if n[1] else None)
+    return (dispatch(mul_op, (g, _cj(b))) if n[0] else None), (dispatch(mul_op, (g, _cj(a))) if n[1] else None)
 
 
 @mul_op.def_jvp
@@ -181,8 +198,8 @@ def _(ctx, g):
         return (g * 0 if ctx.needs[0] else None), (g * 0 if ctx.needs[1] else None)
     a, b = ctx.inputs
     n = ctx.needs
-    ga = g / b if n[0] else None
-    gb = -g * ctx.out / b if n[1] else None
+    ga = g / _cj(b) if n[0] else None
+    gb = -g * _cj(ctx.out / b) if n[1] else None
     return ga, gb
 
 
@@ -233,9 +250,9 @@ def _(ctx, g):
     n = ctx.needs
     ga = gb = None
     if n[0]:
-        ga = g * _pow_deriv_base(a, b)
+        ga = g * _cj(_pow_deriv_base(a, b))
     if n[1]:
-        gb = g * _pow_deriv_exp(a, b, ctx.out)
+        gb = g * _cj(_pow_deriv_exp(a, b, ctx.out))
     return ga, gb
 
 
@@ -259,6 +276,9 @@ def _pow_deriv_base(a, b):
 def _pow_deriv_exp(a, b, out):
     if not U.is_tensor(a):
         return out * math.log(a) if a > 0 else out * (0.0 if a == 0 else math.nan)
+    if U.is_tensor(b) and b._data.dtype.kind == "c":
+        from .complex import real
+        b = real(b)
     return where((a == 0) & (b >= 0), 0.0, out * log(a))  # PyTorch: 0 ** b has slope 0 in b for b >= 0
 
 
@@ -266,6 +286,8 @@ def _minmax_impl(uf, name):
     def impl(xp, a, b):
         if not _same(a, b):
             a, b = U.promote(a, b)
+        if (type(a) is _nd and a.dtype.kind == "c") or (type(b) is _nd and b.dtype.kind == "c"):
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
@@ -307,7 +329,7 @@ for _op, _gt in ((maximum_op, True), (minimum_op, False)):
     _op.vjp, _op.jvp = _mk(_gt)
 
 
-atan2_op = defop("atan2", _binary_impl(np.arctan2, "atan2", floating=True), save=("inputs",),
+atan2_op = defop("atan2", _binary_impl(np.arctan2, "atan2", floating=True, real_only=True), save=("inputs",),
                  bcast=True, family=EW)
 
 
@@ -335,6 +357,7 @@ def _modulo_op(name, quotient):
     def impl(xp, a, b):
         if not _same(a, b):
             a, b = U.promote(a, b)
+        _no_complex_binary(name, a, b)
         U.check_int_divisor(name, a, b)
         return getattr(xp, name)(a, b)
     op = defop(name, impl, save=("inputs",), bcast=True, family=EW)
@@ -352,7 +375,7 @@ def _floor_divide(a, b):
     return np.floor_divide(a, b)
 
 
-floor_divide_op = defop("floor_divide", _binary_impl(_floor_divide, "floor_divide"),
+floor_divide_op = defop("floor_divide", _binary_impl(_floor_divide, "div_floor", real_only=True),
                         differentiable=False, family=EW)
 
 
@@ -394,7 +417,7 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
         op.vjp = lambda ctx, g: linear(g)
         op.jvp = lambda ctx, t: linear(t)
     elif deriv is not None:
-        op.vjp = lambda ctx, g: g * deriv(ctx)
+        op.vjp = lambda ctx, g: g * _cj(deriv(ctx))
         op.jvp = lambda ctx, t: t * deriv(ctx)
     else:
         op.differentiable = False
@@ -407,7 +430,7 @@ def _x(ctx):
 
 neg_op = _unary("neg", lambda xp, a: xp.negative(a), floating=False, linear=lambda g: -g)
 exp_op = _unary("exp", lambda xp, a: xp.exp(a), lambda c: c.out, save=("out",))
-exp_op.vjp = lambda ctx, g: dispatch(mul_op, (g, ctx.out))  # g * deriv(ctx), two calls shorter (hot)
+exp_op.vjp = lambda ctx, g: dispatch(mul_op, (g, _cj(ctx.out)))  # g * conj(deriv(ctx)), two calls shorter (hot)
 exp2_op = _unary("exp2", lambda xp, a: xp.exp2(a), lambda c: c.out * math.log(2.0), save=("out",))
 log_op = _unary("log", lambda xp, a: xp.log(a), lambda c: _x(c).reciprocal())
 log2_op = _unary("log2", lambda xp, a: xp.log2(a), lambda c: (_x(c) * math.log(2.0)).reciprocal())
@@ -433,6 +456,8 @@ reciprocal_op = _unary("reciprocal", lambda xp, a: xp.reciprocal(a), lambda c: -
 
 
 def _sigmoid(xp, a):
+    if a.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-a))
     # stable for large |a| without overflow warnings
     out = xp.exp(-xp.abs(a))
     pos = a >= 0
@@ -444,6 +469,8 @@ sigmoid_op = _unary("sigmoid", _sigmoid, lambda c: c.out * (1 - c.out), save=("o
 
 
 def _erf_arr(xp, a):
+    if a.dtype.kind == "c":
+        U.no_complex("erf_vml_cpu", a)
     return _special.erf(a).astype(a.dtype, copy=False)
 
 
@@ -453,6 +480,8 @@ erf_op = _unary("erf", _erf_arr, lambda c: _TWO_OVER_SQRT_PI * (-(_x(c) ** 2)).e
 
 def _erfinv_arr(xp, a):
     """+-inf at +-1 and nan outside [-1, 1], as scipy.special.erfinv gives them."""
+    if a.dtype.kind == "c":
+        U.no_complex("erfinv_vml_cpu", a)
     return _special.erfinv(a).astype(a.dtype, copy=False)
 
 
@@ -460,17 +489,55 @@ erfinv_op = _unary("erfinv", _erfinv_arr,
                    lambda c: (c.out ** 2).exp() * (math.sqrt(math.pi) / 2), save=("out",))
 
 abs_op = _unary("abs", lambda xp, a: xp.abs(a), lambda c: _x(c).sign(), floating=False)
-sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.copy(),
-                 lambda c: _x(c) * 0, floating=False)
+
+
+def _abs_vjp(ctx, g):
+    x = ctx.inputs[0]
+    if x._data.dtype.kind == "c":  # |z| is real: the gradient g z/|z| (no conjugate)
+        from .complex import sgn
+        return g * sgn(x)
+    return g * x.sign()
+
+
+def _abs_jvp(ctx, t):
+    x = ctx.inputs[0]
+    if x._data.dtype.kind == "c":  # d|z| = Re(conj(z/|z|) dz)
+        from .complex import cj, real, sgn
+        return real(cj(sgn(x)) * t)
+    return t * x.sign()
+
+
+abs_op.vjp, abs_op.jvp = _abs_vjp, _abs_jvp
+
+
+def _sign(xp, a):
+    if a.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                  "torch.sgn instead.")
+    return xp.sign(a) if a.dtype.kind != "b" else a.copy()
+
+
+sign_op = _unary("sign", _sign, lambda c: _x(c) * 0, floating=False)
 sgn_op = sign_op
+def _rounding(name, f):
+    def impl(xp, a):
+        if a.dtype.kind in "fV":  # (V: bfloat16, which ml_dtypes' ufuncs round)
+            return f(a)
+        if a.dtype.kind == "c":
+            raise NotImplementedError(f"{name} is not supported for complex inputs ({a.dtype})")
+        return a.copy()
+    return impl
+
+
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
-    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind in "fV" else a.copy())(_f),
-           lambda c: _x(c) * 0, floating=False)
+    _unary(_n, _rounding(_n, _f), lambda c: _x(c) * 0, floating=False)
 def _round(xp, a, decimals=0):
     if a.dtype == U.BF16:
         return U.bf16_f32(_round, xp, a, decimals)
     if a.dtype.kind == "f":
         return xp.round(a, decimals)
+    if a.dtype.kind == "c":
+        U.no_complex("round_vml_cpu", a)
     if decimals:
         raise RuntimeError(f"round: decimals={decimals} is not implemented for dtype {a.dtype} (floating point "
                            f"inputs only)")
@@ -482,9 +549,16 @@ _unary("round", _round,
 _unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
 
 
+def _no_complex_clamp(a):
+    if a.dtype.kind == "c":
+        raise NotImplementedError(f"clamp is not supported for complex types ({a.dtype})")
+
+
 def _relu(xp, a):
     if a.dtype.kind == "b":
         raise RuntimeError("relu: not implemented for 'Bool'")
+    if a.dtype.kind == "c":
+        _no_complex_clamp(a)
     return xp.maximum(a, 0)
 
 
@@ -524,6 +598,7 @@ elu_op.jvp = lambda ctx, t: t * _elu_deriv(ctx)
 
 
 def _hardtanh(xp, a, min_val=-1.0, max_val=1.0):
+    _no_complex_clamp(a)
     return xp.clip(a, min_val, max_val).astype(a.dtype, copy=False)
 
 
@@ -569,7 +644,7 @@ gelu_op.jvp = lambda ctx, t: t * _gelu_deriv(ctx)
 
 
 def _silu(xp, a):
-    a = U.float_only("silu", a)
+    a = U.float_only("silu", a, complex_ok=True)
     return a * _sigmoid(xp, a)
 
 
@@ -640,6 +715,7 @@ hardsigmoid_op = _float_unary("hardsigmoid", lambda xp, a: xp.clip(a / 6 + 0.5, 
 def _clamp(xp, a, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    _no_complex_clamp(a)
     if a.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
         if a.dtype == U.BF16:
             return U.bf16_f32(_clamp, xp, a, min, max)
@@ -670,6 +746,9 @@ clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 def _clamp_tensor(xp, a, lo, hi):
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for x in (a, lo, hi):
+        if type(x) is _nd:
+            _no_complex_clamp(x)
     r = a if lo is None else xp.maximum(a, lo)
     return r if hi is None else xp.minimum(r, hi)
 
@@ -714,8 +793,10 @@ def _(ctx, tx, tlo, thi):
 # ----------------------------------------------------------------------------- comparisons & logic
 
 
-def _cmp(name, uf):
+def _cmp(name, uf, ordered=False):
     def impl(xp, a, b):
+        if ordered:  # (no order on complex numbers)
+            _no_complex_binary(name, a, b)
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
@@ -728,10 +809,10 @@ def _cmp(name, uf):
 
 eq_op = _cmp("eq", np.equal)
 ne_op = _cmp("ne", np.not_equal)
-lt_op = _cmp("lt", np.less)
-le_op = _cmp("le", np.less_equal)
-gt_op = _cmp("gt", np.greater)
-ge_op = _cmp("ge", np.greater_equal)
+lt_op = _cmp("lt", np.less, True)
+le_op = _cmp("le", np.less_equal, True)
+gt_op = _cmp("gt", np.greater, True)
+ge_op = _cmp("ge", np.greater_equal, True)
 logical_and_op = _cmp("logical_and", np.logical_and)
 logical_or_op = _cmp("logical_or", np.logical_or)
 logical_xor_op = _cmp("logical_xor", np.logical_xor)
@@ -871,9 +952,12 @@ def pow(input, exponent, *, out=None):
 
 
 def float_power(input, exponent):
-    from .. import float64
-    a = input.to(float64) if U.is_tensor(input) else float(input)
-    b = exponent.to(float64) if U.is_tensor(exponent) else float(exponent)
+    from .. import float64, complex128
+    cx = (U.is_tensor(input) and input.is_complex()) or (U.is_tensor(exponent) and exponent.is_complex()) or \
+        type(input) is complex or type(exponent) is complex
+    d = complex128 if cx else float64  # (double precision, complex when either operand is)
+    a = input.to(d) if U.is_tensor(input) else (complex(input) if cx else float(input))
+    b = exponent.to(d) if U.is_tensor(exponent) else (complex(exponent) if cx else float(exponent))
     return dispatch(pow_op, (a, b))
 
 
@@ -1049,17 +1133,26 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
 
 
+def _real_only(name, *xs):
+    for x in xs:
+        if (U.is_tensor(x) and x._data.dtype.kind == "c") or type(x) is complex:
+            U.no_complex(name + "_cpu", x._data if U.is_tensor(x) else np.asarray(x))
+
+
 def hypot(input, other):
+    _real_only("hypot", input, other)
     return (input * input + other * other).sqrt()
 
 
 def logit(input, eps=None):
+    _real_only("logit", input)
     x = input if eps is None else clamp(input, eps, 1 - eps)
     return (x / (1 - x)).log()
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input == 0 (unless other is nan); either may be a Python number."""
+    _real_only("xlogy", input, other)
     if not U.is_tensor(other):
         other = math.log(other) if other > 0 else (-math.inf if other == 0 else math.nan)
         prod = input * other
@@ -1074,6 +1167,8 @@ def xlogy(input, other):
 
 
 def logaddexp(input, other):
+    if (U.is_tensor(input) and input.is_complex()) or (U.is_tensor(other) and other.is_complex()):
+        return (exp(input) + exp(other)).log()  # (no order to shift by on complex numbers)
     m = maximum(input, other).detach()
     m = where(isinf(m), 0.0, m)  # both -inf (or an inf): no shift, so log(0) = -inf and log(inf) = inf, not nan
     return m + ((input - m).exp() + (other - m).exp()).log()

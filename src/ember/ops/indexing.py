@@ -206,7 +206,7 @@ def setitem(x, idx, value):
             from .._creation import tensor as _t
             value = _t(value, dtype=x.dtype)
         else:
-            value = D._new_tensor(np.asarray(value, dtype=x._data.dtype))
+            value = D._new_tensor(np.asarray(U.real_scalar(value, x._data.dtype), dtype=x._data.dtype))
     if items and all(_is_basic(i) for i in items):
         # basic indexing: x[idx] = v is a copy into the view x[idx], as in PyTorch (whose
         # autograd then records CopySlices on x, not IndexPutBackward0)
@@ -502,7 +502,7 @@ def _masked_fill_impl(xp, a, mask, value):
     if mask.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
-    v = value if not isinstance(value, np.ndarray) else value.astype(a.dtype)
+    v = U.real_scalar(value, a.dtype) if not isinstance(value, np.ndarray) else value.astype(a.dtype)
     try:
         r = xp.where(mask, v, a)
     except ValueError:
@@ -597,6 +597,8 @@ def argwhere(input):
 
 
 def _sort_impl(xp, a, dim, descending=False, stable=False):
+    if a.dtype.kind == "c":
+        raise RuntimeError(f" Sort does not support complex dtypes on CPU ({a.dtype})")
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     if descending:
@@ -638,6 +640,8 @@ def msort(input):
 
 
 def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
+    if a.dtype.kind == "c":
+        raise RuntimeError(f" topk does not support complex dtypes on CPU ({a.dtype})")
     n = a.shape[dim] if a.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")

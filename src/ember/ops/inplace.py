@@ -240,7 +240,7 @@ def _(ctx, g):
 copy_op.jvp = lambda ctx, ta, ts: (ts.expand(ctx.out.shape) if ts is not None else ctx.out * 0)
 copy_op.inplace_fast = lambda dst, src: np.copyto(dst, src, casting="unsafe")
 
-fill_op = defop("fill", lambda xp, a, value: xp.full_like(a, value), family="elementwise")
+fill_op = defop("fill", lambda xp, a, value: xp.full_like(a, U.real_scalar(value, a.dtype)), family="elementwise")
 fill_op.vjp = lambda ctx, g: (g * 0,) + ((g.sum(),) if len(ctx.needs) > 1 else ())
 fill_op.jvp = lambda ctx, t, *rest: t * 0
 
@@ -380,8 +380,14 @@ def fill_diagonal_(self, fill_value, wrap=False):
 # iteration order; written through copy_ (no gradient to self)
 
 def _draw_like(self, make):
-    """An array laid out like self filled in PyTorch's iteration order with make(n) values."""
+    """An array laid out like self filled in PyTorch's iteration order with make(n) values. A complex
+    tensor is filled through its real view, as PyTorch fills it: 2n values of the real dtype,
+    real and imaginary parts interleaved (``make`` then draws for the real dtype)."""
     a = self._data
+    if a.dtype.kind == "c":
+        rd = a.real.dtype
+        real_make = make
+        make = lambda n: np.ascontiguousarray(real_make(2 * n), rd).view(a.dtype)  # noqa: E731
     if a.flags.c_contiguous:
         return make(a.size).reshape(a.shape)
     from .._creation import _fill
@@ -389,8 +395,14 @@ def _draw_like(self, make):
 
 
 def _float_dtype_check(self, name):
-    if not self.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: expected a floating point tensor, got {self.dtype}")
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError(f"{name}: expected a floating point or complex tensor, got {self.dtype}")
+
+
+def _real_np(self):
+    """The NumPy dtype draws are made in: the tensor's, or its parts' for a complex tensor."""
+    d = self._data.dtype
+    return d if d.kind != "c" else self._data.real.dtype
 
 
 def _meta_noop(fill):
@@ -411,7 +423,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     mt = _mt(generator)
-    d = self._data.dtype
+    d = _real_np(self)
     return _random_fill(self, _draw_like(self, lambda n: _uniform_values(mt, n, d, a, b)), "uniform_")
 
 
@@ -422,7 +434,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     mt = _mt(generator)
-    d = self._data.dtype
+    d = _real_np(self)
+    if self.dtype.is_complex:  # each part N(mean, std^2 / 2): the complex value has variance std^2
+        std = std / 2 ** 0.5
     contig = self._data.flags.c_contiguous
     return _random_fill(self, _draw_like(self, lambda n: _normal_values(mt, n, d, mean, std, contig)), "normal_")
 

@@ -7,6 +7,7 @@ from .. import _dispatch as D
 from .._dispatch import defop, dispatch
 from . import _util as U
 from .shape import sum_to
+from .elementwise import _cj  # conj of a complex operand (vjp rules: g times the conjugate)
 
 LIN = "linalg"
 
@@ -64,6 +65,7 @@ matmul_op = defop("matmul", _matmul_impl, save=("inputs",), family=LIN, node_nam
 @matmul_op.def_vjp
 def _(ctx, g):
     a, b = ctx.inputs
+    a, b = _cj(a), _cj(b)
     n = ctx.needs
     da, db = a.dim(), b.dim()
     if db == 1 and da <= 2:
@@ -138,7 +140,14 @@ def dot(input, other):
 
 
 inner = dot
-vdot = dot
+
+
+def vdot(input, other):
+    """dot(conj(input), other): the conjugate of the first vector (plain dot for real ones)."""
+    if input._data.dtype.kind == "c":
+        from .complex import conj_physical
+        input = conj_physical(input)
+    return dot(input, other)
 
 
 def outer(input, vec2):
@@ -164,6 +173,7 @@ addmm_op = defop("addmm", _addmm_impl, save=("inputs",), bcast=True, family=LIN)
 @addmm_op.def_vjp
 def _(ctx, g):
     c, a, b = ctx.inputs
+    a, b = _cj(a), _cj(b)
     p = ctx.params
     beta, alpha = p.get("beta", 1), p.get("alpha", 1)
     n = ctx.needs
@@ -295,6 +305,7 @@ linear_op = defop("linear", _linear_impl, save=("inputs",), family=LIN,
 @linear_op.def_vjp
 def _(ctx, g):
     x, w, b = ctx.inputs if len(ctx.inputs) == 3 else (*ctx.inputs, None)
+    x, w = _cj(x), _cj(w)
     n = ctx.needs
     gx = gw = gb = None
     if n[0]:
@@ -391,7 +402,7 @@ einsum_op = defop("einsum", _einsum_impl, save=("inputs",), family=LIN)
 
 @einsum_op.def_vjp
 def _(ctx, g):
-    ops = ctx.inputs
+    ops = tuple(_cj(o) for o in ctx.inputs)
     ins, out = ctx.params["eq"].split("->")
     ins = ins.split(",")
     grads = []

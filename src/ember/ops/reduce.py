@@ -50,7 +50,7 @@ def _(ctx, t):
 
 
 def _mean_impl(xp, a, dims=None, keepdim=False, dtype=None):
-    if a.dtype.kind != "f" and dtype is None:
+    if a.dtype.kind not in "fc" and dtype is None:
         if a.dtype is U.BF16:
             return U.bf16_f32(xp.mean, a, axis=dims, keepdims=keepdim)
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
@@ -127,7 +127,7 @@ def _(ctx, g):
     x = ctx.inputs[0]
     dims = p.get("dims")
     g = _expand_back(g, x.shape, dims if dims is not None else tuple(range(x.dim())), p.get("keepdim", False))
-    return g * _prod_others(ctx)
+    return g * _cj(_prod_others(ctx))
 
 
 @prod_op.def_jvp
@@ -137,6 +137,8 @@ def _(ctx, t):
 
 
 def _amax_impl(xp, a, dims=None, keepdim=False):
+    if a.dtype.kind == "c":
+        U.no_complex("max_all" if dims is None else "max_values_cpu", a)
     if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
         raise (RuntimeError if dims is None or len(dims) == a.ndim else IndexError)("amax(): Expected reduction dim to be specified for input.numel() == 0. "
                          "Specify the reduction dim with the 'dim' argument.")
@@ -144,6 +146,8 @@ def _amax_impl(xp, a, dims=None, keepdim=False):
 
 
 def _amin_impl(xp, a, dims=None, keepdim=False):
+    if a.dtype.kind == "c":
+        U.no_complex("min_all" if dims is None else "min_values_cpu", a)
     if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
         raise (RuntimeError if dims is None or len(dims) == a.ndim else IndexError)("amin(): Expected reduction dim to be specified for input.numel() == 0.")
     return xp.amin(a, axis=dims, keepdims=keepdim)
@@ -181,6 +185,8 @@ for _o in (amax_op, amin_op):
 
 
 def _max_dim_impl(xp, a, dim, keepdim=False):
+    if a.dtype.kind == "c":
+        raise RuntimeError(f"max(): does not support complex input ({a.dtype})")
     if a.shape[dim] == 0:
         raise IndexError(f"max(): Expected reduction dim {dim} to have non-zero size.")
     idx = xp.argmax(a, axis=dim, keepdims=True)
@@ -192,6 +198,8 @@ def _max_dim_impl(xp, a, dim, keepdim=False):
 
 
 def _min_dim_impl(xp, a, dim, keepdim=False):
+    if a.dtype.kind == "c":
+        raise RuntimeError(f"min(): does not support complex input ({a.dtype})")
     if a.shape[dim] == 0:
         raise IndexError(f"min(): Expected reduction dim {dim} to have non-zero size.")
     idx = xp.argmin(a, axis=dim, keepdims=True)
@@ -233,6 +241,8 @@ for _o in (max_dim_op, min_dim_op):
 
 def _arg_impl(f, name):
     def impl(xp, a, dim=None, keepdim=False):
+        if a.dtype.kind == "c":
+            raise RuntimeError(f"{name}(): does not support complex input ({a.dtype})")
         if a.size == 0 and (dim is None or a.shape[dim] == 0):  # an empty result is fine otherwise
             want = "dim to be specified for input.numel() == 0" if dim is None else f"dim {dim} to have non-zero size"
             raise IndexError(f"{name}(): Expected reduction {want} (input is empty, shape {list(a.shape)})")
@@ -262,6 +272,10 @@ count_nonzero_op = defop("count_nonzero", lambda xp, a, dims=None: xp.asarray(
 
 
 def _var_impl(xp, a, dims=None, correction=1, keepdim=False):
+    if a.dtype.kind == "c":  # the mean squared modulus of the deviations: a real result
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = xp.var(a, axis=dims, ddof=correction, keepdims=keepdim)
+        return xp.asarray(r, dtype=a.real.dtype)
     if a.dtype.kind != "f":
         if a.dtype is U.BF16:
             return U.bf16_f32(_var_impl, xp, a, dims, correction, keepdim)
@@ -300,6 +314,9 @@ def _(ctx, t):
     dims = p.get("dims")
     dims = dims if dims is not None else tuple(range(x.dim()))
     centered = x - x.mean(dims, keepdim=True)
+    if x._data.dtype.kind == "c":  # d|c|^2 = 2 Re(conj(c) dc)
+        from .complex import real
+        return sum(real(_cj(centered) * t), dims, p.get("keepdim", False)) * _var_grad_factor(ctx, x)
     return sum(t * centered, dims, p.get("keepdim", False)) * _var_grad_factor(ctx, x)
 
 
@@ -335,7 +352,7 @@ def _lse_weights(ctx):
 def _(ctx, g):
     p = ctx.params
     x = ctx.inputs[0]
-    return _expand_back(g, x.shape, p["dims"], p.get("keepdim", False)) * _lse_weights(ctx)
+    return _expand_back(g, x.shape, p["dims"], p.get("keepdim", False)) * _cj(_lse_weights(ctx))
 
 
 @logsumexp_op.def_jvp
@@ -345,6 +362,8 @@ def _(ctx, t):
 
 
 def _softmax_impl(xp, a, dim):
+    if a.dtype.kind == "c":
+        U.no_complex("softmax_lastdim_kernel_impl", a)
     a = U.to_float(a)
     if a.size == 0:
         return a.copy()
@@ -357,6 +376,8 @@ def _softmax_impl(xp, a, dim):
 
 
 def _log_softmax_impl(xp, a, dim):
+    if a.dtype.kind == "c":
+        U.no_complex("log_softmax_lastdim_kernel_impl", a)
     a = U.to_float(a)
     if a.size == 0:
         return a.copy()
@@ -428,7 +449,9 @@ cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="sca
 
 @cumprod_op.def_vjp
 def _(ctx, g):
-    x = ctx.inputs[0]
+    # (complex: the same formula in the conjugates of x and the output, PyTorch's convention)
+    x = _cj(ctx.inputs[0])
+    out = _cj(ctx.out)
     d = ctx.params["dim"]
     # before the first zero along dim: sum_{j>=k} g_j out_j / x_k; at the first zero: the same sum over
     # the products with that zero left out (cumprod with it set to 1); after it: 0
@@ -437,7 +460,7 @@ def _(ctx, g):
     nz = zero.to(x.dtype).cumsum(d)
     before = nz == 0
     first = zero & (nz == 1)
-    r = rev(g * ctx.out)
+    r = rev(g * out)
     grad = where(before, r / where(before, x, 1.0), 0.0)
     r0 = rev(g * where(first, 1.0, x).cumprod(d))
     return where(first, r0, grad)
@@ -483,6 +506,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if input.is_complex():
+        raise RuntimeError(f"nansum on CPU does not support complex inputs ({input.dtype})")
     if not input.is_floating_point():  # no nan to skip: an integer sum stays integral (int64), as sum()
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
@@ -692,6 +717,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         dim = (dim,)
     if dim is not None:
         U.wrap_dims(dim, input.dim(), "norm")
+    if input.is_complex():  # the norm of the moduli (abs carries the complex gradient)
+        input = input.abs()
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
     if input.dtype is dt.float16 or input.dtype is dt.bfloat16:  # float32 accumulation, as PyTorch (float16 squares overflow at 65504)
@@ -792,5 +819,5 @@ def aminmax(input, *, dim=None, keepdim=False):
     return _AMinMax((amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
-from .elementwise import where, maximum, minimum, isnan  # noqa: E402
+from .elementwise import where, maximum, minimum, isnan, _cj  # noqa: E402
 from .shape import cat  # noqa: E402

@@ -914,15 +914,26 @@ def clone(input, *, memory_format=None):
 
 def _to_copy_impl(xp, a, dtype, in_dtype=None, memory_format=None):
     from .._memory_format import cast_in_format
+    if a.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        a = a.real
     return cast_in_format(xp, a, dtype, memory_format)
 
 
 to_copy_op = defop("_to_copy", _to_copy_impl, save=("shapes",), family="elementwise")
 
 
-to_copy_op.vjp = lambda ctx, g: g.to(ctx.params["in_dtype"])
+def _cast(t, d):
+    """t in dtype d; complex into real takes the real part (no warning: a rule's own cast)."""
+    if t._data.dtype.kind == "c" and d.category != 3:
+        t = t.real
+    return t.to(d)
 
-to_copy_op.jvp = lambda ctx, t: t.to(dt.FROM_NP[np.dtype(ctx.params["dtype"])])
+
+to_copy_op.vjp = lambda ctx, g: _cast(g, ctx.params["in_dtype"])
+
+to_copy_op.jvp = lambda ctx, t: _cast(t, dt.FROM_NP[np.dtype(ctx.params["dtype"])])
 
 
 def to_dtype(input, dtype, memory_format=None, copy=False):

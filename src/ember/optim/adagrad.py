@@ -2,7 +2,7 @@
 import numpy as np
 
 from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
-                        _step_tensor, _scratch, _closure_loss, _check_nonnegative)
+                        _step_tensor, _scratch, _closure_loss, _check_nonnegative, _real_view)
 
 
 class Adagrad(Optimizer):
@@ -29,10 +29,11 @@ class Adagrad(Optimizer):
                     g = -g
                 st = self.state[p]
                 step = _step_tensor(st)
+                a, g = _real_view(a), _real_view(g, False)  # (a complex parameter: two real ones)
                 if wd:
                     g = g + wd * a
                 clr = lr / (1 + (step - 1) * lr_decay)
-                s = st["sum"]._data
+                s = _real_view(st["sum"]._data)
                 t = _scratch(self, p, a)
                 np.multiply(g, g, out=t)
                 s += t

@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
-                        _step_tensor, _scratch, _closure_loss, _check_nonnegative, _check_betas)
+                        _step_tensor, _scratch, _closure_loss, _check_nonnegative, _check_betas, _real_view)
 
 
 class Adam(Optimizer):
@@ -45,13 +45,14 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = _new_state(np.zeros_like(a))
                 step = _step_tensor(st)
+                a, g = _real_view(a), _real_view(g, False)  # (a complex parameter: two real ones)
                 if wd:
                     if decoupled:
                         a *= 1 - lr * wd
                     else:
                         g = g + wd * a
-                m = st["exp_avg"]._data
-                v = st["exp_avg_sq"]._data
+                m = _real_view(st["exp_avg"]._data)
+                v = _real_view(st["exp_avg_sq"]._data)
                 t = _scratch(self, p, a)
                 np.subtract(g, m, out=t)        # m = lerp(m, g, 1 - b1)
                 t *= 1 - b1
@@ -63,7 +64,7 @@ class Adam(Optimizer):
                 bc1 = 1 - b1 ** step
                 bc2_sqrt = math.sqrt(1 - b2 ** step)
                 if amsgrad:
-                    mv = st["max_exp_avg_sq"]._data
+                    mv = _real_view(st["max_exp_avg_sq"]._data)
                     np.maximum(mv, v, out=mv)
                     np.sqrt(mv, out=t)
                 else:

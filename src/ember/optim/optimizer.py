@@ -292,6 +292,20 @@ def _step_tensor(state):
 
 
 
+def _real_view(a, writes=True):
+    """A complex array as its real and imaginary parts, one real array (writes go through); other
+    arrays as they are. PyTorch's adaptive optimizers treat a complex parameter as two real ones
+    (view_as_real), so that squares and square roots act on each part. ``writes=False``: a read-only
+    operand (the gradient), copied when not contiguous."""
+    if a.dtype.kind != "c":
+        return a
+    if not a.flags.c_contiguous:
+        if writes:
+            raise NotImplementedError("optimizers: a non-contiguous complex parameter or state is not supported")
+        a = np.ascontiguousarray(a)
+    return a.reshape(-1).view(a.real.dtype)
+
+
 def _scratch(opt, p, a):
     """A reusable temporary the shape of parameter ``p`` (not part of the optimizer's state): a
     fresh array per parameter per step costs more than the arithmetic of the update. It has the

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
-                        _step_tensor, _closure_loss, _check_nonnegative)
+                        _step_tensor, _closure_loss, _check_nonnegative, _real_view)
 
 
 class RMSprop(Optimizer):
@@ -32,19 +32,20 @@ class RMSprop(Optimizer):
                     if centered:
                         st["grad_avg"] = _new_state(np.zeros_like(a))
                 _step_tensor(st)
+                a, g = _real_view(a), _real_view(g, False)  # (a complex parameter: two real ones)
                 if wd:
                     g = g + wd * a
-                sq = st["square_avg"]._data
+                sq = _real_view(st["square_avg"]._data)
                 sq *= alpha
                 sq += (1 - alpha) * (g * g)
                 if centered:
-                    ga = st["grad_avg"]._data
+                    ga = _real_view(st["grad_avg"]._data)
                     ga += (1 - alpha) * (g - ga)
                     avg = np.sqrt(sq - ga * ga) + eps
                 else:
                     avg = np.sqrt(sq) + eps
                 if momentum > 0:
-                    buf = st["momentum_buffer"]._data
+                    buf = _real_view(st["momentum_buffer"]._data)
                     buf *= momentum
                     buf += g / avg
                     a -= lr * buf
