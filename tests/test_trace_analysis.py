@@ -81,6 +81,60 @@ def test_shorten_name():
     assert shorten_name("void f<a<b>>(int (*)(int))") == "f"
     assert shorten_name("std::vector<int> h(int) const") == "const"  # the last word, as HTA
     assert shorten_name("std::vector<int> h(int)") == "h"
+    # Holistic Trace Analysis keeps names without '<' or '(' and GPU memory activities whole
+    for whole in ("autograd::engine::evaluate_function: AddBackward0", "## forward:pos_w ##",
+                  "Memcpy DtoD (Device -> Device)", "Memset (Device)", "a>b", "a: b", ""):
+        assert shorten_name(whole) == whole
+    assert shorten_name("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__") == \
+        "enumerate#_MultiProcessingDataLoaderIter.__next__"
+    assert shorten_name("autograd::engine::evaluate_function: torch::autograd::CppNode<Op>") == \
+        "torch::autograd::CppNode"
+    assert shorten_name("void at::native::(anonymous namespace)::k<float>(float*)") == \
+        "at::native::::k"
+    assert shorten_name("a->b(c") == "ab(c" and shorten_name("f<x>>y") == "y"
+    assert shorten_name("## a (b) ##") == "##"  # HTA's rule, though the demo pair has no such name
+
+
+@needs_data
+def test_short_names_on_hta_demo_pair():
+    """HTA's trace_diff demo pair, iteration 1010, control rank 3 vs test rank 1: HTA gives 310
+    rows with short names (432 without) on all devices, 228 (231) on the CPU."""
+    big = KINETO / "trace_diff"
+    kw = dict(control_rank=3, test_rank=1, control_iteration=1010, test_iteration=1010)
+    full = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), **kw)
+    short = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), use_short_name=True,
+                                     **kw)
+    assert len(full) == 432 and len(short) == 310
+    cpu = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), use_short_name=True,
+                                   device_type=DeviceType.CPU, **kw)
+    assert len(cpu) == 228
+    assert "" not in short.index and "##" not in short.index
+    # backward rows stay apart from the forward-named autograd nodes: no counts merged
+    ev = "autograd::engine::evaluate_function: AddmmBackward0"
+    assert short.loc[ev, "Control_counts"] == full.loc[ev, "Control_counts"]
+    assert short.loc["AddmmBackward0", "Test_counts"] == full.loc["AddmmBackward0", "Test_counts"]
+    # grouping keeps the totals
+    for c in ("Control_counts", "Test_counts", "Control_total_duration", "Test_total_duration"):
+        assert short[c].sum() == full[c].sum()
+    assert short.loc["at::native::elementwise_kernel", "Control_counts"] == full.loc[
+        [n for n in full.index if shorten_name(n) == "at::native::elementwise_kernel"],
+        "Control_counts"].sum()
+
+
+def test_shorten_name_against_hta():
+    """Holistic Trace Analysis as the oracle, where it is installed: random names built of the
+    characters the rule looks at, and the names of the bundled traces."""
+    hta_utils = pytest.importorskip("hta.utils.utils")
+    import random
+    rng = random.Random(0)
+    alphabet = list("ab <>()-: #") + ["->", "Memcpy", "Memset", "::"]
+    names = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))) for _ in range(20000)]
+    if KINETO.is_dir():
+        for d in ("trace_diff/control", "trace_diff/test", "trace_compare/base"):
+            for td in LabeledTrace("x", str(KINETO / d)).traces.values():
+                names.extend(td.names)
+    wrong = [n for n in names if shorten_name(n) != hta_utils.shorten_name(n)]
+    assert not wrong, wrong[:5]
 
 
 _BIG_PAIR = """

@@ -25,19 +25,29 @@ class DeviceType(Enum):
 
 
 def shorten_name(name):
-    """A long op/kernel name without return type, template arguments and parameter lists:
-    ``void at::native::f<float, 4>(int)`` -> ``at::native::f``. An unmatched ``>`` or ``)``
-    drops everything before it."""
+    """A long op/kernel name without return type, template arguments and parameter lists, by
+    Holistic Trace Analysis' rule: ``void at::native::f<float, 4>(int)`` -> ``at::native::f``.
+
+    Names without ``<`` or ``(`` (``aten::add``, ``## forward ##``,
+    ``autograd::engine::evaluate_function: AddBackward0``) and GPU memory activities
+    (``Memcpy ...``, ``Memset ...``) are kept whole. Otherwise ``->`` is dropped, each ``<...>``
+    and ``(...)`` group is removed (an unmatched ``>`` or ``)`` drops everything before it) and
+    the last space-separated word is kept."""
+    if name.startswith(("Memcpy", "Memset")) or ("<" not in name and "(" not in name):
+        return name
     out = []
+    opened = {"<": [], "(": []}  # positions in ``out`` of the open ``<`` and ``(``
     for ch in name.replace("->", ""):
         if ch == ">" or ch == ")":
-            opener = "<" if ch == ">" else "("
-            try:
-                k = len(out) - 1 - out[::-1].index(opener)
-            except ValueError:
-                k = 0
+            stack = opened["<" if ch == ">" else "("]
+            k = stack[-1] if stack else 0
             del out[k:]
+            for st in opened.values():
+                while st and st[-1] >= k:
+                    st.pop()
         else:
+            if ch in opened:
+                opened[ch].append(len(out))
             out.append(ch)
     return "".join(out).split(" ")[-1]
 
