@@ -278,6 +278,138 @@ def test_figures_write_html(tmp_path):
 
 
 @needs_data
+def test_summary_counts_add_up_and_agree_with_html_report(tmp_path, capsys):
+    """One definition of added/deleted/more/less frequent/same count (change_categories), used by
+    ops_diff, the terminal summary and the HTML report: the numbers add up and agree."""
+    import re
+    from ember.trace_analysis._trace_diff import summarize_changes
+    big = KINETO / "trace_diff"
+    html = tmp_path / "r.html"
+    argv = [str(big / "control"), str(big / "test"), "--control-rank", "3", "--test-rank", "1",
+            "--control-iteration", "1010", "--test-iteration", "1010", "--short-names",
+            "--top", "12", "--html", str(html)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    m = re.fullmatch(r"(\d+) ops/kernels compared: (\d+) with changed counts \((\d+) added, (\d+) "
+                     r"deleted, (\d+) more frequent, (\d+) less frequent in the test trace\), (\d+) "
+                     r"with the same count \((\d+) of them with a changed total duration\)", first)
+    assert m, first
+    total, changed, added, deleted, more, less, same, dur_only = map(int, m.groups())
+    assert total == 310 and total == changed + same and changed == added + deleted + more + less
+    assert dur_only <= same
+    df = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), control_rank=3,
+                                  test_rank=1, control_iteration=1010, test_iteration=1010,
+                                  use_short_name=True)
+    ops = TraceDiff.ops_diff(df, None)
+    assert [len(ops[k]) for k in ("added", "deleted", "increased", "decreased", "unchanged")] == \
+        [added, deleted, more, less, same]
+    assert sum(len(v) for v in ops.values()) == total  # a partition: every name exactly once
+    assert changed == int((df["diff_counts"] != 0).sum())
+    assert summarize_changes(df)["changed_duration_only"] == dur_only
+    page = html.read_text()
+    assert first in page  # the same sentence, the same numbers
+    # the table: every name once, by the size of the change, integers printed as integers
+    rows = re.findall(r"<tr><td class='name'>(.*?)</td>(.*?)</tr>", page)
+    assert len(rows) == total
+    diffs = [abs(int(re.findall(r"<td[^>]*>([^<]*)</td>", cells)[2])) for _, cells in rows]
+    assert diffs == sorted(diffs, reverse=True) and diffs[0] == 1432  # cudaEventQuery
+    assert not re.search(r"<td[^>]*>[+-]?\d+\.0</td>", page)
+    words = [re.findall(r"<td class='cat'>([^<]*)</td>", cells)[0] for _, cells in rows]
+    assert [words.count(w) for w in ("added", "deleted", "more frequent", "less frequent",
+                                     "same count")] == [added, deleted, more, less, same]
+
+
+@needs_data
+def test_html_report_charts_are_horizontal_top_n(tmp_path):
+    pytest.importorskip("plotly")
+    from ember.trace_analysis.cli import _chart
+    big = KINETO / "trace_diff"
+    df = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), control_rank=3,
+                                  test_rank=1, control_iteration=1010, test_iteration=1010)
+    fig, n = _chart(df, "counts", 15, "calls")
+    assert n == 15 and [t.orientation for t in fig.data] == ["h"] * 3
+    labels = list(fig.data[0].y)
+    assert len(set(labels)) == 15 and max(map(len, labels)) <= 60
+    assert list(fig.data[2].x) == sorted(fig.data[2].x, key=abs, reverse=True)  # largest first
+    assert fig.layout.yaxis.autorange == "reversed"  # ... drawn on top
+    assert list(fig.data[2].customdata) == [str(i) for i in df.loc[list(fig.data[2].customdata)].index]
+    fig, n = _chart(df[~df.index.str.startswith("ProfilerStep")], "duration", 10, "us")
+    assert n == 10 and abs(fig.data[2].x[0]) >= abs(fig.data[2].x[-1])
+
+
+def test_cut_labels_stay_distinct():
+    from ember.trace_analysis._trace_diff import _short_labels
+    long = "x" * 80
+    assert _short_labels([long + "a", long + "b", "short"], 20) == [
+        "x" * 17 + "...", "x" * 17 + "... [2]", "short"]
+
+
+def test_visualize_as_the_tutorial_calls_it(tmp_path, monkeypatch):
+    """`TraceDiff.visualize_counts_diff(df)` with HTA's default show_image=True: shown once (as
+    HTA shows it), the figure returned, and a notebook does not draw the returned figure again."""
+    pytest.importorskip("plotly")
+    import plotly.io as pio
+    shown = []
+    monkeypatch.setattr(pio, "show", lambda fig, *a, **k: shown.append(fig))
+    monkeypatch.setattr(pio.renderers, "default", "json")
+    w = ember.randn(4, 4, requires_grad=True)
+    _profile_into(str(tmp_path / "c"), lambda x: x @ w, ember.randn(3, 4))
+    _profile_into(str(tmp_path / "t"), lambda x: (x @ w).tanh(), ember.randn(3, 4))
+    compare_traces_output = TraceDiff.compare_traces(str(tmp_path / "c"), str(tmp_path / "t"))
+    df = compare_traces_output.sort_values(by="diff_counts", ascending=False).head(10)
+    fig = TraceDiff.visualize_counts_diff(df)
+    assert len(shown) == 1 and shown[0] is fig
+    assert list(fig.data[0].x) == [str(i) for i in df.index]
+    fig._ipython_display_()          # the cell's value, right after: not drawn a second time
+    assert len(shown) == 1
+    fig._ipython_display_()          # displayed again later on purpose: drawn
+    assert len(shown) == 2
+    df = compare_traces_output.sort_values(by="diff_duration", ascending=False)
+    df = df.loc[~df.index.str.startswith("ProfilerStep")].head(10)
+    fig = TraceDiff.visualize_duration_diff(df)
+    assert len(shown) == 3 and "ProfilerStep#0" not in list(fig.data[0].x)
+    assert TraceDiff.visualize_counts_diff(df, show_image=False) is not None and len(shown) == 3
+
+
+def test_static_image_without_kaleido_says_so(tmp_path, monkeypatch):
+    pytest.importorskip("plotly")
+    import sys
+    monkeypatch.setitem(sys.modules, "kaleido", None)
+    df = pd.DataFrame({"A_counts": [1.0], "A_total_duration": [5.0], "B_counts": [2.0],
+                       "B_total_duration": [4.0], "diff_counts": [1.0], "diff_duration": [-1.0],
+                       "counts_change_categories": ["+"]}, index=["x"])
+    with pytest.raises(ImportError, match="kaleido.*html"):
+        TraceDiff.visualize_counts_diff(df, show_image=False, export_image_path=str(tmp_path / "a.png"))
+
+
+def test_trace_diff_without_pandas_is_one_line(tmp_path):
+    """Without pandas: `ember trace-diff` (and its `--help`, which needs nothing) answers with one
+    line naming the ember[trace] extra, exit status 1, no traceback."""
+    import subprocess
+    import sys
+    _write(tmp_path / "a", "r.json", json.dumps(_GOOD))
+    code = ("import sys; sys.modules['pandas'] = None; import ember.cli; "
+            "sys.exit(ember.cli.main(sys.argv[1:]))")
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(ember.__file__).parents[1]))
+    r = subprocess.run([sys.executable, "-c", code, "trace-diff", str(tmp_path / "a"),
+                        str(tmp_path / "a")], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ember[trace]" in lines[0] and "pandas" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-c", code, "trace-diff", "--help"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "--short-names" in r.stdout
+    # the Python API names the extra too
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pandas'] = None\n"
+                        "from ember.trace_analysis import TraceDiff\n"
+                        f"TraceDiff.compare_traces({str(tmp_path / 'a')!r}, {str(tmp_path / 'a')!r})"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and "pip install 'ember[trace]'" in r.stderr
+
+
+@needs_data
 def test_command_line(tmp_path, capsys):
     html, csv = tmp_path / "r.html", tmp_path / "d.csv"
     rc = cli.main([str(BASE), str(TEST), "--control-iteration", "1010", "--test-iteration", "1010",
@@ -287,6 +419,7 @@ def test_command_line(tmp_path, capsys):
     assert "All2All_Pooled_Req" in out and "nccl:all_reduce" in out and "aten::empty" not in out
     back = pd.read_csv(csv, index_col=0)
     assert back.loc["CatBackward0", "diff_counts"] == 1
+    assert "CatBackward0,0,0,1,11,1,11,+" in csv.read_text()  # integers as integers
     assert html.stat().st_size > 0
     rc = cli.main([str(BASE), str(tmp_path / "missing")])
     assert rc == 1 and "missing" in capsys.readouterr().err
