@@ -5,6 +5,7 @@ whole comparison as CSV and an interactive HTML report (counts and durations bar
 Also runnable as ``python -m ember.trace_analysis``.
 """
 import argparse
+import os
 import sys
 
 from ._reader import TraceFormatError
@@ -13,7 +14,9 @@ from ._trace_diff import DeviceType, LabeledTrace, TraceDiff, _labels, change_ca
 
 def _parser(prog="ember trace-diff"):
     p = argparse.ArgumentParser(prog=prog, description="Compare the ops and kernels of two profiler "
-                                "trace folders (ember or PyTorch/Kineto traces, one file per rank).")
+                                "trace folders (ember or PyTorch/Kineto traces, one file per rank, "
+                                "with ProfilerStep#N annotations). Needs pandas and, for --html, "
+                                "plotly: pip install 'ember[trace]'.")
     p.add_argument("control", help="the control trace folder")
     p.add_argument("test", help="the test trace folder")
     p.add_argument("--control-rank", type=int, nargs="+", help="rank(s) of the control trace "
@@ -182,8 +185,9 @@ def write_html_report(df, path, title="ember trace diff", top=25, sources=None):
 
 def _describe(args, which):
     rank, it = getattr(args, f"{which}_rank"), getattr(args, f"{which}_iteration")
-    return (f"{getattr(args, which)} (rank {'first' if rank is None else ', '.join(map(str, rank))}, "
-            f"iteration {'first' if it is None else ', '.join(map(str, it))}, device {args.device}"
+    return (f"{getattr(args, which)} ({'the first rank' if rank is None else 'rank ' + ', '.join(map(str, rank))}"
+            f", {'the first iteration' if it is None else 'iteration ' + ', '.join(map(str, it))}, "
+            f"{ {'all': 'CPU ops and GPU kernels', 'cpu': 'CPU ops', 'gpu': 'GPU kernels'}[args.device]}"
             f"{', short names' if args.short_names else ''})")
 
 
@@ -214,6 +218,15 @@ def _missing_extra(prog, html):
 
 
 def main(argv=None, prog="ember trace-diff"):
+    try:
+        return _main(argv, prog)
+    except BrokenPipeError:  # `ember trace-diff A B | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv, prog):
     args = _parser(prog).parse_args(argv)
     missing = _missing_extra(prog, bool(args.html))
     if missing:
