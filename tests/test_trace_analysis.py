@@ -135,6 +135,18 @@ def test_shorten_name_against_hta():
                 names.extend(td.names)
     wrong = [n for n in names if shorten_name(n) != hta_utils.shorten_name(n)]
     assert not wrong, wrong[:5]
+    if not KINETO.is_dir():
+        return
+    hta = pytest.importorskip("hta.trace_diff")
+    for short in (False, True):
+        theirs = hta.TraceDiff.compare_traces(
+            hta.LabeledTrace(label="Control", trace_dir=str(BASE)),
+            hta.LabeledTrace(label="Test", trace_dir=str(TEST)), control_iteration=1010,
+            test_iteration=1010, use_short_name=short)
+        ours = TraceDiff.compare_traces(str(BASE), str(TEST), control_iteration=1010,
+                                        test_iteration=1010, use_short_name=short)
+        assert list(ours.index) == list(theirs.index) and list(ours.columns) == list(theirs.columns)
+        assert (ours.to_numpy() == theirs.to_numpy()).all()
 
 
 _BIG_PAIR = """
@@ -401,6 +413,14 @@ def test_trace_diff_without_pandas_is_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, "trace-diff", "--help"], capture_output=True,
                        text=True, env=env, timeout=120)
     assert r.returncode == 0 and "--short-names" in r.stdout
+    # pandas there, plotly not: --html names the extra before any work is done
+    code = code.replace("'pandas'", "'plotly'")
+    r = subprocess.run([sys.executable, "-c", code, "trace-diff", str(tmp_path / "a"),
+                        str(tmp_path / "a"), "--html", str(tmp_path / "r.html")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "plotly" in lines[0] and "ember[trace]" in lines[0]
+    assert not (tmp_path / "r.html").exists()
     # the Python API names the extra too
     r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pandas'] = None\n"
                         "from ember.trace_analysis import TraceDiff\n"
