@@ -285,6 +285,8 @@ def test_figures_write_html(tmp_path):
     assert (tmp_path / "c.html").stat().st_size > 0
     fig = TraceDiff.visualize_duration_diff(pd_df, show_image=False)
     assert list(fig.data[1].y) == [4.0, 7.0]
+    import pickle
+    assert list(pickle.loads(pickle.dumps(fig)).data[1].y) == [4.0, 7.0]  # a plain, picklable class
     with pytest.raises(ValueError, match="compare_traces"):
         TraceDiff.visualize_counts_diff(pd_df[["A_counts"]], show_image=False)
 

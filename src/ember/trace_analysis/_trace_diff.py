@@ -313,28 +313,6 @@ def _plotly():
     return go
 
 
-_FIGURE_CLASS = []
-
-
-def _figure_class(go):
-    if _FIGURE_CLASS:
-        return _FIGURE_CLASS[0]
-
-    class TraceDiffFigure(go.Figure):
-        """A plotly Figure that a notebook does not draw a second time: ``visualize_*_diff``
-        with ``show_image=True`` shows it (as Holistic Trace Analysis does) and returns it, and
-        the returned figure, as a cell's last expression, would otherwise be displayed again."""
-
-        def _ipython_display_(self):
-            if getattr(self, "_ember_shown", False):
-                object.__setattr__(self, "_ember_shown", False)  # shown once; later: as usual
-                return
-            super()._ipython_display_()
-
-    _FIGURE_CLASS.append(TraceDiffFigure)
-    return TraceDiffFigure
-
-
 def _bars(df, series, layout, show_image, export_image_path, horizontal=False, label_width=None):
     go = _plotly()
     names = [str(i) for i in df.index]
@@ -347,7 +325,8 @@ def _bars(df, series, layout, show_image, export_image_path, horizontal=False, l
         bars = [go.Bar(name=name, x=labels, y=df[col].tolist(), customdata=names,
                        hovertemplate="%{customdata}<br>" + name + ": %{y}<extra></extra>")
                 for name, col in series]
-    fig = _figure_class(go)(data=bars)
+    from ._figure import TraceDiffFigure
+    fig = TraceDiffFigure(data=bars)
     fig.update_layout(barmode="group", **layout)
     if horizontal:
         fig.update_yaxes(autorange="reversed", automargin=True)  # the first row on top
