@@ -91,6 +91,53 @@ def test_train_profile_and_channels_last(run, tmp_path):
     assert "Self CPU" in out and "aten::conv2d" in out and "chrome trace" in out
 
 
+def test_train_profile_then_trace_diff_end_to_end(run, tmp_path):
+    """The README's two commands together: two `ember train --profile DIR` runs, each training step a
+    ProfilerStep#N range as PyTorch's profiler.step() marks it, then `ember trace-diff DIR1 DIR2`."""
+    pytest.importorskip("pandas")
+    import json
+    a, b = tmp_path / "prof_a", tmp_path / "prof_b"
+    common = ("train", "--epochs", "1", "--limit", "96", "--batch-size", "32", "--no-progress")
+    assert run(*common, "--profile", str(a), "--checkpoint", str(tmp_path / "a.ckpt"))[0] == 0
+    assert run(*common, "--channels-last", "--profile", str(b),
+               "--checkpoint", str(tmp_path / "b.ckpt"))[0] == 0
+    events = json.loads((a / "trace.json").read_text())["traceEvents"]
+    steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
+    assert [e["name"] for e in steps] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    assert all(e["cat"] == "user_annotation" and e["ph"] == "X" for e in steps)
+    # every op of a step lies inside its range; steps follow one another
+    assert all(s1["ts"] + s1["dur"] <= s2["ts"] for s1, s2 in zip(steps, steps[1:]))
+    code, out = run("trace-diff", str(a), str(b))
+    assert code == 0, out
+    assert "ops/kernels compared" in out
+    code, out = run("trace-diff", str(a), str(b), "--control-iteration", "2", "--test-iteration", "2")
+    assert code == 0
+    from ember.trace_analysis import LabeledTrace, TraceDiff
+    assert LabeledTrace("a", str(a)).iterations() == [0, 1, 2]
+    df = TraceDiff.compare_traces(str(a), str(b))
+    assert df.loc["ProfilerStep#0", "diff_counts"] == 0
+    assert df.loc["aten::cross_entropy_loss", "Control_counts"] == 1  # one loss per step
+
+
+def test_train_profile_traces_are_accepted_by_hta(run, tmp_path):
+    """Holistic Trace Analysis (where installed) reads the traces and agrees with ember's diff."""
+    pytest.importorskip("pandas")
+    hta = pytest.importorskip("hta.trace_diff")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, model in ((a, "cnn"), (b, "mlp")):
+        assert run("train", "--model", model, "--epochs", "1", "--limit", "64", "--no-progress",
+                   "--profile", str(d), "--checkpoint", str(tmp_path / f"{model}.ckpt"))[0] == 0
+    theirs = hta.TraceDiff.compare_traces(hta.LabeledTrace(label="Control", trace_dir=str(a)),
+                                          hta.LabeledTrace(label="Test", trace_dir=str(b)))
+    from ember.trace_analysis import TraceDiff
+    ours = TraceDiff.compare_traces(str(a), str(b))
+    assert sorted(theirs.index) == sorted(ours.index)
+    theirs, ours = theirs.loc[sorted(theirs.index)], ours.loc[sorted(ours.index)]
+    assert (theirs.drop(columns="counts_change_categories").to_numpy(float) ==
+            ours.drop(columns="counts_change_categories").to_numpy(float)).all()
+    assert (theirs["counts_change_categories"] == ours["counts_change_categories"]).all()
+
+
 def test_progress_bar_optional(run, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", None)           # tqdm not installed: plain output
     code, out = run("train", "--model", "mlp", "--epochs", "1", "--limit", "64",

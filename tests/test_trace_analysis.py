@@ -81,6 +81,72 @@ def test_shorten_name():
     assert shorten_name("void f<a<b>>(int (*)(int))") == "f"
     assert shorten_name("std::vector<int> h(int) const") == "const"  # the last word, as HTA
     assert shorten_name("std::vector<int> h(int)") == "h"
+    # Holistic Trace Analysis keeps names without '<' or '(' and GPU memory activities whole
+    for whole in ("autograd::engine::evaluate_function: AddBackward0", "## forward:pos_w ##",
+                  "Memcpy DtoD (Device -> Device)", "Memset (Device)", "a>b", "a: b", ""):
+        assert shorten_name(whole) == whole
+    assert shorten_name("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__") == \
+        "enumerate#_MultiProcessingDataLoaderIter.__next__"
+    assert shorten_name("autograd::engine::evaluate_function: torch::autograd::CppNode<Op>") == \
+        "torch::autograd::CppNode"
+    assert shorten_name("void at::native::(anonymous namespace)::k<float>(float*)") == \
+        "at::native::::k"
+    assert shorten_name("a->b(c") == "ab(c" and shorten_name("f<x>>y") == "y"
+    assert shorten_name("## a (b) ##") == "##"  # HTA's rule, though the demo pair has no such name
+
+
+@needs_data
+def test_short_names_on_hta_demo_pair():
+    """HTA's trace_diff demo pair, iteration 1010, control rank 3 vs test rank 1: HTA gives 310
+    rows with short names (432 without) on all devices, 228 (231) on the CPU."""
+    big = KINETO / "trace_diff"
+    kw = dict(control_rank=3, test_rank=1, control_iteration=1010, test_iteration=1010)
+    full = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), **kw)
+    short = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), use_short_name=True,
+                                     **kw)
+    assert len(full) == 432 and len(short) == 310
+    cpu = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), use_short_name=True,
+                                   device_type=DeviceType.CPU, **kw)
+    assert len(cpu) == 228
+    assert "" not in short.index and "##" not in short.index
+    # backward rows stay apart from the forward-named autograd nodes: no counts merged
+    ev = "autograd::engine::evaluate_function: AddmmBackward0"
+    assert short.loc[ev, "Control_counts"] == full.loc[ev, "Control_counts"]
+    assert short.loc["AddmmBackward0", "Test_counts"] == full.loc["AddmmBackward0", "Test_counts"]
+    # grouping keeps the totals
+    for c in ("Control_counts", "Test_counts", "Control_total_duration", "Test_total_duration"):
+        assert short[c].sum() == full[c].sum()
+    assert short.loc["at::native::elementwise_kernel", "Control_counts"] == full.loc[
+        [n for n in full.index if shorten_name(n) == "at::native::elementwise_kernel"],
+        "Control_counts"].sum()
+
+
+def test_shorten_name_against_hta():
+    """Holistic Trace Analysis as the oracle, where it is installed: random names built of the
+    characters the rule looks at, and the names of the bundled traces."""
+    hta_utils = pytest.importorskip("hta.utils.utils")
+    import random
+    rng = random.Random(0)
+    alphabet = list("ab <>()-: #") + ["->", "Memcpy", "Memset", "::"]
+    names = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))) for _ in range(20000)]
+    if KINETO.is_dir():
+        for d in ("trace_diff/control", "trace_diff/test", "trace_compare/base"):
+            for td in LabeledTrace("x", str(KINETO / d)).traces.values():
+                names.extend(td.names)
+    wrong = [n for n in names if shorten_name(n) != hta_utils.shorten_name(n)]
+    assert not wrong, wrong[:5]
+    if not KINETO.is_dir():
+        return
+    hta = pytest.importorskip("hta.trace_diff")
+    for short in (False, True):
+        theirs = hta.TraceDiff.compare_traces(
+            hta.LabeledTrace(label="Control", trace_dir=str(BASE)),
+            hta.LabeledTrace(label="Test", trace_dir=str(TEST)), control_iteration=1010,
+            test_iteration=1010, use_short_name=short)
+        ours = TraceDiff.compare_traces(str(BASE), str(TEST), control_iteration=1010,
+                                        test_iteration=1010, use_short_name=short)
+        assert list(ours.index) == list(theirs.index) and list(ours.columns) == list(theirs.columns)
+        assert (ours.to_numpy() == theirs.to_numpy()).all()
 
 
 _BIG_PAIR = """
@@ -219,8 +285,150 @@ def test_figures_write_html(tmp_path):
     assert (tmp_path / "c.html").stat().st_size > 0
     fig = TraceDiff.visualize_duration_diff(pd_df, show_image=False)
     assert list(fig.data[1].y) == [4.0, 7.0]
+    import pickle
+    assert list(pickle.loads(pickle.dumps(fig)).data[1].y) == [4.0, 7.0]  # a plain, picklable class
     with pytest.raises(ValueError, match="compare_traces"):
         TraceDiff.visualize_counts_diff(pd_df[["A_counts"]], show_image=False)
+
+
+@needs_data
+def test_summary_counts_add_up_and_agree_with_html_report(tmp_path, capsys):
+    """One definition of added/deleted/more/less frequent/same count (change_categories), used by
+    ops_diff, the terminal summary and the HTML report: the numbers add up and agree."""
+    import re
+    from ember.trace_analysis._trace_diff import summarize_changes
+    big = KINETO / "trace_diff"
+    html = tmp_path / "r.html"
+    argv = [str(big / "control"), str(big / "test"), "--control-rank", "3", "--test-rank", "1",
+            "--control-iteration", "1010", "--test-iteration", "1010", "--short-names",
+            "--top", "12", "--html", str(html)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    m = re.fullmatch(r"(\d+) ops/kernels compared: (\d+) with changed counts \((\d+) added, (\d+) "
+                     r"deleted, (\d+) more frequent, (\d+) less frequent in the test trace\), (\d+) "
+                     r"with the same count \((\d+) of them with a changed total duration\)", first)
+    assert m, first
+    total, changed, added, deleted, more, less, same, dur_only = map(int, m.groups())
+    assert total == 310 and total == changed + same and changed == added + deleted + more + less
+    assert dur_only <= same
+    df = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), control_rank=3,
+                                  test_rank=1, control_iteration=1010, test_iteration=1010,
+                                  use_short_name=True)
+    ops = TraceDiff.ops_diff(df, None)
+    assert [len(ops[k]) for k in ("added", "deleted", "increased", "decreased", "unchanged")] == \
+        [added, deleted, more, less, same]
+    assert sum(len(v) for v in ops.values()) == total  # a partition: every name exactly once
+    assert changed == int((df["diff_counts"] != 0).sum())
+    assert summarize_changes(df)["changed_duration_only"] == dur_only
+    page = html.read_text()
+    assert first in page  # the same sentence, the same numbers
+    # the table: every name once, by the size of the change, integers printed as integers
+    rows = re.findall(r"<tr><td class='name'>(.*?)</td>(.*?)</tr>", page)
+    assert len(rows) == total
+    diffs = [abs(int(re.findall(r"<td[^>]*>([^<]*)</td>", cells)[2])) for _, cells in rows]
+    assert diffs == sorted(diffs, reverse=True) and diffs[0] == 1432  # cudaEventQuery
+    assert not re.search(r"<td[^>]*>[+-]?\d+\.0</td>", page)
+    words = [re.findall(r"<td class='cat'>([^<]*)</td>", cells)[0] for _, cells in rows]
+    assert [words.count(w) for w in ("added", "deleted", "more frequent", "less frequent",
+                                     "same count")] == [added, deleted, more, less, same]
+
+
+@needs_data
+def test_html_report_charts_are_horizontal_top_n(tmp_path):
+    pytest.importorskip("plotly")
+    from ember.trace_analysis.cli import _chart
+    big = KINETO / "trace_diff"
+    df = TraceDiff.compare_traces(str(big / "control"), str(big / "test"), control_rank=3,
+                                  test_rank=1, control_iteration=1010, test_iteration=1010)
+    fig, n = _chart(df, "counts", 15, "calls")
+    assert n == 15 and [t.orientation for t in fig.data] == ["h"] * 3
+    labels = list(fig.data[0].y)
+    assert len(set(labels)) == 15 and max(map(len, labels)) <= 60
+    assert list(fig.data[2].x) == sorted(fig.data[2].x, key=abs, reverse=True)  # largest first
+    assert fig.layout.yaxis.autorange == "reversed"  # ... drawn on top
+    assert list(fig.data[2].customdata) == [str(i) for i in df.loc[list(fig.data[2].customdata)].index]
+    fig, n = _chart(df[~df.index.str.startswith("ProfilerStep")], "duration", 10, "us")
+    assert n == 10 and abs(fig.data[2].x[0]) >= abs(fig.data[2].x[-1])
+
+
+def test_cut_labels_stay_distinct():
+    from ember.trace_analysis._trace_diff import _short_labels
+    long = "x" * 80
+    assert _short_labels([long + "a", long + "b", "short"], 20) == [
+        "x" * 17 + "...", "x" * 17 + "... [2]", "short"]
+
+
+def test_visualize_as_the_tutorial_calls_it(tmp_path, monkeypatch):
+    """`TraceDiff.visualize_counts_diff(df)` with HTA's default show_image=True: shown once (as
+    HTA shows it), the figure returned, and a notebook does not draw the returned figure again."""
+    pytest.importorskip("plotly")
+    import plotly.io as pio
+    shown = []
+    monkeypatch.setattr(pio, "show", lambda fig, *a, **k: shown.append(fig))
+    monkeypatch.setattr(pio.renderers, "default", "json")
+    w = ember.randn(4, 4, requires_grad=True)
+    _profile_into(str(tmp_path / "c"), lambda x: x @ w, ember.randn(3, 4))
+    _profile_into(str(tmp_path / "t"), lambda x: (x @ w).tanh(), ember.randn(3, 4))
+    compare_traces_output = TraceDiff.compare_traces(str(tmp_path / "c"), str(tmp_path / "t"))
+    df = compare_traces_output.sort_values(by="diff_counts", ascending=False).head(10)
+    fig = TraceDiff.visualize_counts_diff(df)
+    assert len(shown) == 1 and shown[0] is fig
+    assert list(fig.data[0].x) == [str(i) for i in df.index]
+    fig._ipython_display_()          # the cell's value, right after: not drawn a second time
+    assert len(shown) == 1
+    fig._ipython_display_()          # displayed again later on purpose: drawn
+    assert len(shown) == 2
+    df = compare_traces_output.sort_values(by="diff_duration", ascending=False)
+    df = df.loc[~df.index.str.startswith("ProfilerStep")].head(10)
+    fig = TraceDiff.visualize_duration_diff(df)
+    assert len(shown) == 3 and "ProfilerStep#0" not in list(fig.data[0].x)
+    assert TraceDiff.visualize_counts_diff(df, show_image=False) is not None and len(shown) == 3
+
+
+def test_static_image_without_kaleido_says_so(tmp_path, monkeypatch):
+    pytest.importorskip("plotly")
+    import sys
+    monkeypatch.setitem(sys.modules, "kaleido", None)
+    df = pd.DataFrame({"A_counts": [1.0], "A_total_duration": [5.0], "B_counts": [2.0],
+                       "B_total_duration": [4.0], "diff_counts": [1.0], "diff_duration": [-1.0],
+                       "counts_change_categories": ["+"]}, index=["x"])
+    with pytest.raises(ImportError, match="kaleido.*html"):
+        TraceDiff.visualize_counts_diff(df, show_image=False, export_image_path=str(tmp_path / "a.png"))
+
+
+def test_trace_diff_without_pandas_is_one_line(tmp_path):
+    """Without pandas: `ember trace-diff` (and its `--help`, which needs nothing) answers with one
+    line naming the ember[trace] extra, exit status 1, no traceback."""
+    import subprocess
+    import sys
+    _write(tmp_path / "a", "r.json", json.dumps(_GOOD))
+    code = ("import sys; sys.modules['pandas'] = None; import ember.cli; "
+            "sys.exit(ember.cli.main(sys.argv[1:]))")
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(ember.__file__).parents[1]))
+    r = subprocess.run([sys.executable, "-c", code, "trace-diff", str(tmp_path / "a"),
+                        str(tmp_path / "a")], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ember[trace]" in lines[0] and "pandas" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-c", code, "trace-diff", "--help"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "--short-names" in r.stdout
+    # pandas there, plotly not: --html names the extra before any work is done
+    code = code.replace("'pandas'", "'plotly'")
+    r = subprocess.run([sys.executable, "-c", code, "trace-diff", str(tmp_path / "a"),
+                        str(tmp_path / "a"), "--html", str(tmp_path / "r.html")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "plotly" in lines[0] and "ember[trace]" in lines[0]
+    assert not (tmp_path / "r.html").exists()
+    # the Python API names the extra too
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pandas'] = None\n"
+                        "from ember.trace_analysis import TraceDiff\n"
+                        f"TraceDiff.compare_traces({str(tmp_path / 'a')!r}, {str(tmp_path / 'a')!r})"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and "pip install 'ember[trace]'" in r.stderr
 
 
 @needs_data
@@ -233,6 +441,7 @@ def test_command_line(tmp_path, capsys):
     assert "All2All_Pooled_Req" in out and "nccl:all_reduce" in out and "aten::empty" not in out
     back = pd.read_csv(csv, index_col=0)
     assert back.loc["CatBackward0", "diff_counts"] == 1
+    assert "CatBackward0,0,0,1,11,1,11,+" in csv.read_text()  # integers as integers
     assert html.stat().st_size > 0
     rc = cli.main([str(BASE), str(tmp_path / "missing")])
     assert rc == 1 and "missing" in capsys.readouterr().err

@@ -52,7 +52,9 @@ def _train_parser(sub):
     p.add_argument("--resume", nargs="?", const=True, default=None, metavar="PATH",
                    help="continue from a checkpoint (PATH, or the --checkpoint file) up to --epochs")
     p.add_argument("--profile", metavar="DIR",
-                   help="profile the first epoch: write DIR/trace.json (chrome trace) and print the op table")
+                   help="profile the first epoch, each training step marked ProfilerStep#N as PyTorch's "
+                        "profiler.step() marks it: write DIR/trace.json (chrome trace; `ember trace-diff "
+                        "DIR1 DIR2` compares two) and print the op table")
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel training across the processes of `mpirun -n N ember train ...`")
     p.add_argument("--threads", type=int, default=None,
@@ -276,7 +278,11 @@ def train(args):
         prof = None
         if args.profile and epoch == start_epoch:
             from ember import profiler
-            prof = profiler.profile(activities=[profiler.ProfilerActivity.CPU], record_shapes=True)
+            # each training step a ProfilerStep#N range, as PyTorch's prof.step() marks it: what
+            # `ember trace-diff` and Holistic Trace Analysis select iterations by
+            steps = profiler.schedule(wait=0, warmup=0, active=max(len(batches), 1), repeat=1)
+            prof = profiler.profile(activities=[profiler.ProfilerActivity.CPU], schedule=steps,
+                                    record_shapes=True)
             prof.__enter__()
         model.train()
         total, count = 0.0, 0
@@ -293,6 +299,8 @@ def train(args):
             count += len(idx)
             if bar is not batches:
                 bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
+            if prof is not None:
+                prof.step()
         if prof is not None:
             prof.__exit__(None, None, None)
         if dist is not None:

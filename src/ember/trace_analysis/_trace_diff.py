@@ -25,19 +25,29 @@ class DeviceType(Enum):
 
 
 def shorten_name(name):
-    """A long op/kernel name without return type, template arguments and parameter lists:
-    ``void at::native::f<float, 4>(int)`` -> ``at::native::f``. An unmatched ``>`` or ``)``
-    drops everything before it."""
+    """A long op/kernel name without return type, template arguments and parameter lists, by
+    Holistic Trace Analysis' rule: ``void at::native::f<float, 4>(int)`` -> ``at::native::f``.
+
+    Names without ``<`` or ``(`` (``aten::add``, ``## forward ##``,
+    ``autograd::engine::evaluate_function: AddBackward0``) and GPU memory activities
+    (``Memcpy ...``, ``Memset ...``) are kept whole. Otherwise ``->`` is dropped, each ``<...>``
+    and ``(...)`` group is removed (an unmatched ``>`` or ``)`` drops everything before it) and
+    the last space-separated word is kept."""
+    if name.startswith(("Memcpy", "Memset")) or ("<" not in name and "(" not in name):
+        return name
     out = []
+    opened = {"<": [], "(": []}  # positions in ``out`` of the open ``<`` and ``(``
     for ch in name.replace("->", ""):
         if ch == ">" or ch == ")":
-            opener = "<" if ch == ">" else "("
-            try:
-                k = len(out) - 1 - out[::-1].index(opener)
-            except ValueError:
-                k = 0
+            stack = opened["<" if ch == ">" else "("]
+            k = stack[-1] if stack else 0
             del out[k:]
+            for st in opened.values():
+                while st and st[-1] >= k:
+                    st.pop()
         else:
+            if ch in opened:
+                opened[ch].append(len(out))
             out.append(ch)
     return "".join(out).split(" ")[-1]
 
@@ -211,34 +221,67 @@ class TraceDiff:
         else:
             df = cls.compare_traces(control, test, control_rank, test_rank, control_iteration,
                                     test_iteration, device_type)
-        labels = _labels(df)
-        cc, tc, d = df[f"{labels[0]}_counts"], df[f"{labels[1]}_counts"], df["diff_counts"]
-        return {
-            "added": df.index[(cc == 0) & (tc > 0)].tolist(),
-            "deleted": df.index[(cc > 0) & (tc == 0)].tolist(),
-            "increased": df.index[(cc > 0) & (d > 0)].tolist(),
-            "decreased": df.index[(tc > 0) & (d < 0)].tolist(),
-            "unchanged": df.index[(tc > 0) & (d == 0)].tolist(),
-        }
+        cat = change_categories(df)
+        return {c: df.index[cat == c].tolist() for c in CHANGE_CATEGORIES}
 
     @classmethod
     def visualize_counts_diff(cls, df, show_image=True, export_image_path=None):
-        """Grouped bars of both traces' counts and their difference; returns the plotly figure,
-        writes interactive HTML when the path ends in .html (an image otherwise, via kaleido)."""
-        labels = _labels(df)
-        return _bars(df, [(labels[0], f"{labels[0]}_counts"), (labels[1], f"{labels[1]}_counts"),
-                          ("Difference", "diff_counts")],
+        """Grouped bars of both traces' counts and their difference for the rows of ``df`` (a
+        ``compare_traces`` DataFrame or a slice of it, as in the tutorial:
+        ``df.sort_values(by="diff_counts", ascending=False).head(10)``). ``show_image`` shows the
+        figure (in a notebook, or a browser) as Holistic Trace Analysis does; unlike HTA's, the
+        plotly figure is also returned (and a notebook does not draw it twice).
+        ``export_image_path`` ending in .html writes an interactive page; other suffixes write
+        an image through kaleido."""
+        return _bars(df, _series(df, "counts"),
                      dict(title_text="Ops Count Comparison", yaxis_title="Count"),
                      show_image, export_image_path)
 
     @classmethod
     def visualize_duration_diff(cls, df, show_image=True, export_image_path=None):
         """As ``visualize_counts_diff`` for the total durations (microseconds)."""
-        labels = _labels(df)
-        return _bars(df, [(labels[0], f"{labels[0]}_total_duration"),
-                          (labels[1], f"{labels[1]}_total_duration"), ("Difference", "diff_duration")],
+        return _bars(df, _series(df, "duration"),
                      dict(title_text="Ops Duration Comparison", yaxis_title="Total Duration (us)"),
                      show_image, export_image_path)
+
+
+def _series(df, what):
+    """(legend name, column) of the control, the test and the difference for counts/duration."""
+    c, t = _labels(df)
+    if what == "counts":
+        return [(c, f"{c}_counts"), (t, f"{t}_counts"), ("Difference", "diff_counts")]
+    return [(c, f"{c}_total_duration"), (t, f"{t}_total_duration"), ("Difference", "diff_duration")]
+
+
+CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
+
+
+def change_categories(df):
+    """Each row's change in counts from the control to the test trace, one of
+    ``CHANGE_CATEGORIES``: added (only in the test trace), deleted (only in the control trace),
+    increased / decreased (in both, more / fewer calls), unchanged (in both, the same count).
+    Every row of a ``compare_traces`` DataFrame is in exactly one category: the one definition
+    ``ops_diff``, ``ember trace-diff``'s summary and its HTML report share."""
+    labels = _labels(df)
+    cc = df[f"{labels[0]}_counts"].to_numpy()
+    tc = df[f"{labels[1]}_counts"].to_numpy()
+    d = df["diff_counts"].to_numpy()
+    return np.select([(cc == 0) & (tc > 0), (cc > 0) & (tc == 0), (cc > 0) & (tc > 0) & (d > 0),
+                      (cc > 0) & (tc > 0) & (d < 0)], list(CHANGE_CATEGORIES[:4]),
+                     default="unchanged").astype(object)
+
+
+def summarize_changes(df):
+    """The number of rows in each of ``CHANGE_CATEGORIES``, and ``total`` (their sum, the rows of
+    ``df``), ``changed_counts`` (added + deleted + increased + decreased) and
+    ``changed_duration_only`` (unchanged count, a different total duration)."""
+    cat = change_categories(df)
+    out = {c: int((cat == c).sum()) for c in CHANGE_CATEGORIES}
+    out["total"] = len(df)
+    out["changed_counts"] = len(df) - out["unchanged"]
+    out["changed_duration_only"] = int(((cat == "unchanged") &
+                                        (df["diff_duration"].to_numpy() != 0)).sum())
+    return out
 
 
 def _labels(df):
@@ -249,16 +292,49 @@ def _labels(df):
     return labels[:2]
 
 
-def _bars(df, series, layout, show_image, export_image_path):
+def _short_labels(names, width):
+    """Names cut to ``width`` characters (``...`` at the end), kept distinct: two names that cut
+    to the same text get `` [2]``, `` [3]``, ... (bars on a category axis with equal labels would
+    be drawn as one)."""
+    out, seen = [], {}
+    for n in names:
+        lab = n if len(n) <= width else n[: width - 3] + "..."
+        k = seen.get(lab, 0) + 1
+        seen[lab] = k
+        out.append(lab if k == 1 else f"{lab} [{k}]")
+    return out
+
+
+def _plotly():
     try:
         import plotly.graph_objects as go
     except ImportError:  # pragma: no cover - plotly is an optional extra
         raise ImportError("TraceDiff's figures need plotly: pip install 'ember[trace]'") from None
-    x = [str(i) for i in df.index]
-    fig = go.Figure(data=[go.Bar(name=name, x=x, y=df[col].tolist()) for name, col in series])
+    return go
+
+
+def _bars(df, series, layout, show_image, export_image_path, horizontal=False, label_width=None):
+    go = _plotly()
+    names = [str(i) for i in df.index]
+    labels = _short_labels(names, label_width) if label_width else names
+    if horizontal:
+        bars = [go.Bar(name=name, y=labels, x=df[col].tolist(), orientation="h", customdata=names,
+                       hovertemplate="%{customdata}<br>" + name + ": %{x}<extra></extra>")
+                for name, col in series]
+    else:
+        bars = [go.Bar(name=name, x=labels, y=df[col].tolist(), customdata=names,
+                       hovertemplate="%{customdata}<br>" + name + ": %{y}<extra></extra>")
+                for name, col in series]
+    from ._figure import TraceDiffFigure
+    fig = TraceDiffFigure(data=bars)
     fig.update_layout(barmode="group", **layout)
-    if show_image:  # pragma: no cover - opens a browser / notebook output
+    if horizontal:
+        fig.update_yaxes(autorange="reversed", automargin=True)  # the first row on top
+    else:
+        fig.update_xaxes(automargin=True)
+    if show_image:
         fig.show()
+        object.__setattr__(fig, "_ember_shown", True)
     if export_image_path:
         path = os.fspath(export_image_path)
         d = os.path.dirname(path)
@@ -267,5 +343,11 @@ def _bars(df, series, layout, show_image, export_image_path):
         if path.lower().endswith((".html", ".htm")):
             fig.write_html(path, include_plotlyjs=True)  # self-contained, opens offline
         else:
+            try:
+                import kaleido  # noqa: F401
+            except ImportError:
+                raise ImportError(f"export_image_path={path!r}: writing a static image needs kaleido "
+                                  "(pip install kaleido); a path ending in .html writes an "
+                                  "interactive page without it") from None
             fig.write_image(path)
     return fig
