@@ -427,8 +427,37 @@ def _has_linalg():
     return hasattr(ember.linalg, "cholesky") and hasattr(ember.linalg, "solve_triangular")
 
 
-@pytest.mark.skipif(not _has_linalg(), reason="needs ember.linalg.cholesky/solve_triangular (the linalg branch)")
-def test_multivariate_normals_match_torch(torch):
+@pytest.fixture
+def linalg_or_shim(monkeypatch):
+    """ember.linalg's cholesky/solve_triangular, or (where this checkout lacks them) value-only
+    NumPy stand-ins, so that the MultivariateNormal formulas are checked either way."""
+    if _has_linalg():
+        return True
+    import scipy.linalg
+
+    def cholesky(A, *, upper=False):
+        return ember.tensor(np.linalg.cholesky(_np(A)))
+
+    def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+        a, b = _np(A), _np(B)
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = np.broadcast_to(a, batch + a.shape[-2:]).reshape(-1, *a.shape[-2:])
+        b = np.broadcast_to(b, batch + b.shape[-2:]).reshape(-1, *b.shape[-2:])
+        out = np.stack([scipy.linalg.solve_triangular(x, y, lower=not upper) for x, y in zip(a, b)])
+        return ember.tensor(out.reshape(batch + out.shape[-2:]))
+    monkeypatch.setattr(ember.linalg, "cholesky", cholesky, raising=False)
+    monkeypatch.setattr(ember.linalg, "solve_triangular", solve_triangular, raising=False)
+    return False
+
+
+def test_multivariate_normal_without_linalg_says_so():
+    if _has_linalg():
+        pytest.skip("this checkout has ember.linalg.cholesky")
+    with pytest.raises(NotImplementedError, match="needs ember.linalg.cholesky"):
+        ED.MultivariateNormal(ember.zeros(2), covariance_matrix=ember.eye(2))
+
+
+def test_multivariate_normals_match_torch(torch, linalg_or_shim):
     A = R.normal(size=(2, 3, 3))
     cov = A @ A.transpose(0, 2, 1) + 3 * np.eye(3)
     loc = R.normal(size=(2, 3))
@@ -446,3 +475,20 @@ def test_multivariate_normals_match_torch(torch):
     _close(el.log_prob(ember.tensor(v)), tl.log_prob(torch.tensor(v)))
     _close(el.entropy(), tl.entropy())
     _close(el.covariance_matrix, tl.covariance_matrix)
+    _close(el.precision_matrix, tl.precision_matrix)
+    ep = ED.MultivariateNormal(ember.tensor(loc), covariance_matrix=ember.tensor(cov))
+    eq = ED.MultivariateNormal(ember.tensor(loc[::-1].copy()), scale_tril=ember.tensor(np.linalg.cholesky(cov[::-1].copy())))
+    tp = torch.distributions.MultivariateNormal(torch.tensor(loc), covariance_matrix=torch.tensor(cov))
+    tq = torch.distributions.MultivariateNormal(torch.tensor(loc[::-1].copy()),
+                                                scale_tril=torch.tensor(np.linalg.cholesky(cov[::-1].copy())))
+    _close(ED.kl_divergence(ep, eq), torch.distributions.kl_divergence(tp, tq))
+    _close(ep.precision_matrix, tp.precision_matrix)
+    ember.manual_seed(5)
+    x = _np(ep.sample((20000,)))
+    assert np.all(np.abs(x.mean(0) - loc) <= 5 * np.sqrt(np.diagonal(cov, axis1=-2, axis2=-1) / 20000))
+    if linalg_or_shim:  # gradients need the real (differentiable) linalg ops
+        L = ember.tensor(np.linalg.cholesky(cov), requires_grad=True)
+        tL = torch.tensor(np.linalg.cholesky(cov), requires_grad=True)
+        ED.MultivariateNormal(ember.tensor(loc), scale_tril=L).log_prob(ember.tensor(v)).sum().backward()
+        torch.distributions.MultivariateNormal(torch.tensor(loc), scale_tril=tL).log_prob(torch.tensor(v)).sum().backward()
+        _close(L.grad, tL.grad, rtol=1e-8)
