@@ -24,7 +24,8 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 def _sc(fn):
     """An array impl from a scipy ufunc: the result in the input's (floating) dtype."""
     def impl(xp, a):
-        return np.asarray(fn(a)).astype(a.dtype, copy=False)
+        with np.errstate(all="ignore"):  # (inf/nan results are the answers, as PyTorch's, not warnings)
+            return np.asarray(fn(a)).astype(a.dtype, copy=False)
     impl.__name__ = getattr(fn, "__name__", "special")
     return impl
 
@@ -134,7 +135,8 @@ def _binary(name, fn, differentiable=True, float_only=False):
             np.broadcast_shapes(np.shape(a), np.shape(b))
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
-        return np.asarray(fn(a, b)).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(a, b)).astype(dtype, copy=False)
     return defop(name, impl, save=("inputs",) if differentiable else (), bcast=True, family=EW,
                  differentiable=differentiable)
 
