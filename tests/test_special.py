@@ -205,3 +205,73 @@ def test_vmap_and_forward_mode():
     t0 = 1.3
     assert math.isclose(g(ember.tensor(t0, dtype=ember.float64)).item(),
                         t0 * math.exp(-t0) / math.gamma(2.0), rel_tol=1e-12)
+
+
+# ----------------------------------------------------------------------------- PyTorch's OpInfos
+
+_ALIASES = {"lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "i0", "sinc", "xlogy", "igamma", "igammac",
+            "erf", "erfinv", "logit"}
+
+
+@pytest.fixture(scope="module")
+def special_opinfos():
+    pytest.importorskip("torch")
+    mod = pytest.importorskip("torch.testing._internal.common_methods_invocations")
+    return [op for op in mod.op_db if op.name.startswith("special.") or op.name in _ALIASES]
+
+
+def _resolve(name):
+    obj = ember
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _ember_call(op, args, kwargs):
+    conv = [ember.tensor(a.detach().numpy(), requires_grad=a.requires_grad) if hasattr(a, "detach") else a
+            for a in args]
+    if "polygamma" in op.name:  # the OpInfo's op takes (x, n); the function (n, x)
+        conv = [conv[1], conv[0]] + conv[2:]
+    return conv, _resolve(op.name)(*conv, **kwargs)
+
+
+def test_torch_opinfo_samples_values_and_gradients(special_opinfos, torch):
+    """Every sample of PyTorch's OpInfos for torch.special (and the torch.* aliases): values in
+    float64/float32/int64 and float64 gradients of the sum."""
+    assert len(special_opinfos) >= 50
+    bad, n = [], 0
+    for op in special_opinfos:
+        for dtype in (torch.float64, torch.float32, torch.int64):
+            if dtype not in op.supported_dtypes("cpu"):
+                continue
+            grad = dtype == torch.float64 and op.supports_autograd
+            for s in op.sample_inputs("cpu", dtype, requires_grad=grad):
+                targs = [s.input] + list(s.args)
+                try:
+                    want = op.op(*targs, **s.kwargs)
+                except Exception:
+                    continue
+                eargs, got = _ember_call(op, targs, s.kwargs)
+                n += 1
+                # (SciPy's values: PyTorch's float32 kernels and its float64 Bessel ones are less exact)
+                tol = 1e-7 if dtype == torch.float64 and "bessel" not in op.name else 2e-5
+                if "polygamma" in op.name and dtype == torch.float32:
+                    tol = 2e-5 * max(1.0, float(want.abs().max()))
+                if (str(got.dtype)[6:] != str(want.dtype)[6:]
+                        or not np.allclose(got.detach().numpy(), want.detach().numpy(), rtol=tol, atol=tol,
+                                           equal_nan=True)):
+                    bad.append((op.name, op.variant_test_name, str(dtype), tuple(want.shape)))
+                    continue
+                tw = [a for a in targs if hasattr(a, "requires_grad") and a.requires_grad]
+                if not grad or not tw:
+                    continue
+                tg = torch.autograd.grad(want.sum(), tw, allow_unused=True)
+                ew = [a for a in eargs if isinstance(a, ember.Tensor) and a.requires_grad]
+                eg = ember.autograd.grad(got.sum(), ew, allow_unused=True)
+                for a, b in zip(eg, tg):
+                    a = np.zeros(1) if a is None else a.numpy()
+                    b = np.zeros(1) if b is None else b.numpy()
+                    if not np.allclose(a, b, rtol=1e-6, atol=1e-8, equal_nan=True):
+                        bad.append((op.name, op.variant_test_name, "grad"))
+    assert n > 400
+    assert not bad, bad
