@@ -275,3 +275,16 @@ def test_torch_opinfo_samples_values_and_gradients(special_opinfos, torch):
                         bad.append((op.name, op.variant_test_name, "grad"))
     assert n > 400
     assert not bad, bad
+
+
+def test_binary_functions_refuse_two_numbers_as_torch(torch):
+    for name in ("zeta", "xlog1py", "chebyshev_polynomial_t", "hermite_polynomial_h"):
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            getattr(ember.special, name)(2, 3)
+        with pytest.raises(TypeError):
+            getattr(torch.special, name)(2, 3)
+    with pytest.raises(TypeError, match="argument 'other' \\(position 2\\) must be Tensor, not float"):
+        ember.special.gammainc(ember.tensor([1.0]), 1.5)
+    with pytest.raises(TypeError):
+        torch.special.gammainc(torch.tensor([1.0]), 1.5)
+    assert ember.special.zeta(2.0, ember.tensor([1.0])).shape == (1,)

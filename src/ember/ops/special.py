@@ -258,11 +258,24 @@ def _mk1(op, name):
     return f
 
 
-def _mk2(op, name):
+def _need_tensor(name, input, other, both=False):
+    """PyTorch's binary special functions take a number on one side at most (igamma on neither)."""
+    ta, tb = U.is_tensor(input), U.is_tensor(other)
+    if both and not (ta and tb):
+        pos, arg, val = (1, "input", input) if not ta else (2, "other", other)
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(val).__name__}")
+    if not (ta or tb):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"{type(other).__name__}), but expected one of: (Tensor input, Tensor other), "
+                        f"(Number self, Tensor other), (Tensor self, Number other)")
+
+
+def _mk2(op, name, both=False):
     def f(input, other, *, out=None):
+        _need_tensor(name, input, other, both)
         r = dispatch(op, (input, other))
         return r if out is None else _out(r, out)
-    f.__name__ = name
+    f.__name__ = name[len("special_"):] if name.startswith("special_") else name
     return f
 
 
@@ -271,8 +284,8 @@ lgamma = _mk1(lgamma_op, "lgamma")
 digamma = _mk1(digamma_op, "digamma")
 i0 = _mk1(i0_op, "i0")
 sinc = _mk1(sinc_op, "sinc")
-igamma = _mk2(igamma_op, "igamma")
-igammac = _mk2(igammac_op, "igammac")
+igamma = _mk2(igamma_op, "igamma", both=True)
+igammac = _mk2(igammac_op, "igammac", both=True)
 
 
 def polygamma(n, input, *, out=None):
@@ -298,11 +311,13 @@ def mvlgamma(input, p):
 
 
 def xlog1py(input, other, *, out=None):
+    _need_tensor("special_xlog1py", input, other)
     r = dispatch(xlog1py_op, (input, other))
     return r if out is None else _out(r, out)
 
 
 def zeta(input, other, *, out=None):
+    _need_tensor("special_zeta", input, other)
     r = dispatch(zeta_op, (input, other))
     return r if out is None else _out(r, out)
 
@@ -318,7 +333,7 @@ entr = _mk1(entr_op, "entr")
 
 # the torch.special namespace's own functions (not torch.* names): in ember.special
 SPECIAL_ONLY = {n[len("special_"):]: _mk1(op, n[len("special_"):]) for n, op in _nondiff_ops.items()}
-SPECIAL_ONLY.update({n: _mk2(op, n) for n, op in
+SPECIAL_ONLY.update({n: _mk2(op, "special_" + n) for n, op in
                      ((k, _poly_ops[k]) for k in _POLY)})
 SPECIAL_ONLY.update(erfcx=erfcx, i0e=i0e, i1=i1, i1e=i1e, ndtr=ndtr, ndtri=ndtri, log_ndtr=log_ndtr,
                     entr=entr, xlog1py=xlog1py, zeta=zeta)
