@@ -40,6 +40,8 @@ CASES = {
                                  ["interpreter output == module output: True", "call_module"]),
     "profiler_trace_diff": (["ember.trace_analysis.TraceDiff", "ember.utils.benchmark.Timer", "pandas.DataFrame"],
                             ["TanhBackward0", "traces in", "Times are in microseconds"]),
+    "vae": (["ember.distributions.kl_divergence", "ember.distributions.Normal", "ember.datasets.digits"],
+            ["epoch  1: train ELBO per image", "epoch  3:", "ELBO improved: True", "decoded samples from the prior: (4, 64)"]),
     "trace_diff": (["ember.trace_analysis.TraceDiff", "pandas.DataFrame"],
                    ["added    : ['aten::gelu', 'aten::layer_norm']", "deleted  : ['aten::relu']"]),
 }

@@ -159,7 +159,7 @@ def _lazy(name):
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
          "trace_analysis", "testing", "cuda", "backends", "jit", "amp", "accelerator", "xpu", "mps",
-         "_dynamo", "functorch", "onnx")
+         "_dynamo", "functorch", "onnx", "special", "distributions")
 
 
 def __getattr__(name):

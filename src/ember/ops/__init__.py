@@ -22,6 +22,8 @@ from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
 del loss
+from . import special as _SP  # noqa: E402  (special functions: gamma, Bessel, zeta, polynomials)
+del special  # (ember.special is the public torch.special module, not this family file)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
@@ -40,6 +42,7 @@ for _m in (_E, _R, _S, _I, _L, _C, _CX):
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
             _public[_k] = _v
+_public.update({_k: getattr(_SP, _k) for _k in _SP.__all__})  # (its torch.* names only)
 globals().update(_public)
 
 # ----------------------------------------------------------------------------- operators
@@ -229,6 +232,10 @@ for _name in _METHODS:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])
 Tensor.unfold = _C._tensor_unfold
+# special functions: x.polygamma(n) takes n second, the others as the functions
+for _name in ("lgamma", "digamma", "mvlgamma", "erfc", "i0", "sinc", "igamma", "igammac"):
+    setattr(Tensor, _name, _public[_name])
+Tensor.polygamma = lambda self, n: _SP.polygamma(n, self)
 
 
 def _view_as(self, other):
@@ -297,6 +304,9 @@ def _mk_inplace(fname):
 for _name in _IP.INPLACE_VIA:
     if _name in _public:
         setattr(Tensor, _name + "_", _mk_inplace(_name))
+for _name in ("lgamma", "digamma", "mvlgamma", "erfc", "i0", "sinc", "igamma", "igammac"):
+    setattr(Tensor, _name + "_", _mk_inplace(_name))
+Tensor.polygamma_ = lambda self, n: _IP._inplace_via(self, lambda s: _SP.polygamma(n, s), ((), {}), "polygamma_")
 
 
 def sum_to(g, shape):  # noqa: F811 - re-exported for the autograd engine
