@@ -624,6 +624,13 @@ def _randperm_array(mt, n):
     return np.array(perm, np.int64)
 
 
+def _numpy_rng(generator=None):
+    """A NumPy Generator seeded by one draw from ember's stream, for the samplers PyTorch's stream has
+    no documented algorithm for here (gamma, binomial, von Mises rejection): reproducible under
+    manual_seed, not PyTorch's numbers."""
+    return np.random.default_rng(_random_seed(generator))
+
+
 def _random_seed(generator=None):
     """``int(torch.empty((), dtype=torch.int64).random_(generator=g))``: a fresh seed from the stream
     (one 64-bit draw, reduced mod 2**63), as the data samplers and DataLoader take them."""

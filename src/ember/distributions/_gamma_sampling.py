@@ -9,7 +9,7 @@ import numpy as np
 import scipy.special as _sp
 
 import ember
-from .._creation import _gen
+from .._creation import _numpy_rng
 
 
 def _dlog(fn, a, x):
@@ -41,7 +41,7 @@ class _StandardGamma(ember.autograd.Function):
     @staticmethod
     def forward(ctx, alpha):
         a = alpha.detach().numpy().astype(np.float64)
-        x = _gen(None).standard_gamma(a)
+        x = _numpy_rng().standard_gamma(a)
         tiny = np.finfo(alpha.detach().numpy().dtype).tiny
         x = np.maximum(x, tiny).astype(alpha.detach().numpy().dtype)
         out = ember.from_numpy(x)

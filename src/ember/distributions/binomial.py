@@ -4,7 +4,7 @@ import ember
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
-from .._creation import _gen
+from .._creation import _numpy_rng
 
 __all__ = ["Binomial"]
 
@@ -78,7 +78,7 @@ class Binomial(Distribution):
         shape = tuple(self._extended_shape(sample_shape))
         n = np.broadcast_to(self.total_count.detach().numpy(), shape).astype(np.int64)
         p = np.broadcast_to(self.probs.detach().numpy(), shape).astype(np.float64)
-        out = _gen(None).binomial(n, p).astype(self.probs.detach().numpy().dtype)
+        out = _numpy_rng().binomial(n, p).astype(self.probs.detach().numpy().dtype)
         return ember.from_numpy(np.ascontiguousarray(out))
 
     def log_prob(self, value):

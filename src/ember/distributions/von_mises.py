@@ -6,7 +6,7 @@ import ember
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property
-from .._creation import _gen
+from .._creation import _numpy_rng
 
 __all__ = ["VonMises"]
 
@@ -53,7 +53,7 @@ class VonMises(Distribution):
 
     def sample(self, sample_shape=ember.Size()):
         shape = tuple(self._extended_shape(sample_shape))
-        rng = _gen(None)
+        rng = _numpy_rng()
         loc = np.broadcast_to(self._loc.detach().numpy(), shape)
         kappa = np.broadcast_to(self._concentration.detach().numpy(), shape)
         r = np.broadcast_to(self._proposal_r.detach().numpy(), shape)
