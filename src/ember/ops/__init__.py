@@ -30,6 +30,15 @@ for _m in (_E, _R, _S, _I, _L, _C):
             _public[_k] = _v
 globals().update(_public)
 
+# issue 15's missing ops: new family files, each adding its public functions here
+from . import numeric as _NUM  # noqa: E402
+_NEW_FAMILIES = (_NUM,)
+for _m in _NEW_FAMILIES:
+    for _k, _v in vars(_m).items():
+        if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
+            _public[_k] = _v
+            globals()[_k] = _v
+
 # ----------------------------------------------------------------------------- operators
 
 _add, _sub, _mul, _div = _E.add_op, _E.sub_op, _E.mul_op, _E.div_op
@@ -209,6 +218,14 @@ _METHODS = [
 for _name in _METHODS:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])
+_METHODS_NEW = [  # issue 15's ops that are Tensor methods too
+    "acosh", "arccosh", "copysign", "gcd", "lcm", "nextafter", "frexp", "deg2rad", "rad2deg", "logaddexp2",
+    "ldexp", "isposinf", "isneginf", "positive",
+]
+for _name in _METHODS_NEW:
+    if _name in _public:
+        setattr(Tensor, _name, _public[_name])
+Tensor.__rdiv__ = Tensor.__rtruediv__
 Tensor.unfold = _C._tensor_unfold
 
 

@@ -1,0 +1,26 @@
+"""op_db entries of issue 15's new primitives (pointwise numbers, histograms, selection, views,
+scatters): loaded by tests/op_db.py's _load_family_files."""
+import numpy as np
+
+import op_db
+from op_db import add, fixed, unary, binary, away, away_int, distinct, ints, bools, S, U
+
+# ----------------------------------------------------------------------------- pointwise numbers
+
+add("acosh", fn=lambda m, x: m.acosh(x), samples=unary(lambda r, s: U(r, s, 1.2, 4.0)))
+add("copysign", fn=lambda m, a, b: m.copysign(a, b),
+    samples=binary(gen_a=lambda r, s: away(r, s), gen_b=lambda r, s: away(r, s)))
+add("copysign", "copysign_scalar", fn=lambda m, a: m.copysign(a, -1.5), samples=unary(lambda r, s: away(r, s)))
+add("gcd", fn=lambda m, a, b: m.gcd(a, b), grad=False,
+    samples=fixed(lambda r: S((ints(r, (2, 3), -20, 20), ints(r, (3,), -20, 20))),
+                  lambda r: S((ints(r, (4,), 0, 9, np.int32), ints(r, (4,), 0, 9, np.int32)))))
+add("lcm", fn=lambda m, a, b: m.lcm(a, b), grad=False,
+    samples=fixed(lambda r: S((ints(r, (2, 3), -20, 20), ints(r, (3,), -20, 20)))))
+add("nextafter", fn=lambda m, a, b: m.nextafter(a, b), gradgrad=False,
+    samples=fixed(lambda r: S((U(r, (2, 3)), U(r, (3,)))), lambda r: S((np.zeros(3), np.array([1.0, -1.0, 0.0])), grad=False, desc="input == other (no finite difference)")))
+add("frexp", fn=lambda m, x: m.frexp(x),
+    samples=fixed(lambda r: S((away(r, (2, 3), -100, 100, bad=(0.0,) + tuple(float(2 ** k) * s for k in range(-3, 8)
+                                                                              for s in (1, -1)), margin=0.05),)),
+                  lambda r: S((away(r, (4,), bad=(0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0)),))))
+
+op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm"])

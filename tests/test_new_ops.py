@@ -1,0 +1,240 @@
+"""Issue 15's new ops against PyTorch: every sample PyTorch's own op_db has for them (forward values,
+shapes and dtypes in float64/float32/integers, reverse-mode gradients in float64, the errors PyTorch
+raises), and float64 finite differences, forward mode and vmap on ember's side."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+from ember import func as efunc  # noqa: E402
+
+# OpInfo names (with "/variant" where op_db splits one) that this issue added to ember
+NEW_OPS = [
+    "acosh", "copysign", "gcd", "lcm", "nextafter", "frexp", "deg2rad", "rad2deg", "logaddexp2", "ldexp",
+    "isposinf", "isneginf", "rsub", "positive", "__rdiv__",
+]
+
+_DT = {getattr(torch, n): getattr(ember, n) for n in
+       ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")}
+_DTYPES = (torch.float64, torch.float32, torch.int64, torch.int32, torch.bool)
+
+
+def _conv(x, rg=None):
+    if isinstance(x, torch.Tensor):
+        t = ember.from_numpy(x.detach().numpy().copy())
+        if rg is not None and x.requires_grad:
+            t.requires_grad_(True)
+            rg.append((x, t))
+        return t
+    if isinstance(x, torch.dtype):
+        return _DT[x]
+    if isinstance(x, torch.device):
+        return "cpu"
+    if isinstance(x, torch.Size):
+        return tuple(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_conv(i, rg) for i in x)
+    if isinstance(x, dict):
+        return {k: _conv(v, rg) for k, v in x.items()}
+    return x
+
+
+def _flat(o):
+    if isinstance(o, (tuple, list)):
+        return [y for x in o for y in _flat(x)]
+    return [o]
+
+
+def _resolve(name):
+    obj = ember
+    for p in name.split("."):
+        obj = getattr(obj, p, None)
+        if obj is None:
+            return getattr(ember.Tensor, name, None)
+    return obj
+
+
+def _opinfos():
+    out = []
+    for name in NEW_OPS:
+        base, _, variant = name.partition("/")
+        found = [o for o in op_db if o.name == base and (not variant or o.variant_test_name == variant)]
+        assert found, f"no OpInfo {name}"
+        out += found
+    return out
+
+
+OPINFOS = _opinfos()
+
+
+def _ids(ops):
+    return [o.name + ("/" + o.variant_test_name if o.variant_test_name else "") for o in ops]
+
+
+def _check_close(te, tt, where):
+    fe, ft = _flat(te), _flat(tt)
+    assert len(fe) == len(ft), f"{where}: {len(fe)} outputs, PyTorch {len(ft)}"
+    for a, b in zip(fe, ft):
+        if not isinstance(b, torch.Tensor):
+            assert a == b or (isinstance(a, float) and np.isnan(a) and np.isnan(b)), f"{where}: {a} vs {b}"
+            continue
+        assert isinstance(a, ember.Tensor), f"{where}: got {type(a).__name__}"
+        assert tuple(a.shape) == tuple(b.shape), f"{where}: shape {tuple(a.shape)} vs {tuple(b.shape)}"
+        assert str(a.dtype)[6:] == str(b.dtype)[6:], f"{where}: dtype {a.dtype} vs {b.dtype}"
+        an, bn = a.detach().numpy(), b.detach().numpy()
+        if bn.dtype.kind == "f":
+            tol = 1e-7 if bn.dtype == np.float64 else 1e-4
+            np.testing.assert_allclose(an, bn, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
+        else:
+            np.testing.assert_array_equal(an, bn, err_msg=where)
+
+
+def _describe(s):
+    def d(x):
+        return f"T{tuple(x.shape)}{str(x.dtype)[6:]}" if isinstance(x, torch.Tensor) else repr(x)
+    return f"input={d(s.input) if not isinstance(s.input, (list, tuple)) else [d(i) for i in s.input]} " \
+           f"args={[d(a) for a in s.args]} kwargs={ {k: d(v) for k, v in s.kwargs.items()} }"
+
+
+@pytest.mark.parametrize("opinfo", OPINFOS, ids=_ids(OPINFOS))
+def test_op_db_samples(opinfo):
+    fn = _resolve(opinfo.name)
+    assert fn is not None, f"ember has no {opinfo.name}"
+    ran = 0
+    for dt in _DTYPES:
+        if dt not in opinfo.supported_dtypes("cpu"):
+            continue
+        grad = opinfo.supports_autograd and dt == torch.float64
+        for s in opinfo.sample_inputs("cpu", dt, requires_grad=grad):
+            where = f"{opinfo.name} {dt} {_describe(s)}"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    tt = opinfo.op(s.input, *s.args, **s.kwargs)
+                except Exception:
+                    with pytest.raises(Exception):
+                        fn(_conv(s.input), *_conv(s.args), **_conv(s.kwargs))
+                    continue
+                rg = []
+                te = fn(_conv(s.input, rg), *_conv(s.args, rg), **_conv(s.kwargs, rg))
+            _check_close(te, tt, where)
+            ran += 1
+            touts = [o for o in _flat(tt) if isinstance(o, torch.Tensor) and o.requires_grad]
+            if not grad or not touts or not rg:
+                continue
+            eouts = [a for a, b in zip(_flat(te), _flat(tt)) if isinstance(b, torch.Tensor) and b.requires_grad]
+            if not all(isinstance(a, ember.Tensor) and a.requires_grad for a in eouts):
+                # ember records no gradient: PyTorch's must be "not implemented" too
+                with pytest.raises(RuntimeError, match="not implemented"):
+                    torch.autograd.grad([o.sum() for o in touts], [t for t, _ in rg])
+                continue
+            gen = torch.Generator().manual_seed(0)
+            gs = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in touts]
+            tg = torch.autograd.grad(touts, [t for t, _ in rg], gs, allow_unused=True)
+            eg = ember.autograd.grad(eouts, [e for _, e in rg], [ember.from_numpy(g.numpy().copy()) for g in gs],
+                                     allow_unused=True)
+            for a, b in zip(eg, tg):
+                if b is None:
+                    assert a is None or not a.numpy().any(), where
+                elif a is None:
+                    assert not b.numpy().any(), f"{where}: no gradient, PyTorch's is nonzero"
+                else:
+                    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7,
+                                               err_msg=f"gradient of {where}")
+    assert ran, f"{opinfo.name}: no sample ran"
+
+
+def _float64_samples(opinfo, n=4):
+    if torch.float64 not in opinfo.supported_dtypes("cpu"):
+        return []
+    return list(opinfo.sample_inputs("cpu", torch.float64, requires_grad=False))[:n]
+
+
+def _split(s):
+    """(tensor leaves of input + args, rebuild) for a sample."""
+    leaves = []
+
+    def walk(x):
+        if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+            leaves.append(x)
+        elif isinstance(x, (tuple, list)):
+            for i in x:
+                walk(i)
+    walk(s.input)
+    walk(s.args)
+    return leaves
+
+
+def _rebuild(x, it, lib_conv):
+    if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+        return next(it)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_rebuild(i, it, lib_conv) for i in x)
+    return lib_conv(x)
+
+
+def _call(opinfo, fn, s, vals, lib_conv):
+    it = iter(vals)
+    inp = _rebuild(s.input, it, lib_conv)
+    args = _rebuild(tuple(s.args), it, lib_conv)
+    out = fn(inp, *args, **lib_conv(s.kwargs))
+    return tuple(o for o in _flat(out) if o.dtype.is_floating_point)
+
+
+@pytest.mark.parametrize("opinfo", [o for o in OPINFOS if o.supports_forward_ad],
+                         ids=_ids([o for o in OPINFOS if o.supports_forward_ad]))
+def test_forward_mode_matches_torch(opinfo):
+    fn = _resolve(opinfo.name)
+    ran = 0
+    for s in _float64_samples(opinfo):
+        leaves = _split(s)
+        if not leaves:
+            continue
+        gen = torch.Generator().manual_seed(1)
+        tans = [torch.randn(x.shape, dtype=x.dtype, generator=gen) for x in leaves]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                _, tt = torch.func.jvp(lambda *v: _call(opinfo, opinfo.op, s, v, lambda x: x), tuple(leaves), tuple(tans))
+            except Exception:
+                continue
+            _, te = efunc.jvp(lambda *v: _call(opinfo, fn, s, v, _conv), tuple(_conv(x) for x in leaves),
+                              tuple(_conv(t) for t in tans))
+        _check_close(list(te), list(tt), f"jvp of {opinfo.name} {_describe(s)}")
+        ran += 1
+    if not ran:
+        pytest.skip("no sample PyTorch runs forward mode on")
+
+
+@pytest.mark.parametrize("opinfo", OPINFOS, ids=_ids(OPINFOS))
+def test_vmap_matches_torch(opinfo):
+    fn = _resolve(opinfo.name)
+    ran = 0
+    for s in _float64_samples(opinfo):
+        leaves = _split(s)
+        if not leaves:
+            continue
+        gen = torch.Generator().manual_seed(2)
+        # the first floating input batched (3 different values), the rest shared
+        b0 = torch.stack([leaves[0]] + [torch.randn(leaves[0].shape, dtype=leaves[0].dtype, generator=gen)
+                                         for _ in range(2)])
+        rest = leaves[1:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                tt = torch.func.vmap(lambda x: _call(opinfo, opinfo.op, s, (x, *rest), lambda v: v))(b0)
+            except Exception:
+                continue
+            erest = [_conv(x) for x in rest]
+            te = efunc.vmap(lambda x: _call(opinfo, fn, s, (x, *erest), _conv))(_conv(b0))
+        _check_close(list(te), list(tt), f"vmap of {opinfo.name} {_describe(s)}")
+        ran += 1
+    if not ran:
+        pytest.skip("no sample PyTorch vmaps")
