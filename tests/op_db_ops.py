@@ -23,4 +23,16 @@ add("frexp", fn=lambda m, x: m.frexp(x),
                                                                               for s in (1, -1)), margin=0.05),)),
                   lambda r: S((away(r, (4,), bad=(0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0)),))))
 
-op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm"])
+
+# ----------------------------------------------------------------------------- histograms
+
+add("histc", fn=lambda m, x, **kw: m.histc(x, **kw), grad=False,
+    samples=fixed(lambda r: S((U(r, (20,)),), {"bins": 5}), lambda r: S((U(r, (3, 4)),), {"bins": 4, "min": -1, "max": 1}),
+                  lambda r: S((np.ones(3),), {"bins": 4})))
+add("histogram", fn=lambda m, x, *a, **kw: tuple(m.histogram(x, *a, **kw)), grad=False,
+    samples=fixed(lambda r: S((U(r, (20,)), 5)), lambda r: S((U(r, (3, 4)), 4), {"range": (-1.0, 1.0), "density": True}),
+                  lambda r: S((U(r, (10,)), np.array([-2.0, -0.5, 0.0, 2.0])), {"weight": None}),
+                  lambda r: S((U(r, (6,)), 3), {"weight": np.arange(6.0)}) if False else
+                  S((U(r, (6,)), np.array([-1.0, 0.0, 1.0])))))
+
+op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm", "histc", "histogram"])

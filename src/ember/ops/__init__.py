@@ -33,7 +33,10 @@ globals().update(_public)
 # issue 15's missing ops: new family files, each adding its public functions here
 from . import numeric as _NUM  # noqa: E402
 from . import layout as _LAY  # noqa: E402
-_NEW_FAMILIES = (_NUM, _LAY)
+from . import order_stats as _ORD  # noqa: E402
+from . import calculus as _CALC  # noqa: E402
+from . import histogram as _HIST  # noqa: E402
+_NEW_FAMILIES = (_NUM, _LAY, _ORD, _CALC, _HIST)
 for _m in _NEW_FAMILIES:
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
@@ -224,6 +227,7 @@ _METHODS_NEW = [  # issue 15's ops that are Tensor methods too
     "ldexp", "isposinf", "isneginf", "positive",
     "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",
     "diagflat", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter",
+    "mode", "nanmedian", "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid",
 ]
 for _name in _METHODS_NEW:
     if _name in _public:
