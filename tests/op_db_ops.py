@@ -35,4 +35,22 @@ add("histogram", fn=lambda m, x, *a, **kw: tuple(m.histogram(x, *a, **kw)), grad
                   lambda r: S((U(r, (6,)), 3), {"weight": np.arange(6.0)}) if False else
                   S((U(r, (6,)), np.array([-1.0, 0.0, 1.0])))))
 
+# ----------------------------------------------------------------------------- scatter_reduce prod/amax/amin
+
+
+def _sr_idx(r):
+    return np.array([[0, 1, 0], [2, 0, 2]])
+
+
+for _red in ("prod", "amax", "amin"):
+    for _inc in (True, False):
+        add("scatter_reduce", f"scatter_reduce_{_red}_{'self' if _inc else 'noself'}",
+            fn=(lambda red, inc: lambda m, x, i, s: m.scatter_reduce(x, 1, i, s, red, include_self=inc))(_red, _inc),
+            samples=fixed(lambda r: S((distinct(r, (2, 4)), _sr_idx(r), distinct(r, (2, 3), 2.5, 4.0))),
+                          lambda r: S((away(r, (2, 4), margin=0.3), _sr_idx(r), away(r, (2, 3), margin=0.3)))),
+            gradgrad=_red != "prod")
+add("scatter_reduce", "scatter_reduce_prod_zeros", fn=lambda m, x, i, s: m.scatter_reduce(x, 0, i, s, "prod"),
+    samples=fixed(lambda r: S((np.array([0.0, 2.0, 3.0]), np.array([0, 0, 1, 2]), np.array([0.5, 1.5, 0.0, 2.0])),
+                              desc="zeros in a group")), grad=False)
+
 op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm", "histc", "histogram"])

@@ -31,7 +31,8 @@ NEW_OPS = [
     "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy", "select_scatter", "slice_scatter",
     "diagonal_scatter", "as_strided_scatter", "constant_pad_nd", "fill", "combinations", "unravel_index",
     "nonzero_static", "mode", "nanmedian", "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "histc",
-    "histogram", "histogramdd",
+    "histogram", "histogramdd", "scatter_reduce/prod", "scatter_reduce/amax", "scatter_reduce/amin",
+    "index_reduce/prod", "index_reduce/mean", "index_reduce/amax", "index_reduce/amin",
 ]
 
 # PyTorch's index among equal values is an implementation detail (an unstable sort on large inputs):

@@ -35,8 +35,9 @@ from . import numeric as _NUM  # noqa: E402
 from . import layout as _LAY  # noqa: E402
 from . import order_stats as _ORD  # noqa: E402
 from . import calculus as _CALC  # noqa: E402
-from . import histogram as _HIST  # noqa: E402
-_NEW_FAMILIES = (_NUM, _LAY, _ORD, _CALC, _HIST)
+from . import histograms as _HIST  # noqa: E402
+from . import scatter_extreme as _SRED  # noqa: E402
+_NEW_FAMILIES = (_NUM, _LAY, _ORD, _CALC, _HIST, _SRED)
 for _m in _NEW_FAMILIES:
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
@@ -228,6 +229,7 @@ _METHODS_NEW = [  # issue 15's ops that are Tensor methods too
     "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",
     "diagflat", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter",
     "mode", "nanmedian", "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid",
+    "index_reduce",
 ]
 for _name in _METHODS_NEW:
     if _name in _public:
