@@ -33,6 +33,7 @@ NEW_OPS = [
     "nonzero_static", "mode", "nanmedian", "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "histc",
     "histogram", "histogramdd", "scatter_reduce/prod", "scatter_reduce/amax", "scatter_reduce/amin",
     "index_reduce/prod", "index_reduce/mean", "index_reduce/amax", "index_reduce/amin",
+    "put", "unique_consecutive", "renorm", "searchsorted", "bucketize",
 ]
 
 # PyTorch's index among equal values is an implementation detail (an unstable sort on large inputs):

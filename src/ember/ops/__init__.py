@@ -229,7 +229,7 @@ _METHODS_NEW = [  # issue 15's ops that are Tensor methods too
     "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",
     "diagflat", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter",
     "mode", "nanmedian", "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid",
-    "index_reduce",
+    "index_reduce", "put", "unique_consecutive", "renorm",
 ]
 for _name in _METHODS_NEW:
     if _name in _public:

@@ -386,3 +386,61 @@ def nonzero_static(input, *, size, fill_value=-1):
 def _int64():
     from .. import int64
     return int64
+
+
+# ----------------------------------------------------------------------------- put, unique_consecutive
+
+
+def put(input, index, source, accumulate=False):
+    """input with source's values written at the flat positions index names (added with accumulate):
+    index_put on the flattened tensor."""
+    from .indexing import index_put
+    if index.dtype.name != "int64":
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype} and source.dtype = {source.dtype}")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    n = input.numel()
+    idx = _S.reshape(index, (-1,))
+    if idx.numel():
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    idx = idx % n if n else idx
+    flat = _S.reshape(input, (-1,))
+    return _S.reshape(index_put(flat, (idx,), _S.reshape(source, (-1,)), accumulate), tuple(input.shape))
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """The first element of every run of equal consecutive elements (or slices along dim), with the
+    index of each element's run and the run lengths. Plain tensors only, as unique()."""
+    U.check_plain("unique_consecutive", input)
+    a = input._data
+    if dim is None:
+        flat = a.reshape(-1)
+        n = flat.shape[0]
+        start = np.ones(n, bool)
+        if n:
+            start[1:] = flat[1:] != flat[:-1]
+        vals = flat[start]
+        inv = (np.cumsum(start) - 1).reshape(a.shape)
+    else:
+        d = U.wrap_dim(dim, a.ndim, "unique_consecutive")
+        m = np.moveaxis(a, d, 0)
+        n = m.shape[0]
+        start = np.ones(n, bool)
+        if n:
+            start[1:] = (m[1:] != m[:-1]).reshape(n - 1, int(np.prod(m.shape[1:]))).any(1)
+        vals = np.moveaxis(m[start], 0, d)
+        inv = np.cumsum(start) - 1
+    counts = np.diff(np.append(np.flatnonzero(start), n)) if n else np.zeros(0, np.int64)
+    out = [D._new_tensor(np.ascontiguousarray(vals))]
+    if return_inverse:
+        out.append(D._new_tensor(inv.astype(np.int64)))
+    if return_counts:
+        out.append(D._new_tensor(counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)

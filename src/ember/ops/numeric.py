@@ -213,3 +213,23 @@ def positive(input):
     if input.dtype.name == "bool":
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
+
+
+def renorm(input, p, dim, maxnorm):
+    """Each slice along dim scaled down to p-norm maxnorm where its norm exceeds it (by
+    maxnorm / (norm + 1e-7), PyTorch's factor); differentiable through the norm."""
+    from .reduce import norm
+    if not input.is_floating_point():
+        raise RuntimeError(f"renorm: input must be a floating point tensor, got {input.dtype}")
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported (got p={p})")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    n = input.dim()
+    if n <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {n} dimensions")
+    d = U.wrap_dim(dim, n, "renorm")
+    others = tuple(i for i in range(n) if i != d)
+    nrm = norm(input, p, others, True)
+    factor = where(nrm > maxnorm, maxnorm / (nrm + 1e-7), 1.0)
+    return input * factor.to(input.dtype)
