@@ -34,6 +34,9 @@ NEW_OPS = [
     "histogram", "histogramdd", "scatter_reduce/prod", "scatter_reduce/amax", "scatter_reduce/amin",
     "index_reduce/prod", "index_reduce/mean", "index_reduce/amax", "index_reduce/amin",
     "put", "unique_consecutive", "renorm", "searchsorted", "bucketize",
+    "masked.sum", "masked.prod", "masked.amax", "masked.amin", "masked.argmax", "masked.argmin", "masked.mean",
+    "masked.median", "masked.norm", "masked.var", "masked.std", "masked.softmax", "masked.log_softmax",
+    "masked.softmin", "masked.normalize", "masked.logaddexp", "masked.logsumexp", "masked.cumsum", "masked.cumprod",
 ]
 
 # PyTorch's index among equal values is an implementation detail (an unstable sort on large inputs):

@@ -140,6 +140,7 @@ def _lazy(name):
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
          "trace_analysis", "testing", "cuda", "backends", "jit", "amp")
+_LAZY = _LAZY + ("masked",)  # torch.masked (issue 15)
 
 
 def __getattr__(name):
