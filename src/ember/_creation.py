@@ -325,7 +325,7 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
     return _finish(_like(input, dtype, memory_format, 1), requires_grad, device or (input.device if input._meta else None))
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
     return _finish(_like(input, dtype, memory_format, fill_value), requires_grad, device)
 
 
@@ -361,13 +361,57 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     return _finish((start + step * np.arange(n, dtype=np.float64)).astype(d.np), requires_grad, device)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    return _finish(np.linspace(float(start), float(end), steps).astype(_dtype(dtype)), requires_grad, device)
+def _span(start, end, dtype, name):
+    """start and end as Python numbers (0-dim tensors too); truncated to integers for an integer
+    dtype, as PyTorch does before spacing the points."""
+    for v, what in ((start, "start"), (end, "end")):
+        if isinstance(v, Tensor) and v.dim() != 0:
+            raise RuntimeError(f"{name}(): argument '{what}' must be a 0-dimensional tensor, got a tensor with "
+                               f"{v.dim()} dimensions")
+    a, b = float(start), float(end)
+    if np.dtype(dtype).kind in "iub":
+        a, b = float(int(a)), float(int(b))
+    return a, b
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    return _finish(np.logspace(float(start), float(end), steps, base=base).astype(_dtype(dtype)),
-                   requires_grad, device)
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    d = _dtype(dtype)
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    if any(isinstance(v, Tensor) and v._wr is not None for v in (start, end)):
+        return _spaced_ops(start, end, steps, dtype, None)
+    a, b = _span(start, end, d, "linspace")
+    return _finish(np.linspace(a, b, steps).astype(d), requires_grad, device)
+
+
+def _spaced_ops(start, end, steps, dtype, base):
+    """linspace/logspace from 0-dim tensors under a transform (vmap gives each batch element its own
+    start and end): composed of registry ops instead of reading the numbers."""
+    from .ops.elementwise import where
+    dt = _dtype(dtype)
+    fdt = dt if np.dtype(dt).kind == "f" else np.float64
+    from ._dtype import FROM_NP
+    f = FROM_NP[np.dtype(fdt)]
+    a = start.to(f) if isinstance(start, Tensor) else float(start)
+    b = end.to(f) if isinstance(end, Tensor) else float(end)
+    i = arange(steps, dtype=f)
+    step = (b - a) / max(steps - 1, 1)
+    # from the start up to the middle, from the end after it (both ends exact)
+    r = where(i < steps / 2, a + i * step, b - (steps - 1 - i) * step)
+    if base is not None:
+        r = float(base) ** r
+    return r.to(FROM_NP[np.dtype(dt)])
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None,
+             layout=None):
+    d = _dtype(dtype)
+    if steps < 0:
+        raise RuntimeError(f"logspace(): number of steps must be non-negative, got {steps}")
+    if any(isinstance(v, Tensor) and v._wr is not None for v in (start, end)):
+        return _spaced_ops(start, end, steps, dtype, base)
+    a, b = _span(start, end, d, "logspace")
+    return _finish(np.logspace(a, b, steps, base=float(base)).astype(d), requires_grad, device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
@@ -462,21 +506,27 @@ def _in_like_layout(t, input, memory_format):
     return t
 
 
-def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
+def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
+              layout=None):
+    _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
     if input._wr is not None:
         return rand(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
     return _in_like_layout(rand(*input.shape, dtype=dtype or input.dtype, generator=generator,
                                 requires_grad=requires_grad), input, memory_format)
 
 
-def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
+def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
+               layout=None):
+    _finish(np.zeros(0), False, device)
     if input._wr is not None:
         return randn(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
     return _in_like_layout(randn(*input.shape, dtype=dtype or input.dtype, generator=generator,
                                  requires_grad=requires_grad), input, memory_format)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, generator=None):
+def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=None, requires_grad=False,
+                 memory_format=None, layout=None):
+    _finish(np.zeros(0), False, device)
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, generator=generator)
@@ -531,3 +581,29 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 def poisson(input, generator=None):
     return _new(_gen(generator).poisson(input._data).astype(input._data.dtype))
+
+
+# ----------------------------------------------------------------------------- issue 15: more constructors
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """A 0-dim tensor holding the number s (the default float dtype unless dtype says otherwise)."""
+    if isinstance(s, Tensor):
+        s = s.item()
+    return _finish(np.asarray(s, dtype=_dtype(dtype)), requires_grad, device)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False, layout=None,
+                   pin_memory=False):
+    """An uninitialized tensor of logical shape ``size`` whose memory is laid out in the dim order
+    physical_layout (outermost first): torch.empty(permuted size).permute(inverse)."""
+    size = tuple(size)
+    perm = tuple(physical_layout)
+    if sorted(perm) != list(range(len(size))):
+        raise RuntimeError(f"empty_permuted(): physical_layout {list(perm)} is not a permutation of the "
+                           f"{len(size)} dims of size {list(size)}")
+    arr = np.zeros(tuple(size[p] for p in perm), _dtype(dtype))
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return _finish(arr.transpose(inv), requires_grad, device)
