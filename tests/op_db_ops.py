@@ -53,4 +53,8 @@ add("scatter_reduce", "scatter_reduce_prod_zeros", fn=lambda m, x, i, s: m.scatt
     samples=fixed(lambda r: S((np.array([0.0, 2.0, 3.0]), np.array([0, 0, 1, 2]), np.array([0.5, 1.5, 0.0, 2.0])),
                               desc="zeros in a group")), grad=False)
 
-op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm", "histc", "histogram"])
+# Tensor.detach() of a tensor a transform wraps runs the registry's detach
+add("detach", fn=lambda m, x: m.func.vmap(lambda a: a.detach() * 2)(x), grad=False,
+    samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (2,)),))))
+
+op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm", "histc", "histogram", "detach"])

@@ -39,6 +39,8 @@ NEW_OPS = [
     "masked.softmin", "masked.normalize", "masked.logaddexp", "masked.logsumexp", "masked.cumsum", "masked.cumprod",
     "linspace", "logspace", "linspace/tensor_overload", "logspace/tensor_overload", "rand_like", "randn_like",
     "randint_like", "new_empty_strided", "empty_permuted", "scalar_tensor", "resize_", "resize_as_",
+    "native_layer_norm", "native_batch_norm", "native_group_norm", "_softmax_backward_data",
+    "_native_batch_norm_legit", "_batch_norm_with_update", "native_dropout_backward",
 ]
 
 # random or uninitialized values: shapes, dtypes and strides are compared, not the values
@@ -307,3 +309,15 @@ def test_vmap_matches_torch(name):
         ran += 1
     if not ran:
         pytest.skip("no sample PyTorch vmaps")
+
+
+def test_detach_under_vmap_keeps_the_batch():
+    # Tensor.detach() of a vmap-wrapped tensor used to lose the batch (NaN), which made logaddexp NaN under vmap
+    x = ember.randn(3, 4, dtype=ember.float64)
+    y = ember.randn(4, dtype=ember.float64)
+    np.testing.assert_array_equal(efunc.vmap(lambda a: (a * 2).detach())(x).numpy(), (x * 2).numpy())
+    np.testing.assert_allclose(efunc.vmap(lambda a: ember.logaddexp(a, y))(x).numpy(),
+                               torch.logaddexp(torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy())).numpy())
+    g = efunc.vmap(efunc.grad(lambda a: (a.detach() * a).sum()))(x)
+    np.testing.assert_allclose(g.numpy(), x.numpy())  # the detached factor is a constant
+    assert not efunc.vmap(lambda a: a.detach())(x.requires_grad_()).requires_grad

@@ -23,6 +23,7 @@ from ._creation import (Generator, default_generator, manual_seed, seed, initial
                         get_rng_state, set_rng_state, range_ as range)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
+globals().update(_ops._PRIVATE_OPS)  # torch._softmax_backward_data and the like (issue 15)
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
 from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)

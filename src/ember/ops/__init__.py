@@ -37,12 +37,16 @@ from . import order_stats as _ORD  # noqa: E402
 from . import calculus as _CALC  # noqa: E402
 from . import histograms as _HIST  # noqa: E402
 from . import scatter_extreme as _SRED  # noqa: E402
-_NEW_FAMILIES = (_NUM, _LAY, _ORD, _CALC, _HIST, _SRED)
+from . import native_norms as _NATIVE  # noqa: E402
+_NEW_FAMILIES = (_NUM, _LAY, _ORD, _CALC, _HIST, _SRED, _NATIVE)
 for _m in _NEW_FAMILIES:
     for _k, _v in vars(_m).items():
         if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
             _public[_k] = _v
             globals()[_k] = _v
+# private names real programs call (torch._softmax_backward_data, ...): bound on ember itself by __init__
+_PRIVATE_OPS = {k: getattr(_NATIVE, k) for k in ("_native_batch_norm_legit", "_batch_norm_with_update",
+                                                 "_softmax_backward_data")}
 
 # ----------------------------------------------------------------------------- operators
 

@@ -13,6 +13,14 @@ from . import _util as U
 from . import shape as _S
 
 
+# ----------------------------------------------------------------------------- detach under transforms
+
+# Tensor.detach() of a tensor a transform wraps (vmap, func.grad) runs this op, so that the levels
+# see it: a view with no history (non-differentiable, so no node and no tangent), batched as any
+# elementwise op
+detach_op = D.defop("detach", lambda xp, a: a.view(), view=True, differentiable=False, family="elementwise")
+
+
 # ----------------------------------------------------------------------------- atleast_nd
 
 
