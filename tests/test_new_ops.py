@@ -331,3 +331,48 @@ def test_detach_under_vmap_keeps_the_batch():
     g = efunc.vmap(efunc.grad(lambda a: (a.detach() * a).sum()))(x)
     np.testing.assert_allclose(g.numpy(), x.numpy())  # the detached factor is a constant
     assert not efunc.vmap(lambda a: a.detach())(x.requires_grad_()).requires_grad
+
+
+@pytest.mark.parametrize("name", NEW_OPS)
+def test_error_inputs_raise(name):
+    """Every error input op_db has for the op: ember raises where PyTorch raises, the same exception type."""
+    opinfo = _opinfo(name)
+    fn = _resolve(opinfo.name)
+    try:
+        errs = list(opinfo.error_inputs("cpu"))
+    except Exception:
+        errs = []
+    if not errs:
+        pytest.skip("op_db has no error inputs for it")
+    for e in errs:
+        s = e.sample_input
+        if any(isinstance(t, torch.Tensor) and (t.device.type != "cpu" or t.dtype not in _DT)
+               for t in _flat([s.input, list(s.args), list(s.kwargs.values())])):
+            continue  # (meta-device and complex error inputs: ember has neither)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(e.error_type):
+                fn(_conv(s.input), *_conv(s.args), **_conv(s.kwargs))
+
+
+@pytest.mark.parametrize("case", [
+    ("copysign_", lambda m: m.tensor([1.0, -2.0, 3.0]), (-1.0,), {}),
+    ("gcd_", lambda m: m.tensor([4, 6, 0]), (lambda m: m.tensor([6, 9, 5]),), {}),
+    ("deg2rad_", lambda m: m.tensor([90.0, 180.0]), (), {}),
+    ("put_", lambda m: m.zeros(2, 2), (lambda m: m.tensor([0, 3]), lambda m: m.tensor([5.0, 6.0])), {}),
+    ("index_reduce_", lambda m: m.ones(5), (0, lambda m: m.tensor([0, 2, 0]), lambda m: m.tensor([2.0, 3.0, 4.0]), "prod"),
+     {"include_self": False}),
+    ("renorm_", lambda m: m.tensor([[3.0, 4.0], [0.3, 0.4]]), (2, 0, 1.0), {}),
+], ids=lambda c: c[0])
+def test_inplace_twins(case):
+    name, make, args, kwargs = case
+    outs = []
+    for m in (ember, torch):
+        x = make(m)
+        a = [v(m) if callable(v) else v for v in args]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = getattr(x, name)(*a, **kwargs)
+        assert r is x
+        outs.append(x.numpy())
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6)

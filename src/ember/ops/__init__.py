@@ -238,7 +238,7 @@ _METHODS_NEW = [  # issue 15's ops that are Tensor methods too
 for _name in _METHODS_NEW:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])
-Tensor.__rdiv__ = Tensor.__rtruediv__
+Tensor.__rdiv__ = _NUM._rdiv_method
 Tensor.unfold = _C._tensor_unfold
 
 
@@ -310,3 +310,10 @@ for _name in _IP.INPLACE_VIA:
 
 def sum_to(g, shape):  # noqa: F811 - re-exported for the autograd engine
     return _S.sum_to(g, shape)
+
+
+# issue 15: the in-place twins of the new ops (x.copysign_(y), x.index_reduce_(...), x.put_(...), ...)
+for _name in ("copysign", "gcd", "lcm", "nextafter", "ldexp", "deg2rad", "rad2deg", "acosh", "arccosh", "renorm",
+              "put", "index_reduce"):
+    if _name in _public:
+        setattr(Tensor, _name + "_", _mk_inplace(_name))

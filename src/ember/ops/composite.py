@@ -222,7 +222,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) of a 2-d input over its columns (observations), each
     observation weighted by its integer frequency (fweights) and its importance (aweights)."""
     if input.dim() > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                          f"{input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if not x.is_floating_point():

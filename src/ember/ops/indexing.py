@@ -385,8 +385,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """'sum' and 'mean', with or without the values of ``input`` at the scattered-to positions
     (``include_self``), composed from scatter_add (so differentiable)."""
     if reduce in ("prod", "amax", "amin"):  # a primitive of its own (ops/scatter_reduce.py)
-        from .scatter_extreme import scatter_reduce_extreme
-        return scatter_reduce_extreme(input, dim, index, src, reduce, include_self)
+        from .scatter_extreme import _scatter_reduce_extreme
+        return _scatter_reduce_extreme(input, dim, index, src, reduce, include_self)
     if reduce not in ("sum", "mean"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     hit = None

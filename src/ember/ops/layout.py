@@ -148,6 +148,10 @@ def expand_copy(input, size, *, implicit=False):
 
 
 def narrow_copy(input, dim, start, length):
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if dim >= input.dim():
+        raise RuntimeError(f"narrow_copy(): Expected dim < {input.dim()} (the input's dims), got dim {dim}")
     return _copies(_S.narrow(input, dim, start, length))
 
 

@@ -128,15 +128,25 @@ def copysign(input, other, *, out=None):
     return U.write_out(dispatch(copysign_op, (input, other)), out)
 
 
+def _tensors(name, *xs):
+    for i, x in enumerate(xs):
+        if not U.is_tensor(x):
+            raise TypeError(f"{name}(): argument '{('input', 'other')[i]}' (position {i + 1}) must be Tensor, not "
+                            f"{type(x).__name__}")
+
+
 def gcd(input, other, *, out=None):
+    _tensors("gcd", input, other)
     return U.write_out(dispatch(gcd_op, (input, other)), out)
 
 
 def lcm(input, other, *, out=None):
+    _tensors("lcm", input, other)
     return U.write_out(dispatch(lcm_op, (input, other)), out)
 
 
 def nextafter(input, other, *, out=None):
+    _tensors("nextafter", input, other)
     return U.write_out(dispatch(nextafter_op, (input, other)), out)
 
 
@@ -177,6 +187,7 @@ def logaddexp2(input, other, *, out=None):
 
 def ldexp(input, other, *, out=None):
     """input * 2 ** other (a floating result)."""
+    _tensors("ldexp", input, other)
     two = 2.0
     if not input.is_floating_point() and not (U.is_tensor(other) and other.is_floating_point()):
         input = input.to(_default_float())
@@ -199,6 +210,7 @@ def isneginf(input, *, out=None):
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input (PyTorch's reversed subtraction)."""
+    _tensors("rsub", input)
     from .elementwise import sub
     if not U.is_tensor(other):
         from .._creation import as_tensor
@@ -233,3 +245,9 @@ def renorm(input, p, dim, maxnorm):
     nrm = norm(input, p, others, True)
     factor = where(nrm > maxnorm, maxnorm / (nrm + 1e-7), 1.0)
     return input * factor.to(input.dtype)
+
+
+def _rdiv_method(self, other):
+    """Tensor.__rdiv__: other / self."""
+    _tensors("__rdiv__", self)
+    return self.__rtruediv__(other)

@@ -9,7 +9,7 @@ import numpy as np
 from .._dispatch import defop, dispatch
 from . import _util as U
 from .indexing import _check_index, _fit, _grid, IDX
-from ._batching import dim_shift_rule
+from ._batching import dim_shift_rule as _dim_shift_rule
 
 _REDUCERS = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
 
@@ -41,7 +41,7 @@ def _impl(xp, a, index, src, dim, reduce, include_self=True):
 
 scatter_reduce_op = defop("scatter_reduce", _impl, save=("inputs", "out"), family=IDX,
                           node_name="ScatterReduceBackward0")
-scatter_reduce_op.batch = dim_shift_rule
+scatter_reduce_op.batch = _dim_shift_rule
 
 
 def _hit(ctx):
@@ -131,9 +131,9 @@ def _(ctx, tx, ti, ts):
     return a.scatter_add(d, index, ts * ss)
 
 
-def scatter_reduce_extreme(input, dim, index, src, reduce, include_self=True):
+def _scatter_reduce_extreme(input, dim, index, src, reduce, include_self=True):
     if input.dim() == 0:  # a 0-dim tensor scatters like a 1-element vector
-        r = scatter_reduce_extreme(input.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce, include_self)
+        r = _scatter_reduce_extreme(input.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce, include_self)
         return r.reshape(())
     d = U.wrap_dim(dim, input.dim(), "scatter_reduce")
     return dispatch(scatter_reduce_op, (input, index, src), {"dim": d, "reduce": reduce,
@@ -180,4 +180,4 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if reduce == "mean":
         from .indexing import scatter_reduce
         return scatter_reduce(input, d, full_idx, source, "mean", include_self=include_self)
-    return scatter_reduce_extreme(input, d, full_idx, source, reduce, include_self)
+    return _scatter_reduce_extreme(input, d, full_idx, source, reduce, include_self)
