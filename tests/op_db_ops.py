@@ -3,7 +3,7 @@ scatters): loaded by tests/op_db.py's _load_family_files."""
 import numpy as np
 
 import op_db
-from op_db import add, fixed, unary, binary, away, away_int, distinct, ints, bools, S, U
+from op_db import add, fixed, unary, binary, away, distinct, ints, S, U
 
 # ----------------------------------------------------------------------------- pointwise numbers
 

@@ -138,7 +138,6 @@ def _gradcheck_sample(fn, s):
     leaves = _split(s)
 
     def f(*vals):
-        it = iter(vals)
         return _call(None, fn, s, vals, _conv)
     assert ember.autograd.gradcheck(f, tuple(_conv(x).requires_grad_() for x in leaves), check_forward_ad=True)
 

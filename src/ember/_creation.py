@@ -374,6 +374,7 @@ def _span(start, end, dtype, name):
     return a, b
 
 
+@_out_kw
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     d = _dtype(dtype)
     if steps < 0:
@@ -403,6 +404,7 @@ def _spaced_ops(start, end, steps, dtype, base):
     return r.to(FROM_NP[np.dtype(dt)])
 
 
+@_out_kw
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None,
              layout=None):
     d = _dtype(dtype)

@@ -188,12 +188,10 @@ def logaddexp2(input, other, *, out=None):
 def ldexp(input, other, *, out=None):
     """input * 2 ** other (a floating result)."""
     _tensors("ldexp", input, other)
-    two = 2.0
-    if not input.is_floating_point() and not (U.is_tensor(other) and other.is_floating_point()):
+    if not input.is_floating_point() and not other.is_floating_point():
         input = input.to(_default_float())
-    return U.write_out(input * (two ** other if not U.is_tensor(other) else
-                                other.to(input.dtype if input.is_floating_point() else _default_float())
-                                .exp2() if not other.is_floating_point() else other.exp2()), out)
+    scale = other.exp2() if other.is_floating_point() else other.to(input.dtype).exp2()
+    return U.write_out(input * scale, out)
 
 
 def isposinf(input, *, out=None):
@@ -213,7 +211,6 @@ def rsub(input, other, *, alpha=1):
     _tensors("rsub", input)
     from .elementwise import sub
     if not U.is_tensor(other):
-        from .._creation import as_tensor
         if input.dtype.name == "bool" or isinstance(other, bool):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
