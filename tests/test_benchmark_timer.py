@@ -104,9 +104,24 @@ def test_compare_table():
     lines = text.splitlines()
     assert lines[0].startswith("[") and " ops " in lines[0]
     assert "loop" in lines[1] and "vmap" in lines[1]
-    assert lines[2].startswith("small") and "1000" in lines[2] and "200" in lines[2]
-    assert lines[3].startswith("big") and "5000" in lines[3]
+    assert lines[2].startswith("1 threads: ---")
+    assert lines[3].split() == ["small", "|", "1000", "|", "200"]
+    assert lines[4].split() == ["big", "|", "5000", "|"]
     assert "Times are in microseconds (us)." in text
+
+
+def test_compare_layout_matches_pytorch(torch):
+    """The same measurements printed by ember's and PyTorch's Compare give the same table."""
+    import torch.utils.benchmark as tb
+    rows = [("add", "[10]", 1, [4.71e-6, 4.7e-6]), ("mul", "[10]", 1, [6.3e-6, 6.31e-6]),
+            ("add", "[1000]", 1, [10.7e-6, 10.71e-6]), ("mul", "[1000]", 2, [7.7e-6, 7.69e-6])]
+
+    def measurements(mod, spec_cls):
+        return [mod.Measurement(1, t, spec_cls("x + 1", "pass", label="ops", sub_label=s, description=d, num_threads=n))
+                for d, s, n, t in rows]
+    ours = str(Compare(measurements(benchmark, benchmark._TaskSpec)))
+    theirs = str(tb.Compare(measurements(tb, tb.utils.common.TaskSpec)))
+    assert [ln.rstrip() for ln in ours.splitlines()] == [ln.rstrip() for ln in theirs.splitlines()]
 
 
 def test_bad_arguments():

@@ -88,7 +88,7 @@ def test_train_profile_and_channels_last(run, tmp_path):
                     "--profile", str(prof), "--checkpoint", str(tmp_path / "p.ckpt"))
     assert code == 0
     assert (prof / "trace.json").stat().st_size > 0
-    assert "Self CPU" in out and "ember::conv2d" in out and "chrome trace" in out
+    assert "Self CPU" in out and "aten::conv2d" in out and "chrome trace" in out
 
 
 def test_progress_bar_optional(run, tmp_path, monkeypatch):
@@ -105,6 +105,18 @@ def test_progress_bar_optional(run, tmp_path, monkeypatch):
     (["train", "--epochs", "0"], 2, "must be positive"),
     (["train", "--resume", "/no/such.ckpt"], 1, "does not exist"),
     (["bench", "--bench-dir", "/no/such/dir"], 1, "no run.py there"),
+    # issue 14: numbers that would train to NaN or make no sense
+    (["train", "--lr", "inf"], 2, "--lr must be a positive finite number"),
+    (["train", "--lr", "nan"], 2, "--lr must be a positive finite number"),
+    (["train", "--lr", "-1"], 2, "--lr must be a positive finite number"),
+    (["train", "--batch-size", "-3"], 2, "--batch-size must be positive"),
+    (["train", "--threads", "0"], 2, "--threads must be positive"),
+    (["train", "--limit", "0"], 2, "--limit must be positive"),
+    (["train", "--seed", "-1"], 2, "--seed must be in"),
+    (["train", "--seed", str(2 ** 70)], 2, "--seed must be in"),
+    (["train", "--epochs", "99999999999"], 2, "out of range"),
+    (["train", "--lr", "abc"], 2, "invalid float value"),
+    (["bench", "--threads", "0", "conv"], 2, "--threads must be positive"),
 ])
 def test_bad_input_one_line_error(args, code, message):
     proc = ember_cmd(*args)
@@ -137,13 +149,31 @@ def test_bench_dispatch(tmp_path):
     (tmp_path / "run.py").write_text("def main(argv):\n    print('RUN', argv)\n")
     proc = ember_cmd("bench", "conv", "--json", "out.json", "--quick", "--bench-dir", str(tmp_path))
     assert proc.returncode == 0 and "RUN ['conv', '--json', 'out.json', '--quick']" in proc.stdout
-    # found from the current folder upward
+    # issue 21: --threads N before the patterns is --threads' value, not a pattern
+    proc = ember_cmd("bench", "--threads", "1", "conv", "mlp", "--bench-dir", str(tmp_path))
+    assert proc.returncode == 0 and "RUN ['conv', 'mlp', '--threads', '1']" in proc.stdout, proc.stdout
+
+
+def test_bench_never_runs_a_planted_run_py(tmp_path, monkeypatch):
+    """Issue 14: a benchmarks/run.py in the current folder or any ancestor is never executed; the
+    benchmarks come from the path of the ember package itself."""
     sub = tmp_path / "project" / "deep"
     sub.mkdir(parents=True)
-    (tmp_path / "project" / "benchmarks").mkdir()
-    (tmp_path / "project" / "benchmarks" / "run.py").write_text("def main(argv):\n    print('FOUND', argv)\n")
-    proc = ember_cmd("bench", cwd=str(sub))
-    assert proc.returncode == 0 and "FOUND []" in proc.stdout
+    for d in (tmp_path / "project", sub):
+        (d / "benchmarks").mkdir()
+        (d / "benchmarks" / "run.py").write_text("raise SystemExit('PLANTED CODE RAN')\n")
+    monkeypatch.chdir(sub)
+    found = cli._find_bench_dir(None)
+    assert found == os.path.join(ROOT, "benchmarks") and "PLANTED" not in open(os.path.join(found, "run.py")).read()
+    # an installed wheel (site-packages/ember): no benchmarks, a one-line error naming the way out
+    wheel = tmp_path / "site-packages" / "ember"
+    wheel.mkdir(parents=True)
+    (tmp_path / "site-packages" / "benchmarks").mkdir()
+    (tmp_path / "site-packages" / "benchmarks" / "run.py").write_text("raise SystemExit('PLANTED')\n")
+    assert cli._package_bench_dir(str(wheel / "cli.py")) is None
+    monkeypatch.setattr(cli, "_package_bench_dir", lambda package_file=None: None)
+    with pytest.raises(cli.CLIError, match="benchmarks are not installed.*--bench-dir"):
+        cli._find_bench_dir(None)
 
 
 def test_trace_diff_dispatch():
@@ -168,3 +198,80 @@ def test_set_num_threads():
         ember.set_num_threads(before)
     with pytest.raises(ValueError, match="positive integer"):
         ember.set_num_threads(0)
+
+
+# ------------------------------------------------------------------ issue 14: checkpoints, one-line errors
+def _one_line(proc, code, message):
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].startswith("ember"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_checkpoint_path_checked_before_training(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    proc = ember_cmd("train", "--model", "mlp", "--checkpoint", str(afile / "sub" / "c.ckpt"))
+    _one_line(proc, 1, "is a file, not a folder")
+    assert "epoch" not in proc.stdout                       # refused before any training
+    proc = ember_cmd("train", "--model", "mlp", "--checkpoint", str(tmp_path))
+    _one_line(proc, 2, "is a folder, expected a file path")
+
+
+def test_checkpoint_on_unwritable_folder(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        probe_ok = True
+        try:
+            (ro / "probe").write_text("x")                    # root writes anyway: use a read-only mount
+        except OSError:
+            probe_ok = False
+        target = "/proc/ember.ckpt" if probe_ok else str(ro / "c.ckpt")
+        proc = ember_cmd("train", "--model", "mlp", "--checkpoint", target)
+        _one_line(proc, 1, "cannot write in")
+        assert "epoch" not in proc.stdout
+    finally:
+        ro.chmod(0o755)
+
+
+def test_full_disk_at_save_is_one_line(run, tmp_path, monkeypatch, capsys):
+    import errno
+    ck = tmp_path / "c.ckpt"
+
+    def full(obj, f, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(f))
+
+    monkeypatch.setattr(ember, "save", full)
+    code = cli.main(["train", "--model", "mlp", "--epochs", "1", "--limit", "32", "--no-progress",
+                     "--checkpoint", str(ck)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "cannot save checkpoint" in err[0] and "No space left" in err[0]
+    assert not ck.exists()
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("epoch", "abc", "field 'epoch' is 'abc', expected a non-negative integer"),
+    ("epoch", -2, "field 'epoch' is -2"),
+    ("config", [1, 2], "field 'config' is list, expected a dict"),
+    ("model", None, "field 'model' is NoneType"),
+    ("rng_state", "xyz", "field 'rng_state' is str, expected a 1-D uint8 tensor"),
+    ("rng_state", ember.zeros(3), "field 'rng_state' is a ember.float32 tensor"),
+    ("rng_state", ember.zeros(5, dtype=ember.uint8), "rng_state is malformed"),
+    ("optimizer", {"state": 3, "param_groups": "x"}, "does not fit the model"),
+    (None, None, "missing epoch, config"),
+])
+def test_resume_corrupt_fields_one_line(run, tmp_path, field, value, message, capsys):
+    ck = str(tmp_path / "c.ckpt")
+    run("train", "--model", "mlp", "--epochs", "1", "--limit", "32", "--no-progress", "--checkpoint", ck)
+    obj = ember.load(ck)
+    if field is None:
+        del obj["epoch"], obj["config"]
+    else:
+        obj[field] = value
+    bad = str(tmp_path / "bad.ckpt")
+    ember.save(obj, bad)
+    proc = ember_cmd("train", "--model", "mlp", "--epochs", "2", "--limit", "32", "--no-progress",
+                     "--checkpoint", str(tmp_path / "out.ckpt"), "--resume", bad)
+    _one_line(proc, 1, message)

@@ -171,3 +171,96 @@ def test_missing_mpi4py_is_a_clear_error(monkeypatch):
     with pytest.raises(RuntimeError, match="apt-get install -y openmpi-bin libopenmpi-dev.*ember\\[mpi\\]"):
         dist.init_process_group("mpi")
     assert not dist.is_initialized()
+
+
+# ------------------------------------------------------------------ issue 14: no hangs
+def _ends_with(case, message, limit=30, args=()):
+    t0 = time.perf_counter()
+    proc = run_mpi("hang_cases.py", 2, timeout=120, args=(case, *args))
+    elapsed = time.perf_counter() - t0
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert re.search(message, out), out
+    assert elapsed < limit, f"the job took {elapsed:.1f} s to end"
+    return out
+
+
+@needs_mpi
+def test_collective_timeout_names_the_collective_and_missing_ranks():
+    """timeout= of init_process_group (3 s): rank 0 waits in all_reduce while rank 1 is busy."""
+    out = _ends_with("timeout", r"DistBackendError: all_reduce: timed out after 3 s .* on rank 0 .*"
+                                r"rank\(s\) 1 did not arrive \(rank 1 did not answer")
+    assert "FINISHED" not in out
+
+
+@needs_mpi
+def test_rank_calling_sys_exit_mid_training_ends_the_job():
+    out = _ends_with("exit", r"DistributedDataParallel gradient all_reduce: rank\(s\) 1 exited .* while rank 0 "
+                             r"waited", limit=20)
+    assert "FINISHED 0" not in out
+
+
+@needs_mpi
+def test_uneven_data_without_join_ends_with_an_error():
+    """Rank 1 stops after 10 steps and waits in a barrier; rank 0 goes on: both time out, each naming
+    where the other is."""
+    out = _ends_with("uneven", r"timed out after 3 s .* rank\(s\) [01] did not arrive \(rank [01] waits in "
+                               r"(barrier|DistributedDataParallel gradient all_reduce)")
+    assert "FINISHED" not in out
+
+
+@needs_mpi
+def test_rank_that_finished_early_is_noticed():
+    _ends_with("exitlate", r"barrier: rank\(s\) 1 exited", limit=20, args=("600",))
+
+
+@needs_mpi
+def test_ddp_join_uneven_inputs():
+    if not hasattr(pytest.importorskip("ember.nn"), "Linear"):
+        pytest.skip("ember.nn has not landed")
+    ok_ranks(run_mpi("join.py", 2), 2)
+
+
+@needs_mpi
+def test_ember_train_distributed_ranks_disagreeing_on_batch_size(tmp_path):
+    common = [sys.executable, "-m", "ember", "train", "--distributed", "--model", "mlp", "--epochs", "1",
+              "--limit", "64", "--no-progress", "--checkpoint", str(tmp_path / "c.ckpt")]
+    cmd = [MPIRUN, "--oversubscribe", "-n", "1", *common, "--batch-size", "16", ":", "-n", "1", *common,
+           "--batch-size", "32"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env(), cwd=str(tmp_path))
+    assert proc.returncode != 0 and time.perf_counter() - t0 < 60
+    assert "different options: --batch-size 16 on rank 0, 32 on rank 1" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "epoch" not in proc.stdout
+
+
+def test_init_process_group_timeout_validated():
+    import datetime
+    for bad in (datetime.timedelta(seconds=-1), 0, "soon"):
+        with pytest.raises(ValueError, match="timeout must be a positive datetime.timedelta"):
+            dist.init_process_group("mpi", timeout=bad)
+    assert not dist.is_initialized()
+    assert issubclass(dist.DistBackendError, RuntimeError)
+
+
+@needs_mpi
+def test_ember_train_distributed_ranks_reading_different_data(tmp_path):
+    """MNIST folders of different sizes on the two ranks: refused at the start, not a hang later."""
+    if not hasattr(pytest.importorskip("ember.nn"), "Linear"):
+        pytest.skip("ember.nn has not landed")
+    from ember.datasets import write_idx
+    rng = np.random.default_rng(0)
+    for d, n in (("a", 40), ("b", 48)):
+        (tmp_path / d).mkdir()
+        for prefix, m in (("train", n), ("t10k", 20)):
+            write_idx(tmp_path / d / f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (m, 28, 28), dtype=np.uint8))
+            write_idx(tmp_path / d / f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, m).astype(np.uint8))
+    common = [sys.executable, "-m", "ember", "train", "--distributed", "--model", "mlp", "--epochs", "1",
+              "--dataset", "mnist", "--no-progress", "--checkpoint", str(tmp_path / "c.ckpt"), "--data-dir"]
+    cmd = [MPIRUN, "--oversubscribe", "-n", "1", *common, str(tmp_path / "a"), ":", "-n", "1", *common,
+           str(tmp_path / "b")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env(), cwd=str(tmp_path))
+    assert proc.returncode != 0
+    assert "different data: training images (40, 1, 28, 28) on rank 0, (48, 1, 28, 28) on rank 1" in proc.stderr, \
+        proc.stderr
+    assert "Traceback" not in proc.stderr

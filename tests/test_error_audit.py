@@ -677,6 +677,8 @@ _KNOWN_INT = {  # integer inputs PyTorch accepts and ember refuses / types diffe
 _KNOWN_EMPTY = {  # PyTorch's type here is incidental (an internal select() on the empty weight)
     "batch_norm": "empty batch_norm parameters: ember's RuntimeError names the size; PyTorch fails in select()",
     "batch_norm_eval": "empty batch_norm parameters: ember's RuntimeError names the size; PyTorch fails in select()",
+    "multi_margin_loss": "the mean over no sample: PyTorch returns uninitialised memory, ember nan",
+    "multilabel_margin_loss": "the mean over no sample: PyTorch returns uninitialised memory, ember nan",
 }
 
 

@@ -41,7 +41,7 @@ CASES = {
     "profiler_trace_diff": (["ember.trace_analysis.TraceDiff", "ember.utils.benchmark.Timer", "pandas.DataFrame"],
                             ["TanhBackward0", "traces in", "Times are in microseconds"]),
     "trace_diff": (["ember.trace_analysis.TraceDiff", "pandas.DataFrame"],
-                   ["added    : ['ember::gelu', 'ember::layer_norm']", "deleted  : ['ember::relu']"]),
+                   ["added    : ['aten::gelu', 'aten::layer_norm']", "deleted  : ['aten::relu']"]),
 }
 
 

@@ -1,4 +1,6 @@
 """Custom autograd.Function: both forms, ctx features, and clear errors."""
+import os
+
 import numpy as np
 import pytest
 
@@ -224,3 +226,49 @@ def test_no_grad_inputs_give_no_graph():
     with ember.no_grad():
         z = Exp.apply(ember.ones(2, requires_grad=True))
     assert z.grad_fn is None
+
+
+# ------------------------------------------------------------------ issue 14: deep nesting in forward
+class _Nest(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, depth):
+        return x * 2 if depth == 0 else _Nest.apply(x, depth - 1) + 0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def test_nested_functions_as_deep_as_pytorch():
+    """Each nested apply costs two frames (apply and forward), as PyTorch's: 400 deep fits the
+    default recursion limit of 1000 (PyTorch: about 480)."""
+    x = ember.ones(3, requires_grad=True)
+    _Nest.apply(x, 400).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_nested_functions_past_the_recursion_limit_clear_error():
+    import re
+    x = ember.ones(3, requires_grad=True)
+    with pytest.raises(RecursionError, match=r"_Nest.apply: custom Functions nested \d+\+ deep in forward exceed "
+                                             r"Python's recursion limit \(sys.getrecursionlimit\(\) = \d+") as e:
+        _Nest.apply(x, 5000)
+    assert int(re.search(r"nested (\d+)\+", str(e.value)).group(1)) > 300
+    assert ember.is_grad_enabled()                   # grad mode restored on the way out
+
+
+def test_nested_functions_5000_deep_with_a_higher_limit():
+    import subprocess
+    import sys
+    code = ("import sys; sys.setrecursionlimit(12000)\n"
+            "import ember\n"
+            "class F(ember.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, x, d): return x * 2 if d == 0 else F.apply(x, d - 1) + 0\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, g): return g, None\n"
+            "x = ember.ones(2, requires_grad=True); F.apply(x, 5000).sum().backward(); print(x.grad.tolist())\n")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and "[1.0, 1.0]" in r.stdout, r.stderr[-2000:]

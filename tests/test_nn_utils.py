@@ -94,3 +94,13 @@ def test_weight_norm_matches_torch(torch):
     remove_weight_norm(e)
     assert sorted(e.state_dict()) == ["bias", "weight"]
     np.testing.assert_allclose(e(ember.tensor(x)).detach().numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_total_norm_matches_torch_for_every_order(torch):
+    rng = np.random.default_rng(0)
+    arrs = [rng.standard_normal(s).astype(np.float32) for s in [(300, 200), (200,), (50, 7, 3)]]
+    arrs[1][:] = 0.0
+    for nt in (2.0, 1.0, 3.0, 0.5, float("inf"), 0.0):
+        tn = float(torch.nn.utils.get_total_norm([torch.tensor(a) for a in arrs], nt))
+        en = float(ember.nn.utils.get_total_norm([ember.tensor(a) for a in arrs], nt))
+        assert en == pytest.approx(tn, rel=1e-5), nt

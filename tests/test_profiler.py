@@ -95,11 +95,11 @@ def test_ops_and_backward_nodes_are_events():
         y = (x * x).sum()
         y.backward()
     names = [e.name for e in prof.function_events]
-    assert "ember::mul" in names and "ember::sum" in names
+    assert "aten::mul" in names and "aten::sum" in names
     assert "MulBackward0" in names and "SumBackward0" in names and "torch::autograd::AccumulateGrad" in names
     # ops run by a backward node are its children
     mb = next(e for e in prof.function_events if e.name == "MulBackward0")
-    assert mb.cpu_children and all(c.name.startswith("ember::") for c in mb.cpu_children)
+    assert mb.cpu_children and all(c.name.startswith("aten::") for c in mb.cpu_children)
     assert mb.self_cpu_time_total <= mb.cpu_time_total
     for e in prof.key_averages():
         assert 0 <= e.self_cpu_time_total <= e.cpu_time_total + 1e-9
@@ -131,7 +131,7 @@ def test_record_function_context_and_decorator():
     outer = ev["outer"]
     decorated = [e for e in prof.events() if e.name == "decorated"]
     assert len(decorated) == 2 and all(d.cpu_parent is outer for d in decorated)
-    assert all(d.cpu_children[0].name == "ember::add" for d in decorated)
+    assert all(d.cpu_children[0].name == "aten::add" for d in decorated)
     assert outer.cat == "user_annotation"
     assert prof.key_averages().table().count("decorated") == 1
 
@@ -141,14 +141,14 @@ def test_input_shapes_grouping_and_table_columns():
         ember.mul(ember.ones(2, 3), ember.ones(2, 3))
         ember.mul(ember.ones(5), 2.0)
         ember.mul(ember.ones(5), 3.0)
-    by_shape = [e for e in prof.key_averages(group_by_input_shape=True) if e.key == "ember::mul"]
+    by_shape = [e for e in prof.key_averages(group_by_input_shape=True) if e.key == "aten::mul"]
     assert sorted((str(e.input_shapes), e.count) for e in by_shape) == \
         [("[[2, 3], [2, 3]]", 1), ("[[5], []]", 2)]
     table = prof.key_averages(group_by_input_shape=True).table(row_limit=5)
     assert "Input Shapes" in table and "[[2, 3], [2, 3]]" in table
     plain = prof.key_averages().table()
     assert "Input Shapes" not in plain
-    assert [e.count for e in prof.key_averages() if e.key == "ember::mul"] == [3]
+    assert [e.count for e in prof.key_averages() if e.key == "aten::mul"] == [3]
 
 
 def test_profile_memory_columns_and_values():
@@ -159,8 +159,8 @@ def test_profile_memory_columns_and_values():
     table = prof.key_averages().table()
     assert "CPU Mem" in table and "Self CPU Mem" in table
     mem = {e.key: e.cpu_memory_usage for e in prof.key_averages()}
-    assert 400_000 <= mem["ember::mul"] < 420_000
-    assert 400_000 <= mem["ember::add"] < 420_000
+    assert 400_000 <= mem["aten::mul"] < 420_000
+    assert 400_000 <= mem["aten::add"] < 420_000
 
 
 def test_table_options():
@@ -172,7 +172,7 @@ def test_table_options():
             x = x * 2
     t = prof.key_averages().table(sort_by="count", row_limit=1, max_name_column_width=20)
     body = t.splitlines()[3:-2]
-    assert len(body) == 1 and body[0].split()[0] == "ember::add"
+    assert len(body) == 1 and body[0].split()[0] == "aten::add"
     t = prof.key_averages().table(sort_by="cpu_time_total", max_name_column_width=20)
     assert "a_very_long_range..." in t
     with pytest.raises(AttributeError, match="sort_by"):
@@ -185,7 +185,7 @@ def test_to_dataframe():
         ember.ones(3) + 1
     df = prof.key_averages().to_dataframe()
     assert {"key", "count", "cpu_time_total", "self_cpu_time_total", "cpu_time_avg"} <= set(df.columns)
-    assert "ember::add" in set(df["key"])
+    assert "aten::add" in set(df["key"])
 
 
 def test_listener_removed_after_an_exception():
@@ -244,10 +244,10 @@ def test_chrome_trace_schema(tmp_path, suffix):
     s0 = steps["ProfilerStep#0"]
     ops0 = [e for e in complete if e["cat"] == "cpu_op" and s0["ts"] <= e["ts"] < s0["ts"] + s0["dur"]]
     names = {e["name"] for e in ops0}
-    assert {"ember::mul", "ember::sum", "MulBackward0"} <= names
+    assert {"aten::mul", "aten::sum", "MulBackward0"} <= names
     for e in ops0:  # integer microseconds keep the nesting: children end within the step
         assert e["ts"] + e["dur"] <= s0["ts"] + s0["dur"]
-    assert any(e["args"].get("Input Dims") == [[2, 3], []] for e in complete if e["name"] == "ember::mul")
+    assert any(e["args"].get("Input Dims") == [[2, 3], []] for e in complete if e["name"] == "aten::mul")
 
 
 def test_schedule_actions_and_trace_ready():
@@ -306,16 +306,16 @@ def test_with_stack_groups_by_user_frames(tmp_path):
     with ember.profiler.profile(with_stack=True) as prof:
         _user_fn(x)
         _user_fn(x)
-    mul = next(e for e in prof.events() if e.name == "ember::mul")
+    mul = next(e for e in prof.events() if e.name == "aten::mul")
     assert mul.stack and "_user_fn" in mul.stack[0] and "test_profiler.py" in mul.stack[0]
     assert not any("/ember/" in s and "tests" not in s for s in mul.stack)  # ember frames hidden
-    avg = [e for e in prof.key_averages(group_by_stack_n=1) if e.key == "ember::mul"]
+    avg = [e for e in prof.key_averages(group_by_stack_n=1) if e.key == "aten::mul"]
     assert len(avg) == 1 and avg[0].count == 2
     assert "Source Location" in prof.key_averages(group_by_stack_n=1).table()
     out = tmp_path / "stacks.txt"
     prof.export_stacks(str(out))
     lines = out.read_text().splitlines()
-    assert any(ln.rsplit(" ", 1)[0].endswith("_user_fn;ember::mul") for ln in lines)
+    assert any(ln.rsplit(" ", 1)[0].endswith("_user_fn;aten::mul") for ln in lines)
 
 
 def test_step_inside_a_record_function_keeps_both_ranges():
@@ -329,7 +329,7 @@ def test_step_inside_a_record_function_keeps_both_ranges():
         x * 2  # after "train" closed; ProfilerStep#2 is still open
     ev = {e.name: e for e in prof.events()}
     train, s0, s1, s2 = (ev[k] for k in ("train", "ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"))
-    mul = ev["ember::mul"]
+    mul = ev["aten::mul"]
     assert s0.end_ns <= s1.start_ns <= s1.end_ns <= s2.start_ns
     assert train.end_ns <= mul.start_ns  # "train" ended where its block ended, not at stop
     assert s1.cpu_parent is train and mul.cpu_parent is s2
@@ -363,3 +363,22 @@ def test_record_function_recursion_and_threads():
     for t in {e.thread for e in recs}:
         mine = sorted((e for e in recs if e.thread == t), key=lambda e: e.start_ns)
         assert mine[1].cpu_parent is mine[0] and mine[2].cpu_parent is mine[1]
+
+
+def test_op_events_are_named_as_pytorch_names_them(tmp_path, torch):
+    import json
+    x = ember.randn(3, 4, requires_grad=True)
+    with ember.profiler.profile() as prof:
+        y = ember.clamp(x, min=ember.zeros(3, 4))
+        y.max(dim=1).values.sum().backward()
+    names = {e.name for e in prof.events()}
+    tx = torch.randn(3, 4, requires_grad=True)
+    with torch.profiler.profile() as tprof:
+        ty = torch.clamp(tx, min=torch.zeros(3, 4))
+        ty.max(dim=1).values.sum().backward()
+    tnames = {e.name for e in tprof.events()}
+    assert {"aten::clamp", "aten::max", "aten::sum"} <= names & tnames
+    path = tmp_path / "t.json"
+    prof.export_chrome_trace(str(path))
+    ev = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "aten::max"]
+    assert ev and ev[0]["args"]["ember op"] == "max_dim"

@@ -88,21 +88,34 @@ def test_unsupported_objects_are_refused(tmp_path):
         ember.save(object(), tmp_path / "y.pt")
 
 
-def test_no_pickle_in_the_format(tmp_path):
+def _write_ember_v1(path, tensors, tree):
+    """A file in ember's earlier format (manifest.json + data/<k>.npy), which ember.load still reads."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for k, arr in enumerate(tensors):
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=arr.dtype == object)
+            zf.writestr(f"data/{k}.npy", buf.getvalue())
+        zf.writestr("manifest.json", json.dumps({"format": "ember-checkpoint", "version": 1, "object": tree}))
+
+
+def test_pytorch_layout_and_earlier_ember_files(tmp_path):
     p = tmp_path / "ck.pt"
     ember.save({"w": ember.ones(2)}, p)
     with zipfile.ZipFile(p) as zf:
         names = zf.namelist()
-        manifest = json.loads(zf.read("manifest.json"))
-    assert names == ["data/0.npy", "manifest.json"] and manifest["format"] == "ember-checkpoint"
+        infos = zf.infolist()
+    assert names[0] == "ck/data.pkl" and "ck/data/0" in names and "ck/version" in names and "ck/byteorder" in names
+    assert all(i.compress_type == zipfile.ZIP_STORED for i in infos)
+    # ember's earlier format loads for a transition period
+    old = tmp_path / "old.pt"
+    tree = {"t": "dict", "items": [["w", {"t": "tensor", "id": 0, "dtype": "float32", "shape": [2]}],
+                                   ["n", 3]]}
+    _write_ember_v1(old, [np.ones(2, np.float32)], tree)
+    out = ember.load(old)
+    assert out["w"].tolist() == [1.0, 1.0] and out["n"] == 3
     # an .npy holding pickled objects is refused instead of being unpickled
     evil = tmp_path / "evil.pt"
-    buf = io.BytesIO()
-    np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
-    with zipfile.ZipFile(evil, "w") as zf:
-        zf.writestr("data/0.npy", buf.getvalue())
-        manifest["object"]["items"][0][1]["dtype"] = "float32"
-        zf.writestr("manifest.json", json.dumps(manifest))
+    _write_ember_v1(evil, [np.array([{"x": 1}], dtype=object)], tree)
     with pytest.raises(RuntimeError, match="evil.pt is corrupted: the data of tensor 0"):
         ember.load(evil)
 
@@ -129,11 +142,11 @@ def test_corrupted_and_truncated_files(tmp_path):
         ember.load(bad)
     with zipfile.ZipFile(bad, "w") as zf:
         zf.writestr("other.txt", "x")
-    with pytest.raises(RuntimeError, match="has no manifest.json"):
+    with pytest.raises(RuntimeError, match="has no data.pkl"):
         ember.load(bad)
     with zipfile.ZipFile(p) as zf, zipfile.ZipFile(bad, "w") as out:
-        out.writestr("manifest.json", zf.read("manifest.json"))
-    with pytest.raises(RuntimeError, match=r"the data of tensor \d .* is missing"):
+        out.writestr("ck/data.pkl", zf.read("ck/data.pkl"))
+    with pytest.raises(RuntimeError, match=r"bad.pt: the data of storage \d .* is missing"):
         ember.load(bad)
     with pytest.raises(FileNotFoundError):
         ember.load(tmp_path / "missing.pt")
@@ -194,9 +207,16 @@ def test_loads_pytorch_checkpoints_safely(torch, tmp_path):
 
 
 def test_pytorch_checkpoint_with_arbitrary_objects_is_refused(torch, tmp_path):
-    import collections
+    import fractions
+    import pickle
     p = tmp_path / "evil.pt"
-    torch.save({"x": collections.Counter("abc")}, p)
-    with pytest.raises(RuntimeError, match="evil.pt is a PyTorch checkpoint that ember cannot read safely: "
-                                           ".*collections.Counter"):
+    torch.save({"x": fractions.Fraction(1, 3)}, p)
+    with pytest.raises(pickle.UnpicklingError, match="evil.pt: unsupported global fractions.Fraction"):
         ember.load(p)
+    with pytest.raises(RuntimeError, match="never runs code"):
+        ember.load(p, weights_only=False)
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(p) == ["fractions.Fraction"]
+    with ember.serialization.safe_globals([fractions.Fraction]):
+        assert ember.load(p)["x"] == fractions.Fraction(1, 3)
+        assert ember.serialization.get_unsafe_globals_in_checkpoint(p) == []
+    assert fractions.Fraction not in ember.serialization.get_safe_globals()

@@ -121,7 +121,51 @@ def test_fallback_reports_once():
         r2 = vmap(op)(x)
     _close(_np(r1), _np(x)[:, ::-1])
     _close(_np(r2), _np(x)[:, ::-1])
-    assert sum("no batching rule for _test_loop_op" in str(m.message) for m in w) == 1
+    msgs = [str(m.message) for m in w if "_test_loop_op" in str(m.message)]
+    assert len(msgs) == 1 and "ran as a Python loop" in msgs[0] and "_test_loop_op: 1 time, at" in msgs[0]
+    assert "test_vmap.py" in msgs[0]   # the user's call site
+
+
+def test_fallbacks_of_one_call_are_one_report():
+    ops = [D.Op(f"_test_loop_op{i}", lambda xp, a: a[::-1].copy()) for i in range(3)]
+    for op in ops:
+        _batching._reported.discard(op.name)
+
+    def f(t):
+        for op in ops:
+            t = op(op(t))
+        return t
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = vmap(f)(ember.randn(4, 3))
+        vmap(f)(ember.randn(4, 3))          # already reported: silent
+    assert out.shape == (4, 3)
+    msgs = [str(m.message) for m in w if "_test_loop_op" in str(m.message)]
+    assert len(msgs) == 1 and "3 ops had no batching rule" in msgs[0]
+    assert all(f"_test_loop_op{i}: 2 times" in msgs[0] for i in range(3))
+
+
+def test_auto_chunk_size_follows_measured_memory(monkeypatch):
+    """'auto' measures one sample's working memory: 64 samples of a function that allocates about
+    8 MB each stay near the budget instead of holding all 512 MB at once."""
+    import tracemalloc
+    from ember.func import _vmap
+    monkeypatch.setattr(_vmap, "AUTO_BUDGET_BYTES", 32 << 20)
+
+    def f(t):
+        big = t.reshape(1, -1).expand(1 << 20, t.numel()).sum(1)  # 1M float64 = 8 MB per sample
+        return big.mean() + t.sum()
+    x = ember.randn(64, 1, dtype=ember.float64)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = vmap(f, chunk_size="auto")(x)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    _close(_np(out), 2 * _np(x)[:, 0])
+    assert peak < 96 << 20, f"peak {peak >> 20} MB"
 
 
 def test_inplace_under_vmap():

@@ -21,11 +21,18 @@ from ._memory_format import (memory_format, contiguous_format, channels_last,  #
 from ._creation import *  # noqa: F401,F403
 from ._creation import (Generator, default_generator, manual_seed, seed, initial_seed,  # noqa: F401
                         get_rng_state, set_rng_state, range_ as range)
+from . import random  # noqa: F401  (ember.random: fork_rng and the default generator's state)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
+# the registry's Op objects (``abs_op``, ...) are ember's internals, not torch names: they stay in
+# ember.ops and ember._dispatch.REGISTRY, out of the public namespace
+for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k], _dispatch.Op)] + ["aten"]:
+    del globals()[_k]
 globals().update(_ops._PRIVATE_OPS)  # torch._softmax_backward_data and the like (issue 15)
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
+from ._dtype import bfloat16  # noqa: F401  (ml_dtypes' bfloat16)
+from . import serialization  # noqa: F401  (torch.serialization: add_safe_globals, safe_globals, ...)
 from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
 globals().update(_tensor_methods._LEGACY)  # FloatTensor, LongTensor, ... (legacy constructors and types)
@@ -134,13 +141,20 @@ def are_deterministic_algorithms_enabled():
     return _deterministic[0]
 
 
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any DLPack producer (PyTorch, NumPy, JAX, ...)."""
+    from .utils.dlpack import from_dlpack as _f
+    return _f(ext_tensor)
+
+
 def _lazy(name):
     import importlib
     return importlib.import_module("." + name, __name__)
 
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
-         "trace_analysis", "testing", "cuda", "backends", "jit", "amp")
+         "trace_analysis", "testing", "cuda", "backends", "jit", "amp", "accelerator", "xpu", "mps",
+         "_dynamo", "functorch", "onnx")
 _LAZY = _LAZY + ("masked",)  # torch.masked (issue 15)
 
 

@@ -1,9 +1,13 @@
-"""Tensor creation and random numbers (ember's own seeded generator on NumPy's PCG64)."""
+"""Tensor creation and random numbers (PyTorch's CPU random streams: see _cpu_rng)."""
+import collections.abc as _abc
+import math
+
 import numpy as np
 
 from . import _dispatch as D
 from . import _dtype as dt
 from ._memory_format import empty_array
+from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm, _fma as _fma32
 from ._tensor import Tensor, device as _device_cls
 from .ops import _util as U
 
@@ -15,45 +19,98 @@ _one_elem = [np.zeros(1, np.float32)]  # tensor([x])'s template, in the default 
 
 # ----------------------------------------------------------------------------- generators
 
-_DEFAULT_SEED = 67280421310721
+_DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
 
 
 class Generator:
-    """A random generator: seeded reproducibly by manual_seed, state saved/restored as bytes."""
+    """A CPU random generator with PyTorch's streams: a 32-bit Mersenne Twister seeded with the
+    seed, the same numbers as torch.Generator for the same seed, its state in PyTorch's layout (a
+    5056-byte uint8 tensor; a state saved by one loads in the other)."""
 
     def __init__(self, device="cpu"):
         self.device = _device_cls(device)
-        self._seed = _DEFAULT_SEED
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        if self.device.type not in ("cpu", "meta"):
+            raise RuntimeError(f"Generator: device type {self.device.type} is not available in this build "
+                               "(ember runs on the CPU)")
+        self._mt = _MT(_DEFAULT_SEED)
 
     def manual_seed(self, seed):
+        if isinstance(seed, Tensor):
+            seed = seed.item()
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
         seed = int(seed)
-        if seed < 0:
-            seed &= (1 << 64) - 1
-        self._seed = seed
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is outside [-2**63, 2**64)")
+        self._mt.manual_seed(seed)
         return self
 
     def seed(self):
-        s = int(np.random.SeedSequence().entropy) & ((1 << 63) - 1)
-        self.manual_seed(s)
+        import os
+        s = int.from_bytes(os.urandom(8), "little")
+        self._mt.manual_seed(s)
         return s
 
     def initial_seed(self):
-        return self._seed
+        return self._mt.seed
 
     def get_state(self):
-        import json
-        st = json.dumps(self._rng.bit_generator.state).encode()
-        return _new(np.frombuffer(st, dtype=np.uint8).copy())
+        return _new(np.frombuffer(self._mt.get_state_bytes(), np.uint8).copy())
 
     def set_state(self, new_state):
-        import json
-        self._rng.bit_generator.state = json.loads(bytes(new_state._data).decode())
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not dt.uint8:
+            raise TypeError(f"expected a torch.ByteTensor (uint8) as the generator state, but got a tensor "
+                            f"of dtype {new_state.dtype}")
+        self._mt.set_state_bytes(np.ascontiguousarray(new_state._data).tobytes(), "set_state")
         return self
 
-    def __getattr__(self, name):  # random(), standard_normal(), integers(), ...
-        return getattr(self.__dict__["_rng"], name)
+    def clone_state(self):
+        g = Generator.__new__(Generator)
+        g.device = self.device
+        g._mt = _MT(0)
+        g._mt.copy_from(self._mt)
+        return g
+
+    def __reduce__(self):
+        return (_restore_generator, (self._mt.get_state_bytes(),))
+
+    # NumPy-Generator-like helpers for internal callers (PyTorch's streams underneath)
+    @property
+    def _rng(self):
+        return self
+
+    def random(self, size=None, dtype=np.float64):
+        shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
+        n = math.prod(shape)
+        d = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+        a = self._mt.uniform(n, d).reshape(shape)
+        return a if size is not None else a[()]
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        return low + (high - low) * self.random(size)
+
+    def standard_normal(self, size=None, dtype=np.float64):
+        shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
+        d = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+        return _normal_array(self._mt, shape, d)
+
+    def integers(self, low, high=None, size=None):
+        if high is None:
+            low, high = 0, low
+        shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
+        a = _randint_array(self._mt, int(low), int(high), math.prod(shape), np.int64).reshape(shape)
+        return a if size is not None else int(a)
+
+    def permutation(self, n):
+        return _randperm_array(self._mt, int(n))
+
+
+def _restore_generator(state):
+    g = Generator()
+    g._mt.set_state_bytes(state)
+    return g
 
 
 default_generator = Generator()
@@ -62,7 +119,16 @@ default_generator = Generator()
 def _gen(generator=None):
     if D.state.levels:
         D.random_level()  # vmap(randomness='error') refuses random draws
-    return (generator or default_generator)._rng
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a ember.Generator as generator=, got {type(generator).__name__}")
+    return generator
+
+
+def _mt(generator=None):
+    """The stream of generator= (the default generator's when None)."""
+    return _gen(generator)._mt
 
 
 def manual_seed(seed):
@@ -129,8 +195,11 @@ def _to_array(data, dtype=None):
     if isinstance(data, Tensor):
         a = data._data
         return a.astype(dtype.np) if dtype is not None else a.copy()
-    if isinstance(data, range):
-        data = list(data)
+    foreign = _foreign_array(data)
+    if foreign is not None:
+        return foreign.astype(dtype.np) if dtype is not None else foreign.copy()
+    if isinstance(data, range) or (isinstance(data, _abc.Sequence) and not isinstance(data, (list, tuple, str, bytes))):
+        data = list(data)  # range, collections.deque and other sequences, as PyTorch takes them
     if dtype is None:
         dtype = _infer(data)
     flat = _flatten_tensors(data)
@@ -148,6 +217,31 @@ def _to_array(data, dtype=None):
     if a.dtype == object:
         raise TypeError("tensor(): expected nested sequences of numbers with a regular shape")
     return a
+
+
+def _is_meta(device):
+    return device is not None and _device_cls(device).type == "meta"
+
+
+def _meta_new(shape, d, requires_grad=False, memory_format=None):
+    """A 'meta' tensor: shape, dtype and strides only, never data (a zero-strided view of one element)."""
+    shape = tuple(shape)
+    t = _new(np.broadcast_to(np.zeros((), d), shape))
+    t._meta = True
+    from ._memory_format import channels_last, channels_last_3d
+    if (memory_format is channels_last and len(shape) == 4) or (memory_format is channels_last_3d
+                                                                and len(shape) == 5):
+        c = shape[1]
+        sp = [0] * len(shape)       # NHWC / NDHWC order: C fastest, then the spatial dims, then N
+        acc = c
+        for i in range(len(shape) - 1, 1, -1):
+            sp[i] = acc
+            acc *= shape[i]
+        sp[1], sp[0] = 1, acc
+        t._mstride = tuple(sp)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _finish(arr, requires_grad=False, device=None):
@@ -214,7 +308,23 @@ def as_tensor(data, dtype=None, device=None):
         a = data if dtype is None else data.astype(dtype.np, copy=False)
         dt.from_numpy_dtype(a.dtype)
         return _new(a)
+    foreign = _foreign_array(data)
+    if foreign is not None:  # a PyTorch/JAX/CuPy tensor: shared through DLPack, as torch.as_tensor does
+        return as_tensor(foreign, dtype, device)
     return _finish(_to_array(data, dtype), False, device)
+
+
+def _foreign_array(data):
+    """The memory of another library's array (``__dlpack__`` first, zero-copy; else ``__array__``)
+    as a NumPy array, or None for plain Python data."""
+    if isinstance(data, (list, tuple, int, float, bool, complex, range)) or data is None:
+        return None
+    if hasattr(data, "__dlpack__"):
+        from .utils.dlpack import from_dlpack
+        return from_dlpack(data)._data
+    if hasattr(data, "__array__"):
+        return np.asarray(data)
+    return None
 
 
 asarray = as_tensor
@@ -267,12 +377,16 @@ def _out_kw(fn):
 def empty(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
           layout=None, pin_memory=False):
     shape = U.shape_tuple(args, "empty", nonneg=True, kw=size)
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
     return _finish(empty_array(np, shape, _dtype(dtype), memory_format), requires_grad, device)
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     d = np.dtype(_dtype(dtype))
     size = tuple(size)
+    if _is_meta(device):
+        return _meta_new(size, d, requires_grad)
     n = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     buf = np.empty(max(n, 0), d)
     a = np.lib.stride_tricks.as_strided(buf, size, tuple(s * d.itemsize for s in stride))
@@ -282,6 +396,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 @_out_kw
 def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
     shape = U.shape_tuple(args, "zeros", nonneg=True, kw=size)
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=0)
     return _finish(a, requires_grad, device)
 
@@ -289,6 +405,8 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory
 @_out_kw
 def ones(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
     shape = U.shape_tuple(args, "ones", nonneg=True, kw=size)
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
     a = empty_array(np, shape, _dtype(dtype), memory_format, fill=1)
     return _finish(a, requires_grad, device)
 
@@ -299,6 +417,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    if _is_meta(device):
+        return _meta_new(shape, _dtype(dtype), requires_grad)
     try:
         a = np.full(shape, v, _dtype(dtype))
     except OverflowError:
@@ -314,22 +434,32 @@ def _like(input, dtype, memory_format, fill=None):
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format), requires_grad, device or (input.device if input._meta else None))
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, 0), requires_grad, device or (input.device if input._meta else None))
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, 1), requires_grad, device or (input.device if input._meta else None))
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    if _is_meta(device or (input.device if input._meta else None)):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, fill_value), requires_grad, device)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    if _is_meta(device):
+        return _meta_new((n, n if m is None else m), _dtype(dtype), requires_grad)
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad, device)
 
 
@@ -348,6 +478,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
                            f"end={end}, step={step})")
     n = max(int(np.ceil((e - s) / st)), 0)
+    if _is_meta(device):
+        return _meta_new((n,), dtype.np, requires_grad)
     a = (s + st * np.arange(n, dtype=np.float64)).astype(dtype.np) if dtype.is_floating_point \
         else np.arange(s, e, st, dtype=dtype.np)
     return _finish(a, requires_grad, device)
@@ -379,6 +511,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     d = _dtype(dtype)
     if steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    if _is_meta(device):
+        return _meta_new((steps,), d, requires_grad)
     if any(isinstance(v, Tensor) and v._wr is not None for v in (start, end)):
         return _spaced_ops(start, end, steps, dtype, None)
     a, b = _span(start, end, d, "linspace")
@@ -410,6 +544,8 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     d = _dtype(dtype)
     if steps < 0:
         raise RuntimeError(f"logspace(): number of steps must be non-negative, got {steps}")
+    if _is_meta(device):
+        return _meta_new((steps,), d, requires_grad)
     if any(isinstance(v, Tensor) and v._wr is not None for v in (start, end)):
         return _spaced_ops(start, end, steps, dtype, base)
     a, b = _span(start, end, d, "logspace")
@@ -445,11 +581,100 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 # ----------------------------------------------------------------------------- random
+# The samplers draw from PyTorch's streams (ember._cpu_rng): the same numbers as PyTorch's CPU
+# kernels for the same seed. Elements are filled in PyTorch's iteration order: logical order for a
+# contiguous tensor, memory order (dims by decreasing stride) for a permuted one.
+
+_RANDINT_64 = 1 << 28  # randint ranges from here on take 64-bit draws (PyTorch's CPU kernel, observed)
 
 
 def _float_np(dtype):
     d = _dtype(dtype)
     return d if d in (np.float32, np.float64) else np.float32, d
+
+
+def _iter_view(a):
+    """a view of ``a`` whose C order is PyTorch's iteration order over ``a``'s elements."""
+    if a.ndim < 2 or a.flags.c_contiguous:
+        return a
+    order = sorted(range(a.ndim), key=lambda i: -a.strides[i] if a.shape[i] > 1 else 0)
+    return a.transpose(order)
+
+
+def _is_dense_contig(a):
+    return a.flags.c_contiguous
+
+
+def _uniform_values(mt, n, d, low=0.0, high=1.0):
+    """n uniforms on [low, high) as PyTorch's uniform_ makes them for an output of dtype d."""
+    u = mt.uniform_f64(n) if d == np.float64 else mt.uniform_f32(n)
+    if low == 0.0 and high == 1.0:
+        if d in (np.float32, np.float64):
+            return u  # below 1 by construction
+        v = u.astype(d)
+    elif d == np.float64:
+        v = _fma64(u, float(high) - float(low), float(low))
+    else:
+        # the bounds in float32 (for float16 too), one fused multiply-add
+        lo, hi = np.float32(low), np.float32(high)
+        v = _fma32(u, hi - lo, lo).astype(d, copy=False)
+    # a value rounded up to the upper bound becomes the lower one: the range stays [low, high)
+    top = np.asarray(high).astype(d)
+    hit = v == top
+    if hit.any():
+        v[hit] = np.asarray(low).astype(d)
+    return v
+
+
+def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True):
+    """n normals as PyTorch's normal_ makes them for an output of dtype d: the blocked Box-Muller
+    for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair)."""
+    if n >= 16 and contiguous and d in (np.float32, np.float64, np.float16):
+        return mt.normal_fill(n, d, float(mean), float(std))
+    z = mt.normal_scalar(n)
+    if mean == 0.0 and std == 1.0:
+        return z.astype(d, copy=False)
+    return _fma64(z, float(std), float(mean)).astype(d, copy=False)
+
+
+def _normal_array(mt, shape, d, mean=0.0, std=1.0):
+    return _normal_values(mt, math.prod(shape), d, mean, std).reshape(shape)
+
+
+def _randint_array(mt, low, high, n, d):
+    r = high - low
+    if r >= _RANDINT_64:
+        v = mt.u64(n) % np.uint64(r) if r < (1 << 64) else mt.u64(n)
+        return (v.astype(np.int64) + np.int64(low)).astype(d) if low else v.astype(np.int64).astype(d)
+    v = (mt.u32(n) % np.uint64(r)).astype(np.int64)
+    if low:
+        v += low
+    return v.astype(d)
+
+
+def _randperm_array(mt, n):
+    """Fisher-Yates as PyTorch's CPU randperm runs it: position i swaps with i + (32-bit draw % (n - i))."""
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    z = (mt.u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
+    z += np.arange(n - 1)
+    perm = list(range(n))
+    for i, j in enumerate(z.tolist()):
+        perm[i], perm[j] = perm[j], perm[i]
+    return np.array(perm, np.int64)
+
+
+def _random_seed(generator=None):
+    """``int(torch.empty((), dtype=torch.int64).random_(generator=g))``: a fresh seed from the stream
+    (one 64-bit draw, reduced mod 2**63), as the data samplers and DataLoader take them."""
+    return _mt(generator).next64() % (1 << 63)
+
+
+def _fill(arr, make, *args):
+    """Fill numpy array ``arr`` in PyTorch's iteration order with make(n, *args) values."""
+    v = _iter_view(arr)
+    v[...] = make(arr.size, *args).reshape(v.shape)
+    return arr
 
 
 @_out_kw
@@ -458,8 +683,12 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
     r = D.batched_draw(lambda s: rand(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
-    gen_d, d = _float_np(dtype)
-    a = _gen(generator).random(shape, dtype=gen_d).astype(d, copy=False)
+    d = _dtype(dtype)
+    if np.dtype(d).kind != "f":
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
+    if _is_meta(device):  # no data, no draw: the generator does not advance
+        return _meta_new(shape, d, requires_grad)
+    a = _uniform_values(_mt(generator), math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
 
@@ -469,8 +698,12 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     r = D.batched_draw(lambda s: randn(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
-    gen_d, d = _float_np(dtype)
-    a = _gen(generator).standard_normal(shape, dtype=gen_d).astype(d, copy=False)
+    d = _dtype(dtype)
+    if np.dtype(d).kind != "f":
+        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.from_numpy_dtype(np.dtype(d))}'")
+    if _is_meta(device):
+        return _meta_new(shape, d, requires_grad)
+    a = _normal_array(_mt(generator), shape, d)
     return _finish(a, requires_grad, device)
 
 
@@ -486,44 +719,58 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         high = args[0]
     if high is None or size is None:
         raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
+    low, high = int(low), int(high)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     r = D.batched_draw(lambda s: randint(low, high, s, generator=generator, dtype=dtype),
                        tuple(size)) if D.state.levels else None
     if r is not None:
         return r
-    a = _gen(generator).integers(low, high, tuple(size)).astype(_dtype(dtype, dt.int64))
+    shape = U.shape_tuple((tuple(size),), "randint", nonneg=True)
+    d = _dtype(dtype, dt.int64)
+    if _is_meta(device):
+        return _meta_new(shape, d, requires_grad)
+    a = _randint_array(_mt(generator), low, high, math.prod(shape), d).reshape(shape)
     return _finish(a, requires_grad, device)
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    return _finish(_gen(generator).permutation(n).astype(_dtype(dtype, dt.int64)), requires_grad, device)
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    a = _finish(_randperm_array(_mt(generator), n).astype(_dtype(dtype, dt.int64)), requires_grad, device)
+    return a if out is None else U.write_out(a, out)
 
 
-def _in_like_layout(t, input, memory_format):
-    """Random values drawn in logical order, stored in the layout *_like gives (preserve_format)."""
-    a = _like(input, t.dtype, memory_format)
-    a[...] = t._data
-    t._data = a
-    return t
+def _like_random(input, dtype, memory_format, make, *args):
+    a = _like(input, dtype, memory_format)
+    return _fill(a, make, *args)
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
               layout=None):
     _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
+    if input._meta or _is_meta(device):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     if input._wr is not None:
         return rand(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
-    return _in_like_layout(rand(*input.shape, dtype=dtype or input.dtype, generator=generator,
-                                requires_grad=requires_grad), input, memory_format)
+    d = (dtype or input.dtype).np
+    mt = _mt(generator)
+    return _finish(_like_random(input, dtype, memory_format, lambda n: _uniform_values(mt, n, d)), requires_grad)
 
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
                layout=None):
-    _finish(np.zeros(0), False, device)
+    _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
+    if input._meta or _is_meta(device):
+        return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     if input._wr is not None:
         return randn(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
-    return _in_like_layout(randn(*input.shape, dtype=dtype or input.dtype, generator=generator,
-                                 requires_grad=requires_grad), input, memory_format)
+    d = (dtype or input.dtype).np
+    mt = _mt(generator)
+    a = _like(input, dtype, memory_format)
+    _fill(a, lambda n: _normal_values(mt, n, d, contiguous=a.flags.c_contiguous))
+    return _finish(a, requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=None, requires_grad=False,
@@ -531,58 +778,190 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=
     _finish(np.zeros(0), False, device)
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, generator=generator)
+    low, high = int(low), int(high)
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    d = (dtype or input.dtype).np
+    if input._meta or _is_meta(device):
+        return _meta_new(input.shape, d, requires_grad)
+    mt = _mt(generator)
+    return _finish(_like_random(input, dtype, memory_format, lambda n: _randint_array(mt, low, high, n, d)),
+                   requires_grad)
 
 
 @_out_kw
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, out=None):
-    g = _gen(generator)
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        m = mean._data if isinstance(mean, Tensor) else mean
-        s = std._data if isinstance(std, Tensor) else std
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, out=None, layout=None,
+           device=None, pin_memory=False):
+    mt = _mt(generator)
+    tm, ts = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if tm or ts:
+        if ts and (std._data < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        if not ts and std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        m = mean._data if tm else mean
+        s = std._data if ts else std
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        ref = mean if isinstance(mean, Tensor) else std
-        a = (g.standard_normal(shape) * s + m).astype(ref._data.dtype)
+        ref = mean if tm else std
+        if not ref.dtype.is_floating_point:
+            raise RuntimeError(f"normal expects floating point mean/std tensors, got {ref.dtype}")
+        d = ref._data.dtype
+        z = _normal_array(mt, shape, d)
+        # PyTorch draws standard normals into the output, then multiplies by std and adds mean
+        a = (z * np.asarray(s, d) + np.asarray(m, d)).astype(d, copy=False)
         return _finish(a, requires_grad)
+    if size is None:
+        raise TypeError("normal() received an invalid combination of arguments: with float mean and std "
+                        "a size is required")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     shape = U.shape_tuple((size,), "normal", nonneg=True)
-    gen_d, d = _float_np(dtype)
-    return _finish((g.standard_normal(shape, dtype=gen_d) * std + mean).astype(d), requires_grad)
+    r = D.batched_draw(lambda s: normal(mean, std, s, generator=generator, dtype=dtype), shape) \
+        if D.state.levels else None
+    if r is not None:
+        return r.requires_grad_(requires_grad) if requires_grad else r
+    return _finish(_normal_array(mt, shape, _dtype(dtype), mean, std), requires_grad)
 
 
-def bernoulli(input, p=None, *, generator=None):
+def bernoulli(input, p=None, *, generator=None, out=None):
     if input._wr is not None and getattr(input._wr, "kind", None) == "vmap":
-        return input._wr.wrap(bernoulli(input._val, p, generator=generator))  # per-sample probabilities
-    if D.state.levels and p is not None:
-        r = D.batched_draw(lambda s: bernoulli(zeros(s, dtype=input.dtype), p, generator=generator), input.shape)
+        lvl = input._wr
+        if lvl.randomness == "same":
+            raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. "
+                               "Please file an issue with functorch")
+        D.random_level()  # randomness='error' refuses
+        lvl._drawing = True  # one draw over the whole batch, at this level
+        try:
+            return lvl.wrap(bernoulli(input._val, p, generator=generator))
+        finally:
+            lvl._drawing = False
+    if D.state.levels:
+        if p is not None:
+            r = D.batched_draw(lambda s: bernoulli(zeros(s, dtype=input.dtype), p, generator=generator),
+                               input.shape)
+        else:  # unbatched probabilities: one draw per sample all the same
+            r = D.batched_draw(lambda s: bernoulli(input.expand(s).contiguous(), generator=generator), input.shape)
         if r is not None:
             return r
-    probs = input._data if p is None else np.full(input.shape, p)
-    a = (_gen(generator).random(input.shape) < probs).astype(input._data.dtype)
-    return _new(a)
+    mt = _mt(generator)
+    a = np.empty(input.shape, input._data.dtype)  # contiguous, drawn in logical order (as PyTorch)
+    if p is None:
+        probs = input._data
+        if not input.dtype.is_floating_point:
+            raise RuntimeError(f"bernoulli: expected a floating point probability tensor, got {input.dtype}")
+        if ((probs < 0) | (probs > 1)).any():
+            raise RuntimeError("bernoulli: all elements of the probability tensor must be in [0, 1]")
+        # one uniform of the probabilities' dtype per element, below p gives 1
+        pd = probs.dtype if probs.dtype in (np.float32, np.float64) else np.float32
+        v = _iter_view(a)
+        u = (mt.uniform_f64 if pd == np.float64 else mt.uniform_f32)(a.size).reshape(v.shape)
+        v[...] = u < np.broadcast_to(probs, a.shape).astype(pd, copy=False)
+    else:
+        p = float(p)
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        _fill(a, lambda n: mt.uniform_f64(n) < p)
+    r = _new(a)
+    return r if out is None else U.write_out(r, out)
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None):
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     g = _gen(generator)
     p = input._data.astype(np.float64)
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got a tensor of {input.dim()} dims")
+    if num_samples <= 0:
+        raise RuntimeError("multinomial: cannot sample n_sample <= 0 samples")
     if (p < 0).any() or not np.isfinite(p).all():
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
     single = p.ndim == 1
     p2 = p.reshape(1, -1) if single else p
-    rows = []
+    if not replacement and num_samples > p2.shape[-1]:
+        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     for row in p2:
-        s = row.sum()
-        if s <= 0:
+        if row.sum() <= 0:
             raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-        if not replacement and num_samples > (row > 0).sum():
-            raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
-                               "replacement")
-        rows.append(g.choice(len(row), num_samples, replace=replacement, p=row / s))
-    out = np.stack(rows).astype(np.int64)
-    return _new(out[0] if single else out)
+    outarr = _multinomial_rows(g._mt, input._data, num_samples, replacement)
+    r = _new(outarr[0] if single else outarr)
+    return r if out is None else U.write_out(r, out)
+
+
+def _multinomial_rows(mt, probs, k, replacement):
+    """PyTorch's CPU multinomial: without replacement the k largest p / E (E exponential draws of
+    p's dtype, all rows' drawn first); with replacement, per row, k float64 uniforms located in the
+    normalised float64 cumulative distribution (the first bin whose cumulative sum reaches u).
+    One sample takes the first path with or without replacement."""
+    p2 = np.atleast_2d(probs)
+    d = p2.dtype if p2.dtype in (np.float32, np.float64) else np.float32
+    if not replacement or k == 1:  # (one sample takes the exponential-keys path either way)
+        e = _exponential_values(mt, p2.size, d, 1.0).reshape(p2.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            key = p2.astype(d) / e
+        return np.argsort(-key, axis=1, kind="stable")[:, :k].astype(np.int64)
+    out = np.empty((p2.shape[0], k), np.int64)
+    for i, row in enumerate(p2.astype(np.float64)):
+        c = np.cumsum(row)
+        c /= c[-1]
+        out[i] = np.minimum(np.searchsorted(c, mt.uniform_f64(k), side="left"), len(row) - 1)
+    return out
+
+
+def _exponential_values(mt, n, d, lambd):
+    """PyTorch's exponential_: -1/lambda * log1p(-u), u a float64 uniform, in float64."""
+    return (-1.0 / lambd * _libm(math.log1p, -mt.uniform_f64(n))).astype(d)
 
 
 def poisson(input, generator=None):
-    return _new(_gen(generator).poisson(input._data).astype(input._data.dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"poisson: expected a floating point rate tensor, got {input.dtype}")
+    if (input._data < 0).any() or np.isnan(input._data).any():
+        raise RuntimeError("poisson: the rates must be non-negative (and not nan)")
+    # a contiguous result, its elements drawn in logical order (as PyTorch's kernel does)
+    vals = _poisson_values(_mt(generator), np.ascontiguousarray(input._data).ravel())
+    return _new(vals.astype(input._data.dtype).reshape(input.shape))
+
+
+def _poisson_values(mt, rates):
+    """PyTorch's CPU poisson, element by element on float64 uniforms: for a rate of 10 or more the
+    transformed rejection method with squeeze (Hormann 1993, PTRS), below it Knuth's product of
+    uniforms."""
+    u = mt.uniform_f64_reader()
+    out = np.empty(len(rates), np.float64)
+    log, floor, lgamma = math.log, math.floor, math.lgamma
+    try:
+        for i, lam in enumerate(rates.astype(np.float64).tolist()):
+            if lam >= 10:
+                slam, loglam = math.sqrt(lam), log(lam)
+                b = 0.931 + 2.53 * slam
+                a = -0.059 + 0.02483 * b
+                invalpha = 1.1239 + 1.1328 / (b - 3.4)
+                vr = 0.9277 - 3.6224 / (b - 2)
+                while True:
+                    U = u() - 0.5
+                    V = u()
+                    us = 0.5 - abs(U)
+                    k = floor((2 * a / us + b) * U + lam + 0.43)
+                    if us >= 0.07 and V <= vr:
+                        break
+                    if k < 0 or (us < 0.013 and V > us):
+                        continue
+                    if log(V) + log(invalpha) - log(a / (us * us) + b) <= -lam + k * loglam - lgamma(k + 1):
+                        break
+                out[i] = k
+            elif lam == 0:
+                out[i] = 0
+            else:
+                enlam, x, prod = math.exp(-lam), 0, 1.0
+                while True:
+                    prod *= u()
+                    if prod > enlam:
+                        x += 1
+                    else:
+                        break
+                out[i] = x
+    finally:
+        u.close()
+    return out
 
 
 # ----------------------------------------------------------------------------- issue 15: more constructors

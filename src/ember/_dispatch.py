@@ -16,6 +16,7 @@ levels, highest level first), runs ``impl``, records the autograd node when grad
 needed, and reports to the profiler when one listens. The fast path — no transform, no
 listener — does as little Python work as possible: it sets the per-op overhead.
 """
+import math
 import threading
 
 import numpy as np
@@ -36,7 +37,7 @@ grad_mode = _GradMode()
 
 class _State:
     """Global switches that push dispatch off its fast path."""
-    __slots__ = ("simple", "levels", "listeners", "anomaly", "anomaly_nan", "inference_depth")
+    __slots__ = ("simple", "levels", "listeners", "anomaly", "anomaly_nan", "inference_depth", "proxy_tracers")
 
     def __init__(self):
         self.simple = True      # no transform level, no listener, no anomaly mode
@@ -46,9 +47,11 @@ class _State:
         self.anomaly = False
         self.anomaly_nan = True
         self.inference_depth = 0  # inference_mode blocks entered (outputs are marked there)
+        self.proxy_tracers = 0    # live fx tracers whose Proxies may reach ops outside a trace
 
     def refresh(self):
-        self.simple = not (self.levels or self.listeners or self.anomaly or self.inference_depth)
+        self.simple = not (self.levels or self.listeners or self.anomaly or self.inference_depth
+                           or self.proxy_tracers)
 
 
 state = _State()
@@ -133,6 +136,10 @@ class Op:
     def def_batch(self, fn):
         self.batch = fn
         return fn
+
+    @property
+    def __name__(self):
+        return self.name
 
     def __repr__(self):
         return f"<ember op {self.name}>"
@@ -254,8 +261,26 @@ def _link_view(t, src):
         t._inference = True
 
 
+def _foreign_handler(args):
+    """The ``__ember_dispatch__`` of an argument that records ops instead of running them (an fx
+    Proxy appended to a graph by hand), looked for one container deep (``cat([p, q])``)."""
+    for a in args:
+        h = getattr(type(a), "__ember_dispatch__", None)
+        if h is not None:
+            return a
+        if type(a) in (list, tuple):
+            for x in a:
+                if getattr(type(x), "__ember_dispatch__", None) is not None:
+                    return x
+    return None
+
+
 def dispatch_slow(op, args, params):
     """Transforms, listeners and anomaly mode. Transform levels run highest first."""
+    if state.proxy_tracers:
+        p = _foreign_handler(args)
+        if p is not None:
+            return p.__ember_dispatch__(op, args, params)
     lvl = _top_level(args)
     if lvl is not None:
         return lvl.process(op, args, params)
@@ -296,21 +321,217 @@ def _eager(op, args, params):
     return res
 
 
+_META_SMALL = 1 << 22                      # elements: any op runs on stand-ins this small (copies of them)
+_META_BY_SIZES = ("elementwise", "reduction", "linalg")   # families whose params name dims, never sizes
+_STAND_INS = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
+
+
+def _meta_of(shape, dtype):
+    t = _new_tensor(np.broadcast_to(np.zeros((), dtype), shape))   # one element: no storage
+    t._meta = True
+    return t
+
+
 def _meta_eval(op, args, params):
-    """Ops on 'meta' tensors: shapes and dtypes without storage (zero-strided inputs)."""
+    """Ops on 'meta' tensors: the output's shape and dtype, never any data.
+
+    * views run on the inputs' zero-strided stand-ins (numpy views cost nothing, whatever the size);
+    * elementwise, reduction and linalg ops (whose parameters name dims, never sizes) run on tiny
+      arrays in which every distinct size is replaced by a distinct small number, whose output
+      dims map back to the true sizes;
+    * any op on small meta tensors runs on zero-strided stand-ins;
+    * other ops on large meta tensors raise NotImplementedError naming the op."""
+    meta_in = [a for a in args if isinstance(a, Tensor)]
+    for a in meta_in:
+        if not a._meta and a._data.ndim:
+            raise RuntimeError(f"{op.name}: Tensor on device cpu is not on the expected device meta! "
+                               f"(shapes {[list(t.shape) for t in meta_in]})")
     arrs = [a._data if isinstance(a, Tensor) else a for a in args]
     try:
-        out = op.impl(xp, *arrs, **params)
+        if op.name == "as_strided":
+            outs = (np.broadcast_to(np.zeros((), arrs[0].dtype), tuple(params["size"])),)
+        else:
+            outs = _meta_run(op, args, arrs, params)
+    except NotImplementedError:
+        raise
     except Exception as e:
         raise op_error(op, e, args) from _cause(e)
-    outs = (out,) if op.nout == 1 else tuple(out)
-    res = []
-    for o in outs:
-        o = _asarray(o)
-        t = _new_tensor(np.broadcast_to(np.zeros((), o.dtype), o.shape))
-        t._meta = True
-        res.append(t)
+    if outs is None:
+        raise NotImplementedError(
+            f"{op.name}: no shape rule for meta tensors this large (shapes "
+            f"{[list(t.shape) for t in meta_in]}): on the 'meta' device ember computes creation, view, "
+            f"elementwise, reduction, matmul, cat, stack, sort and scan results of any size, convolutions, "
+            f"pools and norms of any batch size, other ops up to {_META_SMALL} elements")
+    if grad_mode.enabled and op.differentiable and any(a._rg for a in meta_in):
+        # autograd on meta tensors: the node is recorded as for data, its outputs (and the aliases
+        # it saves of them) marked meta, so that backward runs on meta tensors as well
+        rec = record(op, args, params, outs[0] if op.nout == 1 else list(outs))
+        res = [rec] if op.nout == 1 else list(rec)
+        nodes = {id(t._fn): t._fn for t in res if t._fn is not None}
+        for t in res:
+            t._meta = True
+        for node in nodes.values():
+            for al in (getattr(node, "_out", None) or ()):
+                al._meta = True
+    else:
+        res = [_meta_of(o.shape, o.dtype) for o in outs]
+    if op.view and op.nout == 1:
+        st = _meta_view_strides(op, args[0], params, res[0].shape)
+        if st is not None:
+            res[0]._mstride = st
     return res[0] if op.nout == 1 else tuple(res)
+
+
+def _meta_view_strides(op, a, params, out_shape):
+    """The element strides of a view of meta tensor ``a`` (None: contiguous), by the view's rule."""
+    st, shape, name = a.stride(), tuple(a.shape), op.name
+    try:
+        if name in ("permute", "transpose", "t"):
+            return tuple(st[d] for d in params["dims"])
+        if name == "expand":
+            k = len(out_shape) - len(shape)
+            return (0,) * k + tuple(0 if shape[i] == 1 and out_shape[k + i] != 1 else st[i]
+                                    for i in range(len(shape)))
+        if name == "select":
+            d = params["dim"] % len(shape)
+            return st[:d] + st[d + 1:]
+        if name == "slice":
+            d = params["dim"] % len(shape)
+            return st[:d] + (st[d] * (params.get("step") or 1),) + st[d + 1:]
+        if name == "unsqueeze":
+            d = params["dim"] % (len(shape) + 1)
+            return st[:d] + ((st[d] * shape[d]) if d < len(shape) else 1,) + st[d:]
+        if name == "as_strided":
+            return tuple(int(x) for x in params["stride"])
+    except (KeyError, TypeError, IndexError, ZeroDivisionError):
+        return None
+    return None
+
+
+def _meta_join(op, arrs, params):
+    """Shape rules of the 'join' ops on large meta tensors (their outputs' sizes are sums)."""
+    name = op.name
+    if name in ("flip", "roll", "tril", "triu"):
+        return (np.broadcast_to(np.zeros((), arrs[0].dtype), arrs[0].shape),)
+    if name in ("cat", "stack"):
+        parts = [a for a in arrs if isinstance(a, np.ndarray)]
+        if name == "cat":   # legacy: 1-d empty tensors are skipped
+            parts = [a for a in parts if not (a.ndim == 1 and a.shape[0] == 0)] or parts[:1]
+        dtype = np.result_type(*parts)
+        first = parts[0].shape
+        if name == "stack":
+            if any(a.shape != first for a in parts):
+                return None
+            d = params["dim"] % (len(first) + 1)
+            return (np.broadcast_to(np.zeros((), dtype), first[:d] + (len(parts),) + first[d:]),)
+        d = params["dim"] % len(first)
+        if any(len(a.shape) != len(first) or a.shape[:d] + a.shape[d + 1:] != first[:d] + first[d + 1:]
+               for a in parts):
+            return None     # let the small path (or the error) say what is wrong
+        shape = first[:d] + (sum(a.shape[d] for a in parts),) + first[d + 1:]
+        return (np.broadcast_to(np.zeros((), dtype), shape),)
+    return None
+
+
+def _meta_run(op, args, arrs, params):
+    """The op's outputs as zero-strided stand-ins of the right shapes and dtypes (None: no rule)."""
+    total = sum(a._data.size for a in args if isinstance(a, Tensor))
+    if op.view:
+        out = op.impl(xp, *arrs, **params)
+        return (out,) if op.nout == 1 else tuple(out)
+    if op.family == "join" and op.name in ("flip", "roll", "tril", "triu", "cat", "stack"):
+        outs = _meta_join(op, arrs, params)
+        if outs is not None:
+            return outs
+    if op.family in _META_BY_SIZES:
+        outs = _meta_stand_ins(op, args, arrs, params)
+        if outs is not None:
+            return outs
+    if op.name in _META_SAME_SHAPE:   # outputs shaped as input 0; dtypes from one element
+        a0 = arrs[0]
+        out = op.impl(xp, np.zeros((1,) * a0.ndim, a0.dtype), *arrs[1:], **params)
+        return tuple(np.broadcast_to(np.zeros((), _asarray(o).dtype), a0.shape)
+                     for o in ((out,) if op.nout == 1 else out))
+    if op.name in ("max_pool2d_with_indices_backward", "avg_pool2d_backward"):   # out: the pooled input's shape
+        return (np.broadcast_to(np.zeros((), arrs[0].dtype), tuple(params["in_shape"])),)
+    if op.name in _META_PER_SAMPLE:
+        outs = _meta_one_sample(op, args, arrs, params, *_META_PER_SAMPLE[op.name])
+        if outs is not None:
+            return outs
+    if total > _META_SMALL:
+        return None
+    with np.errstate(all="ignore"):  # (writable copies of the small zero-strided stand-ins)
+        out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) and a.size <= _META_SMALL else a
+                            for a in arrs], **params)
+    return tuple(_asarray(o) for o in ((out,) if op.nout == 1 else out))
+
+
+_META_SAME_SHAPE = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort")
+
+# nn ops that treat dim 0 as a batch of independent samples: (the args whose dim 0 is the batch, the
+# outputs whose dim 0 is the batch). On a large meta batch they run on one sample, N put back after.
+_META_PER_SAMPLE = {
+    "conv2d": ((0,), (0,)), "conv2d_backward_input": ((0,), (0,)), "conv2d_backward_weight": ((0, 1), ()),
+    "max_pool2d": ((0,), (0,)), "max_pool2d_with_indices": ((0,), (0, 1)), "avg_pool2d": ((0,), (0,)),
+    "upsample_nearest": ((0,), (0,)), "batch_norm": ((0,), (0,)), "batch_norm_backward": ((0, 1), (0,)),
+    "layer_norm": ((0,), (0,)), "layer_norm_backward": ((0, 1), (0,)), "group_norm": ((0,), (0,)),
+    "group_norm_backward": ((0, 1), (0,)), "embedding": ((1,), (0,)),
+}
+
+
+def _meta_one_sample(op, args, arrs, params, batched, batched_outs):
+    n = args[batched[0]].shape[0]
+    if any(args[i]._data.ndim < 2 or args[i].shape[0] != n for i in batched):
+        return None
+    if op.name.startswith("layer_norm") and args[batched[0]]._data.ndim <= len(params["normalized_shape"]):
+        return None            # no batch dim in front of the normalized ones
+    small = [arr[:1] if i in batched else arr for i, arr in enumerate(arrs)]
+    if sum(a.size for a in small if isinstance(a, np.ndarray)) > _META_SMALL:
+        return None
+    with np.errstate(all="ignore"):
+        out = op.impl(xp, *[a.copy() if isinstance(a, np.ndarray) else a for a in small], **params)
+    outs = []
+    for k, o in enumerate((out,) if op.nout == 1 else out):
+        o = _asarray(o)
+        shape = (n,) + o.shape[1:] if k in batched_outs else o.shape
+        outs.append(np.broadcast_to(np.zeros((), o.dtype), shape))
+    return tuple(outs)
+
+
+def _meta_stand_ins(op, args, arrs, params):
+    """Elementwise, reduction and linalg ops (parameters name dims, never sizes): run on tiny arrays
+    in which each distinct size > 1 is a distinct small number (equal sizes stay equal, so
+    broadcasting and contraction still line up; 0 and 1 stay), then map the output's sizes back."""
+    sizes = sorted({n for a in args if isinstance(a, Tensor) for n in a.shape if n > 1})
+    if len(sizes) > len(_STAND_INS):
+        return None
+    to_small = dict(zip(sizes, _STAND_INS))
+    back = {v: k for k, v in to_small.items()}
+    small = []
+    for a, arr in zip(args, arrs):
+        if isinstance(a, Tensor):
+            shape = tuple(to_small.get(n, n) for n in a.shape)
+            if math.prod(shape) > 1 << 22:
+                return None
+            small.append(np.ones(shape, arr.dtype))
+        else:
+            small.append(arr)
+    try:
+        with np.errstate(all="ignore"):
+            out = op.impl(xp, *small, **params)
+    except Exception as e:  # noqa: BLE001  (shapes that do not fit, as they would not with data)
+        if isinstance(e, IndexError):      # a dim out of range: the message names no sizes
+            raise
+        # the message would name the stand-in sizes: name the real shapes instead
+        shapes = [list(a.shape) for a in args if isinstance(a, Tensor)]
+        raise type(e)(f"the shapes {shapes} of the meta inputs do not fit the op") from None
+    outs = []
+    for o in ((out,) if op.nout == 1 else out):
+        o = _asarray(o)
+        if any(n > 1 and n not in back for n in o.shape):
+            return None             # an output size that is no input size: no rule
+        outs.append(np.broadcast_to(np.zeros((), o.dtype), tuple(back.get(n, n) for n in o.shape)))
+    return tuple(outs)
 
 
 # ----------------------------------------------------------------------------- errors with op context

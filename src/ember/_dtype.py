@@ -6,9 +6,10 @@ to a float that holds every integer), and operands are ranked in three groups â€
 dimensions, zero-dim tensors, Python numbers â€” where a lower group only matters when it is of
 a higher category (bool < integer < floating).
 """
+import ml_dtypes
 import numpy as np
 
-__all__ = ["dtype", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+__all__ = ["dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
            "bool_", "promote_types", "get_default_dtype", "set_default_dtype"]
 
 
@@ -38,6 +39,9 @@ class dtype:
 
 
 float16 = dtype("float16", np.float16, 2)
+# bfloat16: the NumPy dtype of ml_dtypes (NumPy's kind 'V'); kernels compute in float32 and round once
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
+bfloat16.is_signed = True
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 int8 = dtype("int8", np.int8, 1)
@@ -47,7 +51,7 @@ int64 = dtype("int64", np.int64, 1)
 uint8 = dtype("uint8", np.uint8, 1)
 bool_ = dtype("bool", np.bool_, 0)
 
-ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, bfloat16)
 _BY_NAME = {d.name: d for d in ALL}
 FROM_NP = {d.np: d for d in ALL}
 
@@ -89,6 +93,9 @@ def promote_types(a, b):
             r = a
         elif a.category != b.category and max(a.category, b.category) == 2:
             r = a if a.category == 2 else b
+        elif a is bfloat16 or b is bfloat16:  # with float16: float32 (neither holds the other); else the wider
+            o = b if a is bfloat16 else a
+            r = float32 if o is float16 else o
         else:
             r = FROM_NP[np.promote_types(a.np, b.np)]
         _promote_cache[key] = r
@@ -151,7 +158,7 @@ class finfo:
         if not isinstance(d, dtype) or d.category != 2:
             raise TypeError("ember.finfo() requires a floating point input type. Use ember.iinfo to handle "
                             f"{d!r}")
-        i = np.finfo(d.np)
+        i = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
         self.bits, self.dtype = int(i.bits), d.name
         self.eps, self.max, self.min = float(i.eps), float(i.max), float(i.min)
         self.tiny = self.smallest_normal = float(i.smallest_normal)

@@ -47,6 +47,8 @@ def _special(x):
 
 
 def format_array(a, indent):
+    if a.dtype.kind == "V":  # bfloat16 prints as its float32 values
+        a = a.astype(np.float32)
     if a.dtype.kind == "f":
         fmt = _float_formatter(a.astype(np.float64))
         # every element padded to the widest, as PyTorch prints

@@ -144,6 +144,9 @@ class Tensor:
         return self._meta
 
     is_cuda = False
+    # the other devices and layouts PyTorch's Tensor reports on (all False for a CPU tensor)
+    is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = False
+    is_nested = is_sparse_csr = False
     is_sparse = False
     is_quantized = False
     layout = "strided"
@@ -151,8 +154,8 @@ class Tensor:
     def stride(self, dim=None):
         isz = self._data.itemsize
         st = tuple(s // isz for s in self._data.strides)
-        if self._meta:
-            st = _contiguous_strides(self._data.shape)
+        if self._meta:  # a meta tensor's strides are recorded, its array is a zero-strided stand-in
+            st = self.__dict__.get("_mstride") or _contiguous_strides(self._data.shape)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def storage_offset(self):
@@ -179,13 +182,13 @@ class Tensor:
         return self._data.size * self._data.itemsize
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"  # ('V': bfloat16, ember's one such dtype)
 
     def is_complex(self):
         return False
 
     def is_signed(self):
-        return self._data.dtype.kind in "if"
+        return self._data.dtype.kind in "ifV"
 
     def get_device(self):
         return -1
@@ -249,7 +252,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind not in "fV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients, "
                                f"got {self.dtype}")
         if requires_grad and self._inference:
@@ -383,7 +386,29 @@ class Tensor:
         a = self._data
         return a.astype(dtype) if dtype is not None else a
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export for any DLPack consumer (torch.from_dlpack, np.from_dlpack, ...), sharing memory."""
+        if self._rg:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if self._meta:
+            raise RuntimeError("Cannot export a meta tensor through DLPack: it has no data")
+        if dl_device is not None and tuple(dl_device)[0] != 1:
+            raise BufferError(f"ember tensors live on the CPU; DLPack device {tuple(dl_device)} was asked for")
+        a = self._data
+        if not a.flags.writeable and (max_version is None or tuple(max_version)[0] < 1):
+            # the legacy protocol cannot flag read-only memory (a broadcast view): give a copy
+            a = a.copy()
+        kw = {} if max_version is None else {"max_version": max_version}
+        if copy is not None:
+            kw["copy"] = copy
+        return a.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # (kDLCPU, device 0)
+
     def item(self):
+        if self._meta:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
         lv = D.state.levels
@@ -395,6 +420,8 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if self._meta:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         if self._wr is not None:
             self._check_wrapped("tolist()")
         return self._data.tolist()

@@ -39,6 +39,10 @@ def to(self, *args, **kwargs):
     if dev is not None and dev.type == "meta" and not self._meta:
         from ._creation import empty
         return empty(self.shape, dtype=dtype or self.dtype, device="meta")
+    if dev is not None and dev.type != "meta" and self._meta:
+        raise NotImplementedError("Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() "
+                                  "instead of torch.nn.Module.to() when moving module from meta to a different "
+                                  "device.")
     if dtype is None:
         dtype = self.dtype
     if dtype is self.dtype and not copy and (mf is None or mf.name == "preserve_format"
@@ -58,12 +62,14 @@ def type_(self, dtype=None, non_blocking=False):
     if dtype is None:
         return "torch." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                            "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-                           "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}[self.dtype.name]
+                           "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+                           "bfloat16": "BFloat16Tensor"}[self.dtype.name]
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         table = {"FloatTensor": dt.float32, "DoubleTensor": dt.float64, "HalfTensor": dt.float16,
                  "LongTensor": dt.int64, "IntTensor": dt.int32, "ShortTensor": dt.int16,
-                 "CharTensor": dt.int8, "ByteTensor": dt.uint8, "BoolTensor": dt.bool_}
+                 "CharTensor": dt.int8, "ByteTensor": dt.uint8, "BoolTensor": dt.bool_,
+                 "BFloat16Tensor": dt.bfloat16}
         if name not in table:
             raise ValueError(f"invalid type: {dtype!r}")
         dtype = table[name]
@@ -77,13 +83,14 @@ Tensor.type = type_
 Tensor.float = _caster(dt.float32)
 Tensor.double = _caster(dt.float64)
 Tensor.half = _caster(dt.float16)
+Tensor.bfloat16 = _caster(dt.bfloat16)
 Tensor.long = _caster(dt.int64)
 Tensor.int = _caster(dt.int32)
 Tensor.short = _caster(dt.int16)
 Tensor.char = _caster(dt.int8)
 Tensor.byte = _caster(dt.uint8)
 Tensor.bool = _caster(dt.bool_)
-Tensor.cpu = lambda self, memory_format=None: self
+Tensor.cpu = lambda self, memory_format=None: self.to("cpu") if self._meta else self
 Tensor.cuda = lambda self, *a, **k: (_ for _ in ()).throw(
     RuntimeError("ember has no CUDA device: tensors live on the 'cpu' device"))
 
@@ -192,7 +199,8 @@ def _is_nonzero(self):
 Tensor.multinomial = _multinomial
 Tensor.bernoulli = _bernoulli
 Tensor.is_nonzero = _is_nonzero
-Tensor.is_cpu = property(lambda self: True)
+Tensor.is_cpu = property(lambda self: not self._meta)
+Tensor._is_view = lambda self: self._base is not None
 
 
 # ----------------------------------------------------------------------------- legacy tensor types
@@ -221,4 +229,4 @@ def _legacy_type(name, d):
 _LEGACY = {n: _legacy_type(n, d) for n, d in (
     ("FloatTensor", dt.float32), ("DoubleTensor", dt.float64), ("HalfTensor", dt.float16),
     ("LongTensor", dt.int64), ("IntTensor", dt.int32), ("ShortTensor", dt.int16), ("CharTensor", dt.int8),
-    ("ByteTensor", dt.uint8), ("BoolTensor", dt.bool_))}
+    ("ByteTensor", dt.uint8), ("BoolTensor", dt.bool_), ("BFloat16Tensor", dt.bfloat16))}

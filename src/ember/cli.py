@@ -111,9 +111,59 @@ def _load_checkpoint(path):
     except Exception as e:  # noqa: BLE001  (any failure to unpickle means a corrupt file)
         raise CLIError(f"--resume: cannot read checkpoint {path}: {type(e).__name__}: {e}".splitlines()[0]) \
             from None
-    if not isinstance(ck, dict) or not {"model", "optimizer", "scheduler", "epoch", "config"} <= set(ck):
-        raise CLIError(f"--resume: {path} is not an `ember train` checkpoint (missing model/optimizer/epoch)")
+    keys = ("model", "optimizer", "scheduler", "epoch", "config")
+    if not isinstance(ck, dict) or not set(keys) <= set(ck):
+        missing = [k for k in keys if k not in ck] if isinstance(ck, dict) else list(keys)
+        raise CLIError(f"--resume: {path} is not an `ember train` checkpoint (missing {', '.join(missing)})")
+    for key in ("model", "optimizer", "scheduler", "config"):
+        if not isinstance(ck[key], dict):
+            raise CLIError(f"--resume: {path}: field '{key}' is {type(ck[key]).__name__}, expected a dict")
+    epoch = ck["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise CLIError(f"--resume: {path}: field 'epoch' is {epoch!r:.40}, expected a non-negative integer")
+    state = ck.get("rng_state")
+    if state is not None and not (isinstance(state, ember.Tensor) and state.dtype == ember.uint8
+                                  and state.dim() == 1):
+        what = (f"a {state.dtype} tensor of shape {tuple(state.shape)}" if isinstance(state, ember.Tensor)
+                else type(state).__name__)
+        raise CLIError(f"--resume: {path}: field 'rng_state' is {what}, expected a 1-D uint8 tensor "
+                       f"(ember.get_rng_state())")
     return ck
+
+
+def _check_numbers(args):
+    """Numeric options: finite, in range; a one-line error (status 2) otherwise."""
+    import math
+    for name in ("epochs", "batch_size", "threads", "limit", "stop_after"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise CLIError(f"--{name.replace('_', '-')} must be positive, got {v}", 2)
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
+        raise CLIError(f"--lr must be a positive finite number, got {args.lr}", 2)
+    if not 0 <= args.seed < 2 ** 63:
+        raise CLIError(f"--seed must be in [0, 2**63), got {args.seed}", 2)
+    if args.epochs > 1_000_000 or args.batch_size > 1 << 31 or (args.threads or 0) > 4096:
+        raise CLIError(f"--epochs {args.epochs} / --batch-size {args.batch_size} / --threads {args.threads}: "
+                       f"out of range (at most 1000000 / 2**31 / 4096)", 2)
+
+
+def _check_writable(path):
+    """The checkpoint's folder (or the nearest one that exists, the rest being created at save time)
+    must be a folder this process can write: found out before training, not after an epoch."""
+    import tempfile
+    if os.path.isdir(path):
+        raise CLIError(f"--checkpoint {path} is a folder, expected a file path", 2)
+    d = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(d):
+        d = os.path.dirname(d)
+    if not os.path.isdir(d):
+        raise CLIError(f"--checkpoint {path}: {d} is a file, not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ember-probe-", dir=d)
+    except OSError as e:
+        raise CLIError(f"--checkpoint {path}: cannot write in {d}: {e.strerror or e}") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _progress(iterable, total, desc, enabled):
@@ -131,16 +181,12 @@ def train(args):
     import numpy as np
     import ember
 
-    if args.epochs < 1 or args.batch_size < 1:
-        raise CLIError("--epochs and --batch-size must be positive", 2)
-    if args.lr is not None and not args.lr > 0:
-        raise CLIError(f"--lr must be positive, got {args.lr}", 2)
-    if args.threads is not None and args.threads < 1:
-        raise CLIError(f"--threads must be positive, got {args.threads}", 2)
+    _check_numbers(args)
     threads = args.threads if args.threads is not None else (1 if args.model in ("mlp", "cnn") else None)
     if threads is not None:
         ember.set_num_threads(threads)
     ckpt_path = args.checkpoint or os.path.join("checkpoints", f"{args.dataset}-{args.model}.ckpt")
+    _check_writable(ckpt_path)      # before any work: not after an epoch of it
     resume = None
     if args.resume is not None:
         resume = _load_checkpoint(ckpt_path if args.resume is True else args.resume)
@@ -169,6 +215,9 @@ def train(args):
 
     if args.limit:
         xtr, ytr = xtr[:args.limit], ytr[:args.limit]
+    if dist is not None:    # the same options and the same data everywhere, or a clear error now
+        _check_same_config(dist, args, world, {"training images": tuple(xtr.shape),
+                                               "test images": tuple(xte.shape)})
     channels, size = xtr.shape[1], xtr.shape[2]
     num_classes = 10
 
@@ -187,11 +236,16 @@ def train(args):
             optimizer.load_state_dict(resume["optimizer"])
             scheduler.load_state_dict(resume["scheduler"])
             scheduler.T_max = args.epochs          # a longer --epochs stretches the cosine
-        except (KeyError, RuntimeError, ValueError, TypeError) as e:
-            raise CLIError(f"--resume: the checkpoint does not fit the model: {str(e).splitlines()[0]}") from None
-        start_epoch = int(resume["epoch"])
+        except (KeyError, RuntimeError, ValueError, TypeError, AttributeError, IndexError) as e:
+            raise CLIError(f"--resume: the checkpoint does not fit the model: "
+                           f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        start_epoch = resume["epoch"]
         if resume.get("rng_state") is not None:
-            ember.set_rng_state(resume["rng_state"])
+            try:
+                ember.set_rng_state(resume["rng_state"])
+            except Exception as e:  # noqa: BLE001  (a malformed state, or one saved before ember's PyTorch streams)
+                raise CLIError(f"--resume: the checkpoint's rng_state is malformed: {type(e).__name__}: "
+                               f"{(str(e).splitlines() or [''])[0]}") from None
         say(f"resumed from {args.resume if args.resume is not True else ckpt_path} after epoch {start_epoch}")
     net = model
     if dist is not None:
@@ -251,7 +305,11 @@ def train(args):
         say(f"epoch {epoch + 1:>3}/{args.epochs}  loss {total / count:.4f}  test accuracy {acc * 100:6.2f}%  "
             f"({dt:.1f} s)", flush=True)
         if rank == 0:
-            save_checkpoint(ckpt_path, model, optimizer, scheduler, epoch + 1, args)
+            try:
+                save_checkpoint(ckpt_path, model, optimizer, scheduler, epoch + 1, args)
+            except OSError as e:    # a full disk, a folder gone read-only: one line, not a traceback
+                raise CLIError(f"cannot save checkpoint {ckpt_path} after epoch {epoch + 1}: "
+                               f"{e.strerror or e}") from None
         if prof is not None and rank == 0:
             _report_profile(prof, args.profile)
         if args.stop_after is not None and epoch + 1 >= args.stop_after:
@@ -262,6 +320,24 @@ def train(args):
         dist.barrier()
         dist.destroy_process_group()
     return 0
+
+
+def _check_same_config(dist, args, world, data):
+    """Every process must train the same way on data of the same shapes: ranks that disagree on
+    --batch-size, or read datasets of different sizes, would run different numbers of steps and
+    wait for each other. One exchange at the start."""
+    keys = ("model", "dataset", "epochs", "batch_size", "lr", "seed", "channels_last", "limit", "stop_after",
+            "resume")
+    mine = {k: getattr(args, k) for k in keys}
+    mine.update(data)
+    everyone = [None] * world
+    dist.all_gather_object(everyone, mine)
+    bad = [k for k in mine if any(c[k] != everyone[0][k] for c in everyone)]
+    if bad:
+        what = "options" if any(k in keys for k in bad) else "data"
+        raise CLIError(f"--distributed: the processes were started with different {what}: " + "; ".join(
+            (f"--{k.replace('_', '-')} " if k in keys else f"{k} ") +
+            ", ".join(f"{c[k]} on rank {r}" for r, c in enumerate(everyone)) for k in bad), 2)
 
 
 def evaluate(model, x, y, prep, batch_size=512):
@@ -281,11 +357,11 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, args):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     config = {k: getattr(args, k) for k in ("model", "dataset", "seed", "epochs", "batch_size", "lr",
                                             "channels_last")}
-    tmp = path + ".tmp"
+    # ember.save writes a unique temporary file next to path, fsyncs it and renames it over path:
+    # a crash or a failed save leaves the previous checkpoint, and concurrent writers never collide
     ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "epoch": epoch,
-                "config": config, "rng_state": ember.get_rng_state()}, tmp)
-    os.replace(tmp, path)
+                "config": config, "rng_state": ember.get_rng_state()}, path)
 
 
 def _report_profile(prof, out_dir):
@@ -297,33 +373,37 @@ def _report_profile(prof, out_dir):
 
 
 # ----------------------------------------------------------------------------------------- bench
+def _package_bench_dir(package_file=None):
+    """ember's own benchmarks: <checkout>/benchmarks when this package is <checkout>/src/ember (a source
+    checkout or an editable install); None for an installed wheel, which does not ship them. Derived
+    from the package's own path only: never searched for from the current folder (a run.py planted
+    in a shared ancestor folder must not be executed)."""
+    pkg = os.path.dirname(os.path.realpath(package_file or __file__))
+    src = os.path.dirname(pkg)
+    root = os.path.dirname(src)
+    if os.path.basename(src) != "src" or not os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return None
+    bench = os.path.join(root, "benchmarks")
+    return bench if os.path.isfile(os.path.join(bench, "run.py")) else None
+
+
 def _find_bench_dir(explicit):
     if explicit:
-        cands = [explicit]
-    else:
-        cands = []
-        if os.environ.get("EMBER_BENCH_DIR"):
-            cands.append(os.environ["EMBER_BENCH_DIR"])
-        d = os.path.abspath(os.getcwd())
-        while True:
-            cands.append(os.path.join(d, "benchmarks"))
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
-        # an editable install: src/ember/cli.py -> <repo>/benchmarks
-        cands.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
-    for c in cands:
-        if os.path.isfile(os.path.join(c, "run.py")):
-            return os.path.abspath(c)
-    if explicit:
+        if os.path.isfile(os.path.join(explicit, "run.py")):
+            return os.path.abspath(explicit)
         raise CLIError(f"--bench-dir {explicit}: no run.py there (expected ember's benchmarks/ folder)")
-    raise CLIError("cannot find the benchmarks/ folder (it lives in ember's source checkout, not in the "
-                   "installed package): run `ember bench` inside the checkout or pass --bench-dir PATH")
+    found = _package_bench_dir()
+    if found is None:
+        raise CLIError("the benchmarks are not installed: they live in ember's source checkout "
+                       "(benchmarks/run.py), which this installed package does not include; install ember "
+                       "from a checkout (pip install -e .) or pass --bench-dir PATH")
+    return found
 
 
 def bench(args, rest):
     import importlib.util
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be positive, got {args.threads}", 2)
     bench_dir = _find_bench_dir(args.bench_dir)
     spec = importlib.util.spec_from_file_location("ember_bench_run", os.path.join(bench_dir, "run.py"))
     mod = importlib.util.module_from_spec(spec)
@@ -334,6 +414,8 @@ def bench(args, rest):
         argv += ["--json", args.json]
     if args.quick:
         argv.append("--quick")
+    if args.threads is not None:
+        argv += ["--threads", str(args.threads)]
     mod.main(argv)
     return 0
 
@@ -365,7 +447,10 @@ def build_parser():
     b.add_argument("patterns", nargs="*", help="substrings of 'area/workload' names")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     b.add_argument("--quick", action="store_true", help="shorter timing (noisier)")
-    b.add_argument("--bench-dir", help="the benchmarks folder (default: found from the current folder upward)")
+    b.add_argument("--threads", type=int, default=None,
+                   help="BLAS/intra-op threads for ember and PyTorch alike (default: the CPU count)")
+    b.add_argument("--bench-dir", help="the benchmarks folder (default: the benchmarks/ folder of the source "
+                                       "checkout this ember was installed from)")
     sub.add_parser("trace-diff", help="compare two profiler traces (ember trace-diff --help)", add_help=False)
     return ap
 
@@ -394,6 +479,13 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("ember: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as e:   # a collective that timed out or lost a rank: one line, then end the job
+        dist = sys.modules.get("ember.distributed")
+        if dist is None or not isinstance(e, dist.DistError) or os.environ.get("EMBER_DEBUG"):
+            raise
+        print(f"ember: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        _abort_job_if_distributed(1)
+        return 1
 
 
 if __name__ == "__main__":

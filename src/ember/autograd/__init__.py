@@ -31,7 +31,7 @@ def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
-            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f":
+            if out._rg and out._data.size == 1 and out._data.dtype.kind == "f" and not out._meta:
                 one = np.empty(out._data.shape, out._data.dtype)
                 one.fill(1)
                 grads.append(D._new_tensor(one))
@@ -78,7 +78,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         # the common call, loss.backward(): a scalar root seeded with one
         fn = tensors._fn
         d = tensors._data
-        if fn is not None and d.size == 1 and d.dtype.kind == "f":
+        if fn is not None and d.size == 1 and d.dtype.kind == "f" and not tensors._meta:
             one = d.copy()  # shape and dtype of the root, in a fresh array
             one.fill(1)
             if fn._nout == 1:
@@ -168,12 +168,25 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(out)
 
 
-def Variable(data, requires_grad=False, volatile=False):
-    """Deprecated alias kept for old code: returns a tensor."""
-    from .._creation import as_tensor
-    t = as_tensor(data)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        from .._tensor import Tensor
+        return isinstance(obj, Tensor)
+
+    def __subclasscheck__(cls, sub):
+        from .._tensor import Tensor
+        return issubclass(sub, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The deprecated ``Variable``: every tensor is one (``isinstance(t, Variable)`` is True, as in
+    PyTorch), and ``Variable(t, requires_grad=True)`` returns the tensor itself (same memory)."""
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        from .._creation import as_tensor, empty
+        t = empty(0) if data is None else as_tensor(data).detach()  # a new tensor, the same memory
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
 
 

@@ -178,8 +178,9 @@ def make_dual(tensor, tangent, *, level=None):
                            f"that of the original Tensor, this is not supported. Tensor is of size "
                            f"{list(tensor.shape)} while the given forward gradient is of size "
                            f"{list(tangent.shape)}.")
-    if tangent.dtype is not tensor.dtype:
-        raise RuntimeError(f"make_dual: expected tangent to have dtype {tensor.dtype}, got {tangent.dtype}")
+    if not tangent.dtype.is_floating_point:
+        # another floating dtype than the primal's is accepted and kept, as PyTorch keeps it
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     lvl.active = False
     try:
         view = tensor.view(tuple(tensor.shape))  # a view: same storage, autograd history kept

@@ -1,5 +1,6 @@
 """Custom autograd Functions: forward/backward with ctx, the setup_context form, jvp."""
 import functools
+import sys
 
 from .. import _dispatch as D
 from . import graph as G
@@ -35,6 +36,8 @@ class FunctionCtx:
             raise RuntimeError(G._FREED_MSG)
         if self._saved is None:
             return ()
+        if type(self._saved) is G._Packed:
+            return self._saved.unpack()
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
             if t is not None and t._version != v:
                 vc = t._vc
@@ -142,8 +145,8 @@ class Function(metaclass=FunctionMeta):
                                   "use it with forward mode AD.")
 
     @classmethod
-    def apply(cls, *args, **kwargs):
-        return _apply(cls, args, kwargs)
+    def apply(cls, *args, **kwargs):  # replaced below by _apply itself: one frame per nested apply
+        raise NotImplementedError
 
 
 def _uses_setup_context(cls):
@@ -153,7 +156,30 @@ def _uses_setup_context(cls):
     return False
 
 
-def _apply(cls, args, kwargs):
+class _NestedRecursionError(RecursionError):
+    """Custom Functions nested (in forward) past Python's recursion limit."""
+
+
+def _recursion_error(cls, e):
+    if isinstance(e, _NestedRecursionError):
+        return e
+    depth, tb = 0, e.__traceback__
+    f = tb.tb_frame.f_back if tb is not None else None
+    while f is not None:                 # the applies still on the stack, above this one
+        depth += f.f_code is _apply.__code__
+        f = f.f_back
+    while tb is not None:                # this one and those below, unwound
+        depth += tb.tb_frame.f_code is _apply.__code__
+        tb = tb.tb_next
+    return _NestedRecursionError(
+        f"{cls.__name__}.apply: custom Functions nested {depth}+ deep in forward exceed Python's recursion "
+        f"limit (sys.getrecursionlimit() = {sys.getrecursionlimit()}; each nested apply takes two frames, its "
+        f"own and forward's, as in PyTorch, whose limit is the interpreter's as well): raise it with "
+        f"sys.setrecursionlimit(), or nest less (loop instead of recursing)")
+
+
+def _apply(cls, *args, **kwargs):
+    """``Function.apply``: runs forward with grad off and records one backward node."""
     Tensor = D.Tensor
     ctx = FunctionCtx()
     tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
@@ -181,8 +207,19 @@ def _apply(cls, args, kwargs):
 
     if fw_level is not None:
         out = fw_level.run_custom_function(cls, ctx, args, run_forward)
-    else:
-        out = run_forward()
+    else:  # run_forward inlined: nested applies cost two frames each (apply, forward), as PyTorch's
+        prev = D.grad_mode.enabled
+        D.grad_mode.enabled = False
+        try:
+            if setup:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        except RecursionError as e:
+            raise _recursion_error(cls, e) from None
+        finally:
+            D.grad_mode.enabled = prev
     single = not isinstance(out, tuple)
     outs = (out,) if single else out
     # outputs that are inputs returned as-is become aliases (unless marked dirty)
@@ -225,10 +262,14 @@ def _apply(cls, args, kwargs):
                 saved.append(t)
             ctx._saved = tuple(saved)
             ctx._saved_versions = tuple(None if t is None else t._version for t in ctx._saved)
+            ctx._saved = G.pack_saved(ctx._saved)
         if D.state.anomaly:
             node._trace = G.capture_forward_stack()
             node._parent_trace = G._current_parent_trace[0]
     return outs[0] if single else outs
+
+
+Function.apply = classmethod(_apply)
 
 
 def once_differentiable(fn):

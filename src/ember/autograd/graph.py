@@ -177,6 +177,10 @@ def _accumulate(var, g, stored):
     """The .grad update of accumulate_into, without the hooks (the engine calls it directly for
     leaves that have none)."""
     old = var._grad
+    if var._meta or g._meta:   # a meta leaf: a meta .grad of its shape (there are no values to add)
+        if old is None:
+            var._grad = D._meta_of(var._data.shape, var._data.dtype)
+        return
     if old is None:
         if _grad_mode.enabled:  # create_graph: .grad keeps its history
             if g._data.shape != var._data.shape:
@@ -283,6 +287,8 @@ class OpNode(Node):
             if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its inputs")
+        if type(saved) is _Packed:
+            return saved.unpack()
         vs = self._versions
         if vs is _V00 and saved[0]._vc is None and saved[1]._vc is None:
             return saved  # two inputs, never modified in place
@@ -297,6 +303,8 @@ class OpNode(Node):
     @property
     def out(self):
         o = self._out
+        if type(o) is _Packed:
+            return o.unpack()[0]
         if o is not None and len(o) == 1:
             a = o[0]
             if a._vc[0] == self._outv[0]:
@@ -310,11 +318,35 @@ class OpNode(Node):
             if getattr(self, "_freed", False):
                 raise RuntimeError(_FREED_MSG)
             raise RuntimeError(f"{type(self).__name__} did not save its output")
+        if type(o) is _Packed:
+            return o.unpack()
         for i, a in enumerate(o):
             vc = a._vc
             if vc[0] != self._outv[i]:
                 _version_error(self, a, i, self._outv[i], vc, "output")
         return o
+
+    def __getattr__(self, name):
+        """PyTorch's saved-tensor attributes (``grad_fn._saved_self``, ``_saved_other``,
+        ``_saved_result``, ``_saved_<param>``) for code that inspects the graph (torchviz). Only what
+        the node really saved is there; after backward freed it, reading raises as PyTorch does."""
+        if not name.startswith("_saved_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        key = name[7:]
+        op = type(self)._op
+        if key == "result" and op.save_out:
+            return self.out
+        if key in ("self", "other") and op.save_inputs:
+            i = 0 if key == "self" else 1
+            args = self.inputs
+            if i < len(args):
+                return args[i]
+        params = object.__getattribute__(self, "params")
+        for k in (key, key + "s"):  # PyTorch's `dim` is the registry's `dims`
+            if k in params:
+                v = params[k]
+                return tuple(v) if isinstance(v, list) else v
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _release(self):
         if self._saved is not None or self._out is not None:
@@ -330,7 +362,8 @@ class OpNode(Node):
                 if g is None:
                     shape, dt = meta[i]
                     from .. import _creation
-                    grads[i] = _creation.zeros(shape, dtype=dt)
+                    dev = "meta" if any(h is not None and h._meta for h in grads) else None
+                    grads[i] = _creation.zeros(shape, dtype=dt, device=dev)
         elif grads[0] is None:
             return (None,) * len(self._edges)
         res = op.vjp(self, *grads)
@@ -399,7 +432,7 @@ def _note_input_dtypes(node, args, out):
     PyTorch's engine does: the input dtypes are kept when a floating input differs from the output."""
     odt = out.dtype
     for a in args:
-        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind == "f":
+        if isinstance(a, Tensor) and a._data.dtype != odt and a._data.dtype.kind in "fV":
             node._in_dtypes = tuple(FROM_NP[x._data.dtype] if isinstance(x, Tensor) else None for x in args)
             return
 
@@ -456,7 +489,7 @@ def record(op, args, params, out):
             fn = a._fn
             node._edges = ((fn, a._nr) if fn is not None else (a, -1),)
             node.needs = _NEEDS1
-            if single and out.dtype is not a._data.dtype and a._data.dtype.kind == "f":
+            if single and out.dtype is not a._data.dtype and a._data.dtype.kind in "fV":
                 _note_input_dtypes(node, args, out)  # sum(dtype=float64) of float32: a float32 gradient
         else:
             edges = []
@@ -507,7 +540,7 @@ def record(op, args, params, out):
     if single:
         o = _new(Tensor)
         o._data = out
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fV":
             o._rg = True
             o._fn = node
         else:
@@ -541,12 +574,14 @@ def record(op, args, params, out):
         if _state.anomaly:
             node._trace = capture_forward_stack()
             node._parent_trace = _current_parent_trace[0]
+        if _saved_hooks:
+            _pack_node(node)
         return o
     outs = D.wrap_outputs(op, out, args)
     node._out_meta = tuple((o._data.shape, o.dtype) for o in outs)
     diff = op.diff_outputs
     for i, o in enumerate(outs):
-        if (diff is None or i in diff) and o._data.dtype.kind == "f":
+        if (diff is None or i in diff) and o._data.dtype.kind in "fV":
             o._rg = True
             o._fn = node
             o._nr = i
@@ -558,7 +593,104 @@ def record(op, args, params, out):
     if _state.anomaly:
         node._trace = capture_forward_stack()
         node._parent_trace = _current_parent_trace[0]
+    if _saved_hooks:
+        _pack_node(node)
     return outs
+
+
+# ----------------------------------------------------------------------------- saved-tensor hooks
+
+_saved_hooks = []  # (pack_hook, unpack_hook) pairs of the saved_tensors_hooks blocks entered, innermost last
+
+
+class _Packed(tuple):
+    """What a node saved, passed through a pack hook: (unpack_hook, items), items the packed
+    values of the tensors (and the non-tensor values as they were). Reading it calls the unpack
+    hook on each packed value, every time backward reads it, as PyTorch does."""
+    __slots__ = ()
+
+    def unpack(self):
+        unpack_hook, items = self
+        out = []
+        for is_tensor, v in items:
+            if is_tensor:
+                t = unpack_hook(v)
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"saved_tensors_hooks: the unpack hook must return a Tensor, got "
+                                    f"{type(t).__name__}")
+                out.append(t)
+            else:
+                out.append(v)
+        return tuple(out)
+
+
+def pack_saved(values):
+    """``values`` through the innermost pack hook (a _Packed), or as they are without hooks."""
+    if not _saved_hooks or values is None:
+        return values
+    pack_hook, unpack_hook = _saved_hooks[-1]
+    stack = _saved_hooks[:]
+    _saved_hooks.clear()  # what a hook computes is not packed again (no recursion)
+    try:
+        return _Packed((unpack_hook, tuple((True, pack_hook(v)) if isinstance(v, Tensor) else (False, v)
+                                           for v in values)))
+    finally:
+        _saved_hooks[:] = stack
+
+
+def _pack_node(node):
+    node._saved = pack_saved(node._saved)
+    node._out = pack_saved(node._out)
+
+
+class saved_tensors_hooks:
+    """``with saved_tensors_hooks(pack_hook, unpack_hook):`` every tensor an op saves for backward
+    inside the block is stored as ``pack_hook(tensor)``, and backward reads ``unpack_hook(packed)``
+    instead (to offload, compress or log saved activations). In-place changes to the original
+    tensor are not checked for packed saves: the hooks own them."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hooks_disabled:
+            raise RuntimeError(_hooks_disabled[-1])
+        _saved_hooks.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are moved to the CPU until backward. ember's tensors live on the CPU already:
+    as in PyTorch on the CPU, the tensor itself is kept (``tensor.cpu()`` of a CPU tensor is the
+    tensor), or, with ``pin_memory=True``, a copy of it (PyTorch copies into pinned memory); packed
+    saves are not version-checked, as in PyTorch."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        pack = (lambda t: t.detach().clone()) if pin_memory else (lambda t: t)
+        super().__init__(pack, lambda packed: packed)
+
+
+_hooks_disabled = []
+
+
+class disable_saved_tensors_hooks:
+    """A block in which entering saved_tensors_hooks raises ``RuntimeError(error_message)``."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        _hooks_disabled.append(self.error_message)
+        return self
+
+    def __exit__(self, *exc):
+        _hooks_disabled.pop()
+        return False
 
 
 def _saved_alias(o, node, i):

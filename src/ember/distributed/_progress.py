@@ -40,13 +40,16 @@ class _Progress:
             self.pending.append(request)
             self.cond.notify_all()
 
-    def wait_all(self):
-        """Block until every watched request has completed."""
+    def wait_all(self, poll=None):
+        """Block until every watched request has completed; ``poll()``, when given, runs every few
+        milliseconds meanwhile (it may raise: a timeout, a peer gone)."""
         with self.cond:
             self.waiters += 1
             try:
                 while self.pending and self.error is None:
-                    self.cond.wait()
+                    self.cond.wait(None if poll is None else 0.002)
+                    if poll is not None and self.pending and self.error is None:
+                        poll()
             finally:
                 self.waiters -= 1
             if self.error is not None:

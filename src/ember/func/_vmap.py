@@ -157,36 +157,61 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                  f"dimension, got sizes {size} and {s} for the mapped dimension")
         if size is None:
             raise ValueError("vmap: at least one input must be batched (in_dims were all None)")
-        cs = chunk_size
-        if cs == "auto":
-            cs = _auto_chunk(flat, dims, size)
-        if cs is not None and cs < size:
-            return _chunked(func, flat, dims, spec, size, cs, out_dims, randomness, kwargs)
-        return _run(func, flat, dims, spec, size, out_dims, randomness, kwargs)
+        outermost = not any(isinstance(l, VmapLevel) for l in D.state.levels)
+        if outermost:
+            B.collect_fallbacks()
+        try:
+            cs = chunk_size
+            if cs == "auto" and size > 1:
+                return _chunked(func, flat, dims, spec, size, None, out_dims, randomness, kwargs)
+            if isinstance(cs, int) and cs < size:
+                return _chunked(func, flat, dims, spec, size, cs, out_dims, randomness, kwargs)
+            return _run(func, flat, dims, spec, size, out_dims, randomness, kwargs)
+        finally:
+            if outermost:
+                B.report_fallbacks()
     return wrapped
 
 
-AUTO_BUDGET_BYTES = 256 << 20
-AUTO_FACTOR = 64  # intermediates per sample, relative to the inputs' size per sample
+AUTO_BUDGET_BYTES = 256 << 20  # the working memory chunk_size='auto' aims a chunk at
 
 
-def _auto_chunk(flat, dims, size):
-    """Chunk size so that a chunk's estimated working memory stays within AUTO_BUDGET_BYTES."""
-    per = 0
-    for x, d in zip(flat, dims):
-        if isinstance(x, Tensor):
-            per += x.numel() * x.element_size() // (size if d is not None else 1)
-    per = max(per, 1) * AUTO_FACTOR
-    return max(1, min(size, AUTO_BUDGET_BYTES // per))
+def _measured_run(run):
+    """``run()``'s result and the peak of the memory it allocated above what was live before
+    (NumPy's arrays included: NumPy reports its allocations to tracemalloc)."""
+    import tracemalloc
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        if started:
+            tracemalloc.stop()
+    return out, max(peak - base, 1)
 
 
 def _chunked(func, flat, dims, spec, size, cs, out_dims, randomness, kwargs):
+    """Run the batch in chunks of ``cs``; ``cs=None`` ('auto') measures the memory one sample's
+    computation takes, runs that sample as the first chunk, and sizes the rest so that a chunk
+    stays within AUTO_BUDGET_BYTES."""
     from ..ops import cat
-    pieces = []
-    for start in range(0, size, cs):
-        stop = min(size, start + cs)
+
+    def piece(start, stop):
         sub = [x.narrow(d, start, stop - start) if d is not None else x for x, d in zip(flat, dims)]
-        pieces.append(_run(func, sub, dims, spec, stop - start, out_dims, randomness, kwargs, flat_out=True))
+        return _run(func, sub, dims, spec, stop - start, out_dims, randomness, kwargs, flat_out=True)
+    pieces = []
+    start = 0
+    if cs is None:
+        first, per_sample = _measured_run(lambda: piece(0, 1))
+        pieces.append(first)
+        start = 1
+        cs = max(1, min(size - 1, AUTO_BUDGET_BYTES // per_sample))
+    for start in range(start, size, cs):
+        pieces.append(piece(start, min(size, start + cs)))
     outs0, ospec, odims = pieces[0]
     res = []
     for k in range(len(outs0)):

@@ -423,3 +423,33 @@ def symbolic_trace(root, concrete_args=None):
     name = type(root).__name__ if not isinstance(root, (types.FunctionType, types.MethodType)) \
         else root.__name__
     return GraphModule(tracer.root, graph, name)
+
+
+class GraphAppendingTracer(Tracer):
+    """A tracer that appends to an existing ``graph``: ``Proxy(graph.placeholder('x'),
+    GraphAppendingTracer(graph))`` and then ember functions, Tensor methods and operators on that
+    Proxy add nodes to the graph. While such a tracer is alive, ops look for Proxies among their
+    arguments (ember's dispatch leaves its fast path), so keep it only as long as you build.
+    The nodes record the registry op with its parameters (symbolic_trace records the public
+    function); a function that checks its arguments in Python before it reaches an op (``cat``'s
+    list of tensors) refuses a Proxy here: build such calls with ``graph.call_function``."""
+
+    def __init__(self, graph):
+        super().__init__()
+        self.graph = graph
+        self.scope = None
+        from .. import _dispatch as D
+        D.state.proxy_tracers += 1
+        D.state.refresh()
+        import weakref
+        weakref.finalize(self, _release_proxy_tracer)
+
+
+def _release_proxy_tracer():
+    from .. import _dispatch as D
+    D.state.proxy_tracers -= 1
+    D.state.refresh()
+
+
+from . import proxy as _proxy_module  # noqa: E402  (torch.fx.proxy.GraphAppendingTracer's place)
+_proxy_module.GraphAppendingTracer = GraphAppendingTracer

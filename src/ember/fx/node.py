@@ -1,6 +1,11 @@
 """Node: one operation of an FX graph, with its inputs (args/kwargs) and its users."""
 import builtins
 import operator
+from typing import Any, Callable, Union
+
+# the annotation types of torch.fx.node: what a Node's target and its arguments may be
+Target = Union[Callable[..., Any], str]
+Argument = Any  # None, numbers, strings, slices, dtypes, devices, Nodes and containers of these
 
 # The Python operators a traced value supports, in one table used by Proxy (its magic methods),
 # the tracer (Tensor operators meeting a Proxy) and code generation (infix source):

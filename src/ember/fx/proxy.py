@@ -86,6 +86,12 @@ class Proxy:
     def keys(self):
         return self.tracer.create_proxy("call_method", "keys", (self,), {})
 
+    def __ember_dispatch__(self, op, args, params):
+        """An ember op reached with this Proxy among its arguments (outside symbolic_trace's
+        patched functions, e.g. under a GraphAppendingTracer): record a call of the op itself,
+        with its parameters as keyword arguments, instead of running its kernel."""
+        return self.tracer.create_proxy("call_function", op, args, dict(params))
+
     def __setitem__(self, key, value):
         self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 

@@ -11,12 +11,12 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import ops as _ops
-from .._creation import _gen
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
 from ..ops import _util as U
 from ..ops import elementwise as _E
 from . import _composite
+from . import attention as _attention
 
 from ..ops.nn import (conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,  # noqa: F401,E402
                       adaptive_avg_pool2d, batch_norm, layer_norm, group_norm, embedding, embedding_bag)
@@ -169,33 +169,64 @@ def one_hot(tensor, num_classes=-1):
 # ----------------------------------------------------------------------------- dropout
 
 
+def _keep_mask(shape, p):
+    """PyTorch's dropout noise: bernoulli_(1 - p) on the CPU stream (one float64 uniform per
+    element, below 1 - p keeps it)."""
+    from .._creation import _mt, _fill
+    mt = _mt()
+    q = 1.0 - p
+    return _fill(np.empty(shape, np.bool_), lambda n: mt.uniform_f64(n) < q)
+
+
+def _scaled_noise(input, shape, p):
+    """bernoulli_(1 - p) noise of ``shape`` in input's dtype, divided by (1 - p) in that dtype."""
+    d = input._data.dtype
+    if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
+        from .._creation import bernoulli, zeros
+        return bernoulli(zeros(shape, dtype=input.dtype), 1.0 - p) / (1.0 - p)
+    keep = _keep_mask(shape, p).astype(d)
+    return D._new_tensor(keep / d.type(1.0 - p))
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        mask = np.zeros(input.shape, input._data.dtype)
+        m = D._new_tensor(np.zeros(input.shape, input._data.dtype))
     else:
-        if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
-            from .._creation import rand
-            m = (rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype) * (1.0 / (1.0 - p))
-            return input.mul_(m) if inplace else input * m
-        mask = _gen().random(input.shape, dtype=input._data.dtype) >= p
-        mask = mask.astype(input._data.dtype)
-        mask *= 1.0 / (1.0 - p)
-    m = D._new_tensor(mask)
+        m = _scaled_noise(input, tuple(input.shape), p)
     if inplace:
         return input.mul_(m)
     return input * m
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           f"channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
     return _channel_dropout(input, p, training, inplace, 1)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, inplace, 2)
+    import warnings
+    d = input.dim()
+    if d not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {d}-D input to dropout2d, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      f"inputs).", stacklevel=2)
+    if d == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    # PyTorch's mask: one draw per (sample, channel) of the first two dims, whatever the rank
+    return _channel_dropout(input, p, training, inplace, max(d - 2, 0))
 
 
 def _channel_dropout(input, p, training, inplace, nd):
@@ -203,17 +234,23 @@ def _channel_dropout(input, p, training, inplace, nd):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    shape = tuple(input.shape[:-nd]) + (1,) * nd
-    keep = (_gen().random(shape) >= p).astype(input._data.dtype) / (1.0 - p if p < 1 else 1.0)
-    m = D._new_tensor(keep)
+    shape = tuple(input.shape[:input.dim() - nd]) + (1,) * nd
+    if p == 1.0:
+        m = D._new_tensor(np.zeros(shape, input._data.dtype))
+    else:
+        m = _scaled_noise(input, shape, p)
     return input.mul_(m) if inplace else input * m
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     alpha = -1.7580993408473766
-    keep = _gen().random(input.shape) >= p
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    keep = _keep_mask(tuple(input.shape), p)  # PyTorch's bernoulli_(1 - p) noise
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = -a * alpha * p
     k = D._new_tensor(keep.astype(input._data.dtype))
@@ -488,54 +525,10 @@ def adaptive_avg_pool1d(input, output_size):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """'nearest' (PyTorch's index rule; one primitive, upsample_nearest) and 'linear'/'bilinear'/'trilinear'
-    resampling of the trailing spatial dims, separably, from index_select and lerp weights."""
-    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode != "nearest" and mode not in linear_modes:
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by ember (nearest, linear, "
-                                  "bilinear, trilinear)")
-    nsp = input.dim() - 2
-    if nsp < 1:
-        raise ValueError(f"interpolate: expected an input with spatial dims (3D, 4D or 5D), got {input.dim()}D")
-    if mode in linear_modes and linear_modes[mode] != nsp:
-        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
-    if mode == "nearest" and align_corners is not None:
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
-                         "bicubic | trilinear")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: exactly one of size or scale_factor should be defined")
-    in_sizes = list(input.shape[2:])
-    if size is not None:
-        out_sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nsp
-        scales = [i / o for i, o in zip(in_sizes, out_sizes)]
-    else:
-        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
-        out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, sf)]
-        scales = [1.0 / s if not recompute_scale_factor else i / o for s, i, o in zip(sf, in_sizes, out_sizes)]
-    if antialias and mode != "nearest" and any(o < i for i, o in zip(in_sizes, out_sizes)):
-        # antialiasing changes the result only when downsampling (a wider kernel); not implemented
-        raise NotImplementedError("interpolate: antialias=True when downsampling is not supported by ember")
-    if mode == "nearest":
-        from ..ops.nn import upsample_nearest
-        return upsample_nearest(input, [np.minimum(np.floor(np.arange(n_out) * np.float32(sc)).astype(np.int64),
-                                                   n_in - 1) for n_in, n_out, sc in zip(in_sizes, out_sizes, scales)])
-    out = input
-    for k, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-        dim = 2 + k
-        if align_corners:
-            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-        else:
-            pos = np.maximum((np.arange(n_out) + 0.5) * sc - 0.5, 0.0)
-        i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
-        i1 = np.minimum(i0 + 1, n_in - 1)
-        w = (pos - i0).astype(input._data.dtype)
-        shape = [1] * out.dim()
-        shape[dim] = n_out
-        wt = D._new_tensor(w.reshape(shape))
-        a = _ops.index_select(out, dim, D._new_tensor(i0))
-        b = _ops.index_select(out, dim, D._new_tensor(i1))
-        out = a + (b - a) * wt
-    return out
+    """Every mode of PyTorch's interpolate (nearest, nearest-exact, linear, bilinear, bicubic,
+    trilinear, area; antialias; align_corners): ember.ops.sampling."""
+    from ..ops.sampling import interpolate as _interpolate
+    return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -551,22 +544,15 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if H % oh == 0 and W % ow == 0:
         k = (H // oh, W // ow)
         return max_pool2d(input, k, k, return_indices=return_indices)
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices with windows that do not tile the input")
-    rows = []
-    for i in range(oh):
-        h0, h1 = (i * H) // oh, -(-((i + 1) * H) // oh)
-        cols = []
-        for j in range(ow):
-            w0, w1 = (j * W) // ow, -(-((j + 1) * W) // ow)
-            cols.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
-        rows.append(_ops.stack(cols, -1))
-    return _ops.stack(rows, -2)
+    from ..ops.pool3d import _adaptive_max  # uneven windows: the index-table kernel (ops/pool3d.py)
+    return _adaptive_max("adaptive_max_pool2d", 2, input, (oh, ow), return_indices)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """softmax(q k^T * scale + mask) v, composed from ember ops."""
+    if len(_attention._enabled) < 5:  # a restricted sdpa_kernel(...) block is active
+        _attention._check_viable()
     L, S = query.shape[-2], key.shape[-2]
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hk = query.shape[-3], key.shape[-3]  # grouped-query attention: each k/v head serves hq // hk heads
@@ -696,3 +682,518 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         loss = loss * weight
     loss = loss.mean(-1)
     return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- 3-d convolution and pooling,
+# adaptive/fractional max pooling, max unpooling (kernels in ember.ops.conv3d and ember.ops.pool3d)
+
+from ..ops.conv3d import conv3d, conv_transpose3d, conv_transpose1d  # noqa: F401,E402
+from ..ops.pool3d import (max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_max_pool1d,  # noqa: F401,E402
+                          adaptive_max_pool3d, adaptive_avg_pool3d, fractional_max_pool2d,
+                          fractional_max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+# ----------------------------------------------------------------------------- nn breadth: composites of registry ops
+# (prelu, rrelu, channel_shuffle, local_response_norm, margin losses, channel dropouts, unfold/fold, upsampling)
+
+
+def prelu(input, weight):
+    """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D)."""
+    if not U.is_tensor(input) or not U.is_tensor(weight):
+        raise TypeError("prelu(): argument 'input' and 'weight' must be Tensors")
+    from ..ops.pool3d import float_only
+    float_only("prelu", input, weight)
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype.name} and {weight.dtype.name}")
+    n = weight.numel()
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if n != 1:
+        if input.dim() == 0:
+            raise RuntimeError("prelu: Not allow zero-dim input tensor.")
+        C = input.shape[1] if input.dim() >= 2 else 1
+        if n != C:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                               f"numbers = {n} and channel size = {C}.")
+        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2)) if input.dim() >= 2 else weight
+    else:
+        w = weight.reshape(()) if weight.dim() else weight
+    return _ops.where(input > 0, input, w * input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training, and is
+    (lower + upper) / 2 in evaluation."""
+    from ..ops.pool3d import float_only
+    float_only("rrelu", input)
+    if not training:  # (leaky_relu's slope, in the input's dtype: a float64 input keeps a float64 slope)
+        out = _ops.where(input > 0, input, input * ((lower + upper) / 2))
+        return input.copy_(out) if inplace else out
+    from .._creation import empty
+    slope = empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+    from .._creation import ones_like
+    out = input * _ops.where(input > 0, ones_like(slope), slope)
+    return input.copy_(out) if inplace else out
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, True)
+
+
+def channel_shuffle(input, groups):
+    groups = int(groups)
+    if input.dim() < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
+                           f"{U.fmt_shape(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    C = input.shape[1]
+    if C % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels and {groups} groups.")
+    N = input.shape[0]
+    rest = tuple(input.shape[2:])
+    return input.reshape((N, groups, C // groups) + rest).transpose(1, 2).reshape((N, C) + rest)
+
+
+def native_channel_shuffle(input, groups):
+    return channel_shuffle(input, groups)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    C = input.shape[1]
+    sq = input * input
+    lo, hi = size // 2, (size - 1) // 2
+    pads = [0, 0] * (input.dim() - 2) + [lo, hi]
+    sp = pad(sq, pads)
+    acc = None
+    for j in range(size):  # the window's offsets (size of them), each a whole-tensor slice
+        t = sp.narrow(1, j, C)
+        acc = t if acc is None else acc + t
+    if input.dtype.np.kind != "f":  # integers: PyTorch averages with its truncating integer pooling
+        div = ((acc.double() / size).trunc() * alpha + k) ** beta
+        return input / div.float()
+    div = (acc * (alpha / size) + k) ** beta
+    return input / div
+
+
+def _margin_target(target, C, op):
+    if target.dtype.np.kind not in "iu":
+        raise RuntimeError(f"{op}: expected target of an integer dtype (int64), got {target.dtype}")
+    t = target._data
+    if isinstance(t, np.ndarray) and not D.state.levels and t.size and (t.min() < -1 or t.max() >= C):
+        raise RuntimeError(f"{op}: target out of range: values must lie in [0, {C}) (got {int(t.min())}..{int(t.max())})")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, per sample."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    op = "multi_margin_loss"
+    if input.dim() not in (1, 2) or (input.dim() == 2 and input.shape[1] == 0) or input.numel() == 0 and input.dim() < 2:
+        raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{U.fmt_shape(input.shape)}")
+    from ..ops.pool3d import float_only
+    float_only(op, input, name="multi_margin_loss_cpu_kernel")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    N, C = x.shape
+    t = target.reshape(-1)
+    if t.shape[0] != N:
+        raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
+                           f"{U.fmt_shape(input.shape)}")
+    if weight is not None and (weight.dim() != 1 or weight.shape[0] != C):
+        raise RuntimeError(f"{op}: inconsistent weight size, expected {C} but got {U.fmt_shape(weight.shape)}")
+    _margin_target(t, C, op)
+    xy = x.gather(1, t.unsqueeze(1))
+    z = _ops.clamp_min(margin - xy + x, 0.0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.gather(0, t).unsqueeze(1)
+    from .._creation import arange
+    not_y = (arange(C).unsqueeze(0) != t.unsqueeze(1))
+    loss = (z * not_y.to(z.dtype)).sum(1) / C
+    if input.dim() == 1:
+        loss = loss.reshape(())
+    elif target.dim() == 0 and reduction == "none":
+        pass
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over target classes j (up to the first -1) and non-target classes i of
+    max(0, 1 - (x[j] - x[i])) / C, per sample."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    op = "multilabel_margin_loss"
+    if input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
+                           f"{U.fmt_shape(input.shape)}")
+    from ..ops.pool3d import float_only
+    float_only(op, input)
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target if target.dim() == 2 else target.unsqueeze(0)
+    N, C = x.shape
+    _margin_target(t, C, op)
+    valid = (t >= 0).to(_int64()).cumprod(1) > 0                      # the labels before the first -1
+    from .._creation import zeros, zeros_like, full_like
+    safe = _ops.where(valid, t, zeros_like(t))
+    slot = _ops.where(valid, t, full_like(t, C))
+    is_t = zeros((N, C + 1), dtype=x.dtype).scatter(1, slot, 1.0)[:, :C]   # 1 for a target class
+    xj = x.gather(1, safe)                                              # (N, J)
+    m = _ops.clamp_min(1.0 - (xj.unsqueeze(2) - x.unsqueeze(1)), 0.0)  # (N, J, C)
+    w = valid.to(x.dtype).unsqueeze(2) * (1.0 - is_t).unsqueeze(1)
+    loss = (m * w).sum((1, 2)) / C
+    if input.dim() == 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def _int64():
+    from .. import _dtype
+    return _dtype.int64
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         f"instead")
+    nd = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(nd)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {nd[0]}D, positive {nd[1]}D, and negative {nd[2]}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _ops.minimum(d_neg, dist(positive, negative))
+    return _reduce(_ops.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    if input.dim() not in (4, 5):
+        import warnings
+        warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is deprecated and will "
+                      f"result in an error in a future release. To retain the behavior and silence this warning, "
+                      f"please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      f"inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      f"(i.e. 4D or 5D inputs).", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, 3 if input.dim() in (4, 5) else max(input.dim() - 1, 0))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1 of a batched input): a dropped channel takes SELU's
+    negative saturation value, then the affine map that keeps mean and variance."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if input.dim() < 2:
+        raise RuntimeError("feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input")
+    alpha = -1.7580993408473766
+    if p == 1.0:
+        out = input * 0.0
+        return input.copy_(out) if inplace else out
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    keep = D._new_tensor(_keep_mask(shape, p).astype(input._data.dtype))  # PyTorch's bernoulli_(1 - p) noise
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    out = (input * keep + alpha * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+def _pair_arg(v, name, op):
+    from ..ops.nn import _tuple
+    return _tuple(v, 2, name, op)
+
+
+def _eye_kernel(K, kh, kw, dtype):
+    from .._creation import tensor
+    return tensor(np.eye(K, dtype=dtype.np).reshape(K, 1, kh, kw))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns (a convolution
+    with an identity kernel, so its gradient is fold's and both are differentiable to any order)."""
+    op = "unfold"
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    kh, kw = _pair_arg(kernel_size, "kernel_size", op)
+    d = _pair_arg(dilation, "dilation", op)
+    p = _pair_arg(padding, "padding", op)
+    s = _pair_arg(stride, "stride", op)
+    if min(kh, kw) <= 0 or min(d) <= 0 or min(s) <= 0 or min(p) < 0:
+        raise RuntimeError(f"{op}: kernel size, dilation and stride should be greater than zero and padding "
+                           f"non-negative, but got kernel_size={[kh, kw]} dilation={list(d)} padding={list(p)} "
+                           f"stride={list(s)}")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    N, C, H, W = x.shape
+    Ho = (H + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    Wo = (W + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    if Ho < 1 or Wo < 1:
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({kh}, {kw}), dilation=("
+                           f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
+                           f"blocks as ({Ho}, {Wo}), but its components must be at least one.")
+    K = kh * kw
+    if N * C == 0:
+        from .._creation import zeros
+        out = zeros((N, C * K, Ho * Wo), dtype=x.dtype)
+    else:
+        cols = conv2d(x.reshape(N * C, 1, H, W), _eye_kernel(K, kh, kw, x.dtype), None, s, p, d)
+        out = cols.reshape(N, C * K, Ho * Wo)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed."""
+    op = "fold"
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    H, W = _pair_arg(output_size, "output_size", op)
+    kh, kw = _pair_arg(kernel_size, "kernel_size", op)
+    d = _pair_arg(dilation, "dilation", op)
+    p = _pair_arg(padding, "padding", op)
+    s = _pair_arg(stride, "stride", op)
+    if min(kh, kw) <= 0 or min(d) <= 0 or min(s) <= 0 or min(p) < 0:
+        raise RuntimeError(f"{op}: kernel size, dilation and stride should be greater than zero and padding "
+                           f"non-negative, but got kernel_size={[kh, kw]} dilation={list(d)} padding={list(p)} "
+                           f"stride={list(s)}")
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    N, CK, L = x.shape
+    K = kh * kw
+    if CK % K:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={CK} and kernel_size=({kh}, {kw})")
+    Ho = (H + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    Wo = (W + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    if Ho < 1 or Wo < 1 or Ho * Wo != L:
+        raise RuntimeError(f"Given output_size=({H}, {W}), kernel_size=({kh}, {kw}), dilation=({d[0]}, {d[1]}), "
+                           f"padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected size of input's dimension 2 "
+                           f"to match the calculated number of sliding blocks {Ho} * {Wo} = {Ho * Wo}, but got "
+                           f"input.size(2)={L}.")
+    C = CK // K
+    if N * C == 0:
+        from .._creation import zeros
+        out = zeros((N, C, H, W), dtype=x.dtype)
+    else:
+        # the rows/columns past the last block's reach (fewer than a stride) come as output padding
+        eh = H - ((Ho - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + 1)
+        ew = W - ((Wo - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + 1)
+        y = conv_transpose2d(x.reshape(N * C, K, Ho, Wo), _eye_kernel(K, kh, kw, x.dtype), None, s, p, (eh, ew), 1, d)
+        out = y.reshape(N, C, H, W)
+    return out.squeeze(0) if unbatched else out
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    import warnings
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    import warnings
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+from ..ops.sampling import grid_sample, affine_grid  # noqa: F401,E402
+from ..ops.ctc import ctc_loss  # noqa: F401,E402
+
+
+# ----------------------------------------------------------------------------- multi_head_attention_forward
+
+
+def _canonical_mask(mask, dtype):
+    if mask is None:
+        return None
+    if mask.dtype.name == "bool":
+        from .._creation import zeros
+        return _ops.masked_fill(zeros(tuple(mask.shape), dtype=dtype), mask, float("-inf"))
+    if mask.dtype.np.kind != "f":
+        raise AssertionError(f"only bool and floating types of masks are supported, got {mask.dtype}")
+    return mask
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's functional multi-head attention (inputs (L, N, E) sequence-first, or unbatched
+    (L, E)), composed from ember ops."""
+    from .._creation import zeros
+    fl = [t for t in (query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v, out_proj_weight, out_proj_bias,
+                      q_proj_weight, k_proj_weight, v_proj_weight) if t is not None]
+    kinds = sorted({t.dtype.name for t in fl})
+    if len(kinds) > 1 or fl[0].dtype.np.kind != "f":
+        raise RuntimeError(f"multi_head_attention_forward: expected floating point query, key, value and weights "
+                           f"of one dtype, got {', '.join(kinds)}")
+    batched = query.dim() == 3
+    if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
+        raise AssertionError(f"query, key and value should be all 2-D (unbatched) or 3-D (batched) tensors, got "
+                             f"{query.dim()}-D, {key.dim()}-D and {value.dim()}-D")
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    L, N, E = query.shape
+    S = key.shape[0]
+    if E != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
+    H = num_heads
+    hd = E // H
+    if hd * H != E:
+        raise AssertionError(f"embed_dim {E} not divisible by num_heads {H}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the causal mask is applied by scaled_dot_product_attention
+    else:
+        is_causal = False
+    key_padding_mask = _canonical_mask(key_padding_mask, query.dtype)
+    attn_mask = _canonical_mask(attn_mask, query.dtype)
+    # input projections
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        wq, wk, wv = in_proj_weight.chunk(3, 0)
+    else:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
+                                 "v_proj_weight is None")
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    bq, bk, bv = in_proj_bias.chunk(3, 0) if in_proj_bias is not None else (None, None, None)
+    q = linear(query, wq, bq)
+    k = linear(key, wk, bk)
+    v = linear(value, wv, bv)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (L, S):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(L, S)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (N * H, L, S):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(N * H, L, S)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key/value.")
+        k = _ops.cat([k, bias_k.repeat(1, N, 1)])
+        v = _ops.cat([v, bias_v.repeat(1, N, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+    q = q.reshape(L, N * H, hd).transpose(0, 1)
+    k = k.reshape(k.shape[0], N * H, hd).transpose(0, 1) if static_k is None else static_k
+    v = v.reshape(v.shape[0], N * H, hd).transpose(0, 1) if static_v is None else static_v
+    if add_zero_attn:
+        k = _ops.cat([k, zeros((N * H, 1, hd), dtype=k.dtype)], 1)
+        v = _ops.cat([v, zeros((N * H, 1, hd), dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    S2 = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (N, S2):
+            raise AssertionError(f"expecting key_padding_mask shape of {(N, S2)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(N, 1, 1, S2).expand((N, H, 1, S2)).reshape(N * H, 1, S2)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        qs = q * math.sqrt(1.0 / hd)
+        scores = _ops.matmul(qs, k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        w = softmax(scores, -1)
+        if dropout_p > 0.0:
+            w = dropout(w, dropout_p)
+        out = _ops.matmul(w, v)
+        out = out.transpose(0, 1).reshape(L * N, E)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, out_proj_weight.shape[0])
+        w = w.reshape(N, H, L, S2)
+        if average_attn_weights:
+            w = w.mean(1)
+        if not batched:
+            out, w = out.squeeze(1), w.squeeze(0)
+        return out, w
+    if attn_mask is not None:
+        attn_mask = attn_mask.reshape(N, H, -1, S2) if attn_mask.shape[0] != 1 else attn_mask.unsqueeze(0)
+    out = scaled_dot_product_attention(q.reshape(N, H, L, hd), k.reshape(N, H, S2, hd), v.reshape(N, H, S2, hd),
+                                       attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(L * N, E)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, out_proj_weight.shape[0])
+    if not batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): PyTorch's reference
+    definition (``options`` only selects PyTorch's memory-saving chunked evaluation, whose result is
+    the same; ember evaluates the reference)."""
+    from ..ops.pool3d import float_only
+    float_only("linear_cross_entropy", input, linear_weight, linear_bias)
+    if options is not None:
+        from .modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+        if not isinstance(options, LinearCrossEntropyOptions):
+            raise TypeError(f"linear_cross_entropy(): options must be a LinearCrossEntropyOptions or None, got "
+                            f"{type(options).__name__}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"linear_cross_entropy: expected linear_weight of 2 or more dims (out_features..., "
+                           f"in_features), got {U.fmt_shape(linear_weight.shape)}")
+    out_shape = tuple(linear_weight.shape[:-1])
+    if linear_weight.dim() == 2:
+        logits = linear(input, linear_weight, linear_bias)
+    else:
+        w2 = linear_weight.reshape(-1, linear_weight.shape[-1])
+        b2 = linear_bias.reshape(-1) if linear_bias is not None else None
+        logits = linear(input, w2, b2)
+        logits = logits.reshape(tuple(input.shape[:-1]) + out_shape)
+    if logits.numel() == 0 and reduction != "none":  # no sample: PyTorch's sum 0 and mean nan
+        return logits.sum() * (float("nan") if reduction == "mean" else 1.0)
+    return cross_entropy(logits, target, weight=weight, ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)

@@ -63,15 +63,41 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
         return tensor.normal_(mean, std, generator=generator)
 
 
+def _skip_meta(init):
+    """An initializer that draws its values itself: a 'meta' tensor (no data) is returned as is,
+    with nothing drawn or allocated (as in PyTorch)."""
+    import functools
+
+    @functools.wraps(init)
+    def f(tensor, *args, **kwargs):
+        return tensor if getattr(tensor, "_meta", False) else init(tensor, *args, **kwargs)
+    return f
+
+
+@_skip_meta
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    from .._creation import _gen
-    g = _gen(generator)
+    """Rejection sampling, as PyTorch 2.13 does it (so from the same draws): normal_(mean, std) over
+    the whole tensor, again and again, each element keeping the first draw at its position that
+    falls within [a, b]."""
+    from .. import _creation as C
+    if tensor.numel() == 0:
+        return tensor
+    if not a < b:
+        raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
+    mt = C._mt(generator)
+    d = tensor._data.dtype
     n = tensor.numel()
-    out = np.empty(0)
-    while out.size < n:  # rejection sampling keeps the exact truncated distribution
-        draw = g.standard_normal(max(2 * (n - out.size), 16)) * std + mean
-        out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
-    return _fill(tensor, out[:n].reshape(tuple(tensor.shape)))
+    out = np.zeros(n, d)
+    todo = np.ones(n, bool)
+    for _ in range(100000):
+        v = C._normal_values(mt, n, d, mean, std)
+        m = todo & (v >= a) & (v <= b)
+        out[m] = v[m]
+        todo &= ~m
+        if not todo.any():
+            return _fill(tensor, out.reshape(tuple(tensor.shape)))
+    raise RuntimeError(f"trunc_normal_: no draw of N({mean}, {std}**2) fell within [{a}, {b}] for some "
+                       "elements after 100000 rounds; choose bounds nearer the mean")
 
 
 def _fill(tensor, values):
@@ -93,12 +119,14 @@ def zeros_(tensor):
     return constant_(tensor, 0.0)
 
 
+@_skip_meta
 def eye_(tensor):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))
 
 
+@_skip_meta
 def dirac_(tensor, groups=1):
     d = tensor.dim()
     if d not in (3, 4, 5):
@@ -154,33 +182,42 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
+@_skip_meta
 def orthogonal_(tensor, gain=1, generator=None):
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    from .._creation import _gen
+    if tensor.numel() == 0:
+        return tensor  # no-op
+    from .. import _creation as C
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _gen(generator).standard_normal((rows, cols))
+    # standard normals of the tensor's dtype drawn into a (rows, cols) matrix (PyTorch's stream),
+    # then QR of it (or of its transpose when wide), the signs of R's diagonal folded into Q
+    d = tensor._data.dtype
+    flat = C._normal_array(C._mt(generator), (rows, cols), d)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
+    q = q * np.sign(np.diag(r)).astype(d)
     if rows < cols:
         q = q.T
-    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
+    return _fill(tensor, (q * d.type(gain)).reshape(tuple(tensor.shape)))
 
 
+@_skip_meta
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from .._creation import _gen
-    g = _gen(generator)
+    from .. import _creation as C
     rows, cols = tensor.shape
-    w = g.standard_normal((rows, cols)) * std
-    nz = int(math.ceil(sparsity * rows))
-    for c in range(cols):
-        w[g.permutation(rows)[:nz], c] = 0
-    return _fill(tensor, w)
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        mt = C._mt(generator)
+        w = tensor._data
+        for c in range(cols):  # one permutation of the rows per column, its first num_zeros zeroed
+            w[C._randperm_array(mt, rows)[:num_zeros], c] = 0
+    return tensor
 
 
 # the deprecated spellings without the trailing underscore

@@ -23,7 +23,7 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): expected a Tensor as data, got {type(data).__name__}")
-        if requires_grad and data._data.dtype.kind != "f":
+        if requires_grad and data._data.dtype.kind not in "fV":
             raise RuntimeError(f"Parameter(): Only Tensors of floating point and complex dtype can require "
                                f"gradients, got {data.dtype}")
         return _share(_new(cls), data, requires_grad)

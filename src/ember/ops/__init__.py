@@ -317,3 +317,5 @@ for _name in ("copysign", "gcd", "lcm", "nextafter", "ldexp", "deg2rad", "rad2de
               "put", "index_reduce"):
     if _name in _public:
         setattr(Tensor, _name + "_", _mk_inplace(_name))
+
+from .._aten import aten  # noqa: E402,F401  (torch.ops.aten: ATen names over the public functions)

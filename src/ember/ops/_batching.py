@@ -129,17 +129,52 @@ def dim_shift_rule(op, vals, bd, params, size):
 
 _reported = set()
 fallback_counts = {}  # op name -> times the loop ran (tests check that hot ops never get here)
+_pending = []  # one {what: [count, {call sites}]} per outermost vmap call running
+
+
+def _note_fallback(what):
+    """Count a per-sample loop; inside a vmap call it joins that call's one report (see
+    ``report_fallbacks``), outside one it is reported at once."""
+    fallback_counts[what] = fallback_counts.get(what, 0) + 1
+    if what in _reported:
+        return
+    from ..func._vmap import _user_line
+    site = _user_line()
+    if _pending:
+        entry = _pending[-1].setdefault(what, [0, []])
+        entry[0] += 1
+        if site not in entry[1]:
+            entry[1].append(site)
+        return
+    _reported.add(what)
+    warnings.warn(f"vmap: {what} ran as a Python loop over the batch (there is no batching rule for it "
+                  f"with these inputs). At {site}", RuntimeWarning, stacklevel=4)
+
+
+def collect_fallbacks():
+    """Start collecting the loops of one outermost vmap call."""
+    _pending.append({})
+
+
+def report_fallbacks():
+    """End the collection: one warning naming every op that looped (first time each), how often,
+    and where the user's code called it."""
+    found = _pending.pop()
+    new = {k: v for k, v in found.items() if k not in _reported}
+    if not new:
+        return
+    _reported.update(new)
+    lines = [f"  {k}: {n} time{'s' if n != 1 else ''}, at " + "; ".join(sites[:3]) +
+             (f" (and {len(sites) - 3} more places)" if len(sites) > 3 else "")
+             for k, (n, sites) in new.items()]
+    warnings.warn(f"vmap: {len(new)} op{'s' if len(new) != 1 else ''} had no batching rule for their inputs "
+                  f"and ran as a Python loop over the batch (slow; reported once per op):\n" + "\n".join(lines),
+                  RuntimeWarning, stacklevel=3)
 
 
 def fallback_rule(op, vals, bd, params, size):
-    """Run the op once per batch element and stack the results (reported once per op)."""
-    fallback_counts[op.name] = fallback_counts.get(op.name, 0) + 1
-    if op.name not in _reported:
-        _reported.add(op.name)
-        from ..func._vmap import _user_line
-        warnings.warn(f"vmap: there is no batching rule for {op.name} with these inputs; it runs as a "
-                      f"Python loop over the batch (reported once per op). At {_user_line()}",
-                      RuntimeWarning, stacklevel=2)
+    """Run the op once per batch element and stack the results."""
+    _note_fallback(op.name)
     from .shape import stack
     outs = []
     for i in range(size):
@@ -151,11 +186,7 @@ def fallback_rule(op, vals, bd, params, size):
 
 
 def _loop_note(what):
-    fallback_counts[what] = fallback_counts.get(what, 0) + 1
-    if what not in _reported:
-        _reported.add(what)
-        warnings.warn(f"vmap: {what} runs as a Python loop over the batch (reported once)", RuntimeWarning,
-                      stacklevel=5)
+    _note_fallback(what)
 
 
 FAMILY = {

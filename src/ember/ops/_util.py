@@ -6,6 +6,17 @@ from .. import _dtype as dt
 
 _ndarray = np.ndarray
 _promo_cache = {}
+# bfloat16 (ml_dtypes, NumPy kind 'V'): ml_dtypes' ufuncs compute each element in float32 and round
+# once, as PyTorch's CPU kernels do; what needs a float32 pass (reductions, products, scalars kept
+# in float32) goes through bf16_f32 below. Checks for it sit on the paths a 'V' dtype already takes.
+BF16 = dt.bfloat16.np
+_F32 = np.dtype(np.float32)
+
+
+def bf16_f32(fn, *arrays, **kw):
+    """fn on the bfloat16 arrays cast to float32 (others as they are), rounded once to bfloat16."""
+    r = fn(*(x.astype(_F32) if type(x) is _ndarray and x.dtype == BF16 else x for x in arrays), **kw)
+    return r.astype(BF16) if hasattr(r, "astype") and r.dtype == _F32 else r
 
 
 def _key(x):
@@ -16,7 +27,7 @@ def _key(x):
         return t
     if isinstance(x, np.generic):
         k = x.dtype.kind
-        return float if k == "f" else (bool if k == "b" else int)
+        return float if k == "f" or x.dtype == BF16 else (bool if k == "b" else int)
     if isinstance(x, _ndarray):
         return (x.dtype, x.ndim == 0)
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
@@ -58,6 +69,11 @@ def promote(a, b, floating=False):
             b = b.item()
         if floating and not isinstance(b, float):
             b = float(b)
+    if t is BF16:  # a number meets bfloat16 as PyTorch casts it: rounded to bfloat16 first
+        if type(a) is not _ndarray:
+            a = np.asarray(a, np.float32).astype(BF16)
+        if type(b) is not _ndarray:
+            b = np.asarray(b, np.float32).astype(BF16)
     return a, b
 
 
@@ -85,7 +101,7 @@ def wrap_int_scalars(a, b):
 
 def float_only(op, a):
     """The array itself when floating; PyTorch has no integer kernel for ``op`` (it raises)."""
-    if a.dtype.kind not in "fc":
+    if a.dtype.kind not in "fc" and a.dtype != BF16:
         raise RuntimeError(f"{op}: not implemented for dtype {dt.FROM_NP[a.dtype].name} (a floating point "
                            f"input is expected)")
     return a
@@ -93,7 +109,7 @@ def float_only(op, a):
 
 def to_float(a):
     """Integer/bool arrays become the default float dtype (torch.exp(int_tensor) is float32)."""
-    if a.dtype.kind != "f":
+    if a.dtype.kind != "f" and a.dtype != BF16:
         return a.astype(dt.get_default_dtype().np)
     return a
 

@@ -7,6 +7,7 @@ import inspect
 import math
 
 import numpy as np
+import scipy.special as _special
 
 from .. import _dispatch as D
 from .._dispatch import defop, dispatch
@@ -31,6 +32,8 @@ def _no_bool(name, a, b):
 def _binary_impl(uf, name, floating=False, nobool=False):
     # nobool (sub): a bool operand raises; checked only where promotion happens (bool - bool has
     # one dtype and NumPy itself refuses it), so the common float path pays nothing
+    mul = name == "mul"  # bfloat16 * number: the number stays float32 (other ops round it to bfloat16)
+
     def impl(xp, a, b):
         if type(a) is _nd:
             if type(b) is _nd:
@@ -41,10 +44,14 @@ def _binary_impl(uf, name, floating=False, nobool=False):
             elif not ((type(b) is float or type(b) is int) and a.dtype.kind == "f"):
                 # (a floating array with a Python number keeps its dtype: NumPy's weak scalars
                 #  agree with PyTorch there, so no promotion is needed)
+                if a.dtype == U.BF16 and mul and type(b) in (float, int, bool):  # PyTorch keeps the
+                    return U.bf16_f32(uf, a, b)                                 # number in float32
                 if nobool:
                     _no_bool(name, a, b)
                 a, b = U.promote(a, b, floating)
         elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
+            if mul and type(b) is _nd and b.dtype == U.BF16 and type(a) in (float, int, bool):
+                return U.bf16_f32(uf, a, b)
             if nobool:
                 _no_bool(name, a, b)
             a, b = U.promote(a, b, floating)
@@ -138,6 +145,9 @@ def _(ctx, ta, tb):
 def _true_div(xp, a, b):
     if not (type(a) is _nd and a.dtype.kind == "f" and (
             (type(b) is _nd and b.dtype is a.dtype) or type(b) is float or type(b) is int)):
+        if (type(a) is _nd and a.dtype == U.BF16 and type(b) in (float, int)) or \
+                (type(b) is _nd and b.dtype == U.BF16 and type(a) in (float, int)):
+            return U.bf16_f32(xp.true_divide, a, b)  # the number stays float32, as in PyTorch
         a, b = U.promote(a, b, floating=True)
     return xp.true_divide(a, b)
 
@@ -366,11 +376,15 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
             inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         def impl(xp, a):  # no parameters: no keyword dict on every call
             if a.dtype.kind != "f":
+                if a.dtype == U.BF16:  # computed in float32, rounded once (PyTorch's opmath)
+                    return U.bf16_f32(fn, xp, a)
                 a = U.to_float(a)
             return fn(xp, a)
     elif floating:
         def impl(xp, a, **p):
             if a.dtype.kind != "f":
+                if a.dtype == U.BF16:
+                    return U.bf16_f32(fn, xp, a, **p)
                 a = U.to_float(a)
             return fn(xp, a, **p)
     else:
@@ -429,12 +443,8 @@ def _sigmoid(xp, a):
 sigmoid_op = _unary("sigmoid", _sigmoid, lambda c: c.out * (1 - c.out), save=("out",))
 
 
-_erf64 = np.frompyfunc(math.erf, 1, 1)    # exact to double precision, NumPy only
-_erfc64 = np.frompyfunc(math.erfc, 1, 1)
-
-
 def _erf_arr(xp, a):
-    return np.asarray(_erf64(a.astype(np.float64)), np.float64).astype(a.dtype)
+    return _special.erf(a).astype(a.dtype, copy=False)
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -442,24 +452,8 @@ erf_op = _unary("erf", _erf_arr, lambda c: _TWO_OVER_SQRT_PI * (-(_x(c) ** 2)).e
 
 
 def _erfinv_arr(xp, a):
-    """Winitzki's closed-form estimate, then Newton steps on erf (|y| <= 0.5) or on erfc (the tails,
-    where 1 - |y| is exact), to double precision; +-inf at +-1 and nan outside [-1, 1]."""
-    y = a.astype(np.float64)
-    ay = np.abs(y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        l = np.log1p(-ay * ay)
-        c = 2.0 / (math.pi * 0.147) + 0.5 * l
-        x = np.sqrt(np.sqrt(c * c - l / 0.147) - c)
-        tail = ay > 0.5
-        for _ in range(4):
-            xs = x.astype(object)
-            dens = _TWO_OVER_SQRT_PI * np.exp(-x * x)
-            err = np.where(tail, (1.0 - ay) - np.asarray(_erfc64(xs), np.float64),
-                           np.asarray(_erf64(xs), np.float64) - ay)
-            x = np.where(tail, x + err / -dens, x - err / dens)
-        x = np.where(ay == 1.0, np.inf, x)
-        x = np.where(ay > 1.0, np.nan, x)
-    return (np.sign(y) * x).astype(a.dtype)
+    """+-inf at +-1 and nan outside [-1, 1], as scipy.special.erfinv gives them."""
+    return _special.erfinv(a).astype(a.dtype, copy=False)
 
 
 erfinv_op = _unary("erfinv", _erfinv_arr,
@@ -470,9 +464,11 @@ sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.
                  lambda c: _x(c) * 0, floating=False)
 sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
-    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
+    _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind in "fV" else a.copy())(_f),
            lambda c: _x(c) * 0, floating=False)
 def _round(xp, a, decimals=0):
+    if a.dtype == U.BF16:
+        return U.bf16_f32(_round, xp, a, decimals)
     if a.dtype.kind == "f":
         return xp.round(a, decimals)
     if decimals:
@@ -628,7 +624,8 @@ def _mish_deriv(c):
 
 def _float_unary(name, fn, deriv):
     """A unary op defined for floating inputs only (PyTorch has no integer kernel for it)."""
-    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)), deriv, floating=False)
+    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)) if a.dtype != U.BF16 else
+                  U.bf16_f32(fn, xp, a), deriv, floating=False)
 
 
 log_sigmoid_op = _float_unary("log_sigmoid", _log_sigmoid, lambda c: (-c.inputs[0]).sigmoid())
@@ -644,6 +641,8 @@ def _clamp(xp, a, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if a.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+        if a.dtype == U.BF16:
+            return U.bf16_f32(_clamp, xp, a, min, max)
         a = U.to_float(a)
     if min is not None and max is not None:
         return xp.minimum(xp.maximum(a, min), max)

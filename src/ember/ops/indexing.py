@@ -81,6 +81,8 @@ def _to_np_index(item, dim_size=None):
             raise IndexError(f"index: tensors used as indices must be long, int, byte or bool tensors, "
                              f"got {item.dtype}")
         return a
+    if isinstance(item, range):  # a Python range indexes as the list of its values, as in PyTorch
+        return np.arange(item.start, item.stop, item.step, dtype=np.int64)
     if isinstance(item, (list, tuple)):
         arr = np.asarray([x._data if isinstance(x, D.Tensor) else x for x in item])
         if arr.dtype.kind not in "iub":

@@ -47,6 +47,8 @@ def _write(self, r, name):
     if rd is not None and not dt.can_cast(rd, sd):
         raise RuntimeError(f"{name}: result type {rd.name.capitalize()} can't be cast to the desired "
                            f"output type {sd.name.capitalize()}")
+    if self._meta:      # no data to write (shapes and dtypes were checked)
+        return
     try:
         np.copyto(dst, r, casting="unsafe")
     except ValueError as e:
@@ -61,6 +63,16 @@ def inplace_apply(op, self, others, params, name):
     """self <- op(self, *others, **params), in place; returns self."""
     _check(self, name)
     gm = D.grad_mode
+    if self._meta and not (gm.enabled and (self._rg or any(isinstance(o, D.Tensor) and o._rg for o in others))):
+        # no data to write and no history to take: check what the op would produce, keep self
+        r = D._meta_eval(op, (self,) + tuple(others), params)
+        r = r[0] if isinstance(r, tuple) else r
+        if np.broadcast_shapes(tuple(r.shape), tuple(self.shape)) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast "
+                               f"shape {list(np.broadcast_shapes(tuple(r.shape), tuple(self.shape)))}")
+        self._bump(name)
+        return self
+    gm = D.grad_mode
     Tensor = D.Tensor
     rg = gm.enabled and (self._rg or any(isinstance(o, Tensor) and o._rg for o in others))
     if not rg and D.state.simple:
@@ -68,8 +80,8 @@ def inplace_apply(op, self, others, params, name):
         fast = getattr(op, "inplace_fast", None)
         dst = self._data
         try:
-            if fast is not None and not params:
-                try:
+            if fast is not None and not params and dst.dtype is not U.BF16:  # (bfloat16: the op's own
+                try:                                                           #  float32-and-round rules)
                     fast(dst, *arrs)
                 except OverflowError:  # a Python int outside self's dtype: wrapped around, as PyTorch does
                     fast(dst, U.wrap_int_scalars(dst, arrs[0])[1])
@@ -364,55 +376,175 @@ def fill_diagonal_(self, fill_value, wrap=False):
                          {"spec": spec}, "fill_diagonal_")
 
 
-# random fills: values from ember's generator, written through copy_ (no gradient to self)
+# random fills: PyTorch's CPU samplers on its streams (ember._cpu_rng), elements in PyTorch's
+# iteration order; written through copy_ (no gradient to self)
 
+def _draw_like(self, make):
+    """An array laid out like self filled in PyTorch's iteration order with make(n) values."""
+    a = self._data
+    if a.flags.c_contiguous:
+        return make(a.size).reshape(a.shape)
+    from .._creation import _fill
+    return _fill(np.empty_like(a), make)
+
+
+def _float_dtype_check(self, name):
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating point tensor, got {self.dtype}")
+
+
+def _meta_noop(fill):
+    """A random fill of a 'meta' tensor draws nothing (and allocates nothing): it returns self."""
+    import functools
+
+    @functools.wraps(fill)
+    def f(self, *args, **kwargs):
+        return self if self._meta else fill(self, *args, **kwargs)
+    return f
+
+
+@_meta_noop
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    from .._creation import _gen
-    g = _gen(generator)
-    v = g.random(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)
-    return _random_fill(self, v * (b - a) + a, "uniform_")
+    from .._creation import _mt, _uniform_values
+    _float_dtype_check(self, "uniform_")
+    a, b = float(a), float(b)
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    mt = _mt(generator)
+    d = self._data.dtype
+    return _random_fill(self, _draw_like(self, lambda n: _uniform_values(mt, n, d, a, b)), "uniform_")
 
 
+@_meta_noop
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    from .._creation import _gen
-    g = _gen(generator)
-    v = g.standard_normal(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)
-    return _random_fill(self, v * std + mean, "normal_")
+    from .._creation import _mt, _normal_values
+    _float_dtype_check(self, "normal_")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    mt = _mt(generator)
+    d = self._data.dtype
+    contig = self._data.flags.c_contiguous
+    return _random_fill(self, _draw_like(self, lambda n: _normal_values(mt, n, d, mean, std, contig)), "normal_")
 
 
+@_meta_noop
 def bernoulli_(self, p=0.5, *, generator=None):
-    from .._creation import _gen
-    g = _gen(generator)
-    pp = p._data if U.is_tensor(p) else p
-    v = g.random(self.shape) < pp
-    return _random_fill(self, v, "bernoulli_")
+    from .._creation import _mt, bernoulli
+    if U.is_tensor(p):
+        from .._creation import _iter_view
+        mt = _mt(generator)
+        pd = p._data.dtype if p._data.dtype in (np.float32, np.float64) else np.float32
+        a = np.empty_like(self._data, dtype=np.bool_)
+        v = _iter_view(a)
+        u = (mt.uniform_f64 if pd == np.float64 else mt.uniform_f32)(a.size).reshape(v.shape)
+        v[...] = u < _iter_view(np.broadcast_to(p._data, a.shape)).astype(pd, copy=False)
+        return _random_fill(self, a, "bernoulli_")
+    p = float(p)
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    mt = _mt(generator)
+    return _random_fill(self, _draw_like(self, lambda n: mt.uniform_f64(n) < p), "bernoulli_")
 
 
+@_meta_noop
 def exponential_(self, lambd=1.0, *, generator=None):
-    from .._creation import _gen
-    return _random_fill(self, _gen(generator).exponential(1.0 / lambd, self.shape), "exponential_")
+    from .._creation import _mt, _exponential_values
+    _float_dtype_check(self, "exponential_")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    mt = _mt(generator)
+    d = self._data.dtype
+    return _random_fill(self, _draw_like(self, lambda n: _exponential_values(mt, n, d, float(lambd))),
+                        "exponential_")
 
 
+@_meta_noop
 def random_(self, from_=0, to=None, *, generator=None):
-    from .._creation import _gen
+    from .._creation import _mt, _randint_array
+    mt = _mt(generator)
+    d = self._data.dtype
+    if to is None and from_ == 0 and not isinstance(from_, bool):
+        # random_(): [0, 2**mantissa digits] for floats, [0, max] for integers
+        if d.kind == "f":
+            hi = (1 << (np.finfo(d).nmant + 1)) + 1
+        elif d == np.bool_:
+            hi = 2
+        else:
+            hi = int(np.iinfo(d).max) + 1
+        if hi > (1 << 32):
+            make = lambda n: (mt.u64(n) % np.uint64(hi)).astype(d)  # noqa: E731
+        else:
+            make = lambda n: (mt.u32(n) % np.uint64(hi)).astype(d)  # noqa: E731
+        return _random_fill(self, _draw_like(self, make), "random_")
     if to is None:
-        from_, to = 0, from_ if from_ else 2 ** 24
-    return _random_fill(self, _gen(generator).integers(from_, to, self.shape), "random_")
+        from_, to = 0, from_
+    from_, to = int(from_), int(to)
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+    return _random_fill(self, _draw_like(self, lambda n: _randint_array(mt, from_, to, n, d)), "random_")
 
 
+@_meta_noop
 def geometric_(self, p, *, generator=None):
-    from .._creation import _gen
-    return _random_fill(self, _gen(generator).geometric(p, self.shape), "geometric_")
+    from .._creation import _mt, _libm
+    import math
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    mt = _mt(generator)
+    lq = math.log1p(-p)
+    return _random_fill(self, _draw_like(self, lambda n: np.ceil(_libm(math.log, mt.uniform_f64(n)) / lq)),
+                        "geometric_")
 
 
+@_meta_noop
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    from .._creation import _gen
-    return _random_fill(self, median + sigma * _gen(generator).standard_cauchy(self.shape), "cauchy_")
+    from .._creation import _mt, _libm, _fma64
+    import math
+    _float_dtype_check(self, "cauchy_")
+    mt = _mt(generator)
+    return _random_fill(self, _draw_like(self, lambda n: _fma64(
+        _libm(math.tan, math.pi * (mt.uniform_f64(n) - 0.5)), float(sigma), float(median))), "cauchy_")
 
 
+@_meta_noop
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
-    from .._creation import _gen
-    return _random_fill(self, _gen(generator).lognormal(mean, std, self.shape), "log_normal_")
+    from .._creation import _mt, _libm, _fma64
+    import math
+    _float_dtype_check(self, "log_normal_")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    mt = _mt(generator)
+    return _random_fill(self, _draw_like(self, lambda n: _libm(math.exp, _fma64(
+        mt.normal_scalar(n), float(std), float(mean)))), "log_normal_")
+
+
+def _vmap_different(fn):
+    """An in-place sampler on a tensor batched by vmap(randomness='different') fills the whole batch
+    in one draw (its physical values, the batch dim first), as PyTorch does."""
+    import functools
+
+    @functools.wraps(fn)
+    def f(self, *args, **kwargs):
+        w = self._wr
+        if w is not None and getattr(w, "kind", None) == "vmap" and getattr(w, "randomness", None) == "different":
+            w._drawing = True
+            try:
+                fn(self._val, *args, **kwargs)
+            finally:
+                w._drawing = False
+            return self
+        return fn(self, *args, **kwargs)
+    return f
+
+
+uniform_ = _vmap_different(uniform_)
+normal_ = _vmap_different(normal_)
+bernoulli_ = _vmap_different(bernoulli_)
+exponential_ = _vmap_different(exponential_)
+random_ = _vmap_different(random_)
+geometric_ = _vmap_different(geometric_)
+cauchy_ = _vmap_different(cauchy_)
+log_normal_ = _vmap_different(log_normal_)
 
 
 def _random_fill(self, values, name):

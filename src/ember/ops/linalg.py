@@ -34,7 +34,13 @@ def _matmul_impl(xp, a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{', '.join(map(str, b.shape[:-2]))}, {ka}] but got: "
                            f"[{', '.join(map(str, b.shape[:-1]))}].")
+    if b.ndim == 2 and a.ndim > 2:
+        # (..., k) @ (k, n) as one 2-D product: NumPy's stacked matmul with a broadcast 2-D operand
+        # loops outside BLAS (10-40x slower for a GPT block's projections)
+        return xp.matmul(a.reshape(-1, ka), b).reshape(a.shape[:-1] + (b.shape[1],))
     try:
+        if a.dtype is U.BF16:  # float32 products and sums (BLAS), rounded once, as PyTorch's CPU kernels
+            return U.bf16_f32(xp.matmul, a, b)
         return xp.matmul(a, b)
     except ValueError:
         raise RuntimeError(f"matmul: batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} "
@@ -271,6 +277,8 @@ def _linear_impl(xp, x, w, b=None):
         lead = int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
                            f"{w.shape[1]}x{w.shape[0]})")
+    if x.dtype is U.BF16:  # float32 products, sums and bias, rounded once, as PyTorch's CPU addmm
+        return U.bf16_f32(_linear_impl, xp, x, w, b)
     if x.ndim > 2 and x.flags.c_contiguous:
         y = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:

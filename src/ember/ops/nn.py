@@ -806,6 +806,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         if o >= s and o >= d:
             raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, but got "
                                f"output_padding={list(opad)}, stride={list(stride)}, dilation={list(dilation)}")
+    if any(o >= s for o, s in zip(opad, stride)):
+        # output padding of a stride or more (allowed below the dilation) crops the adjoint
+        # convolution's padding: the N-d kernels of ops/conv3d.py take that, with a unit depth
+        from .conv3d import conv_transpose3d
+        out = conv_transpose3d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride, (0,) + pad,
+                               (0,) + opad, groups, (1,) + dilation).squeeze(2)
+        return out.squeeze(0) if unbatched else out
     Cin = x.shape[1]
     if weight.shape[0] != Cin:
         raise RuntimeError(f"{op}: Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected input"
@@ -1239,7 +1246,7 @@ def _bn_view(xp, a):
         return a.transpose(0, 2, 3, 1).reshape(-1, C), (0,), \
             lambda r: r.reshape(N, H, W, C).transpose(0, 3, 1, 2)
     shape = a.shape
-    return a.reshape(shape[0], shape[1], -1), (0, 2), lambda r: r.reshape(shape)
+    return a.reshape(shape[0], shape[1], math.prod(shape[2:])), (0, 2), lambda r: r.reshape(shape)
 
 
 def _bcast(v, two_d):
@@ -1251,7 +1258,10 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     a, axes, restore = _bn_view(xp, x)
     two_d = len(axes) == 1
     C = x.shape[1]
-    n = x.size // C
+    n = x.size // C if C else 0
+    if training and n == 0:   # an empty batch (as PyTorch): empty output, running statistics untouched
+        zero = xp.zeros(C, x.dtype)
+        return restore(a.copy()), zero, zero.copy()
     if training:
         mean = a.mean(axes, dtype=np.float64 if x.dtype == np.float16 else None).astype(x.dtype, copy=False)
         xc = a - _bcast(mean, two_d)
@@ -1287,7 +1297,7 @@ def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
         _bn_view(xp, _unphys(xp.ascontiguousarray(_phys(g, is_channels_last(x))), is_channels_last(x)))[0]
     if ga.shape != a.shape:
         ga = ga.reshape(a.shape)
-    n = x.size // x.shape[1]
+    n = max(x.size // x.shape[1], 1) if x.shape[1] else 1   # (an empty batch: empty gx, zero gw, gb)
     xc = a - _bcast(mean, two_d)
     gsum = ga.sum(axes)
     dot = xp.einsum("ij,ij->j", ga, xc) if two_d else xp.einsum("ncl,ncl->c", ga, xc)
@@ -1391,7 +1401,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
     if training:
         n = input.numel() // C if C else 0
-        if n <= 1:
+        if n == 1:  # an empty batch is fine (PyTorch returns an empty output)
             raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
     if training and momentum:  # the op updates the running stats in place (versions move first, so

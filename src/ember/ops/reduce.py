@@ -27,7 +27,9 @@ def _dim_overload_name(op):
 
 
 def _sum_impl(xp, a, dims=None, keepdim=False, dtype=None):
-    if dtype is None and a.dtype.kind in "bui" and a.dtype != np.int64:
+    if dtype is None and a.dtype.kind in "buiV" and a.dtype != np.int64:
+        if a.dtype == U.BF16:  # a float32 sum, rounded once (as PyTorch)
+            return U.bf16_f32(xp.sum, a, axis=dims, keepdims=keepdim)
         dtype = np.int64
     return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
@@ -49,6 +51,8 @@ def _(ctx, t):
 
 def _mean_impl(xp, a, dims=None, keepdim=False, dtype=None):
     if a.dtype.kind != "f" and dtype is None:
+        if a.dtype is U.BF16:
+            return U.bf16_f32(xp.mean, a, axis=dims, keepdims=keepdim)
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {dt.FROM_NP[a.dtype].name.capitalize()}")
     r = xp.mean(a, axis=dims, keepdims=keepdim, dtype=dtype)
@@ -82,7 +86,9 @@ def _(ctx, t):
 
 
 def _prod_impl(xp, a, dims=None, keepdim=False, dtype=None):
-    if dtype is None and a.dtype.kind in "bui" and a.dtype != np.int64:
+    if dtype is None and a.dtype.kind in "buiV" and a.dtype != np.int64:
+        if a.dtype == U.BF16:
+            return U.bf16_f32(xp.prod, a, axis=dims, keepdims=keepdim)
         dtype = np.int64
     return xp.prod(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
@@ -257,6 +263,8 @@ count_nonzero_op = defop("count_nonzero", lambda xp, a, dims=None: xp.asarray(
 
 def _var_impl(xp, a, dims=None, correction=1, keepdim=False):
     if a.dtype.kind != "f":
+        if a.dtype is U.BF16:
+            return U.bf16_f32(_var_impl, xp, a, dims, correction, keepdim)
         raise RuntimeError("var(): input dtype should be floating point")
     with np.errstate(divide="ignore", invalid="ignore"):
         # float16 accumulates in float32, as PyTorch's kernels do
@@ -390,8 +398,8 @@ def _(ctx, t):
 def _cumsum_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
-    if dtype is None and a.dtype == np.float16:  # a float32 running sum, as PyTorch (float16 stalls at 2048)
-        return xp.cumsum(a, axis=dim, dtype=np.float32).astype(np.float16)
+    if dtype is None and (a.dtype == np.float16 or a.dtype == U.BF16):  # a float32 running sum, as PyTorch
+        return xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)      # (float16 stalls at 2048)
     return xp.cumsum(a, axis=dim, dtype=dtype)
 
 
@@ -410,8 +418,8 @@ cumsum_op.jvp = lambda ctx, t: t.cumsum(ctx.params["dim"])
 def _cumprod_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
-    if dtype is None and a.dtype == np.float16:
-        return xp.cumprod(a, axis=dim, dtype=np.float32).astype(np.float16)
+    if dtype is None and (a.dtype == np.float16 or a.dtype == U.BF16):
+        return xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
     return xp.cumprod(a, axis=dim, dtype=dtype)
 
 
@@ -631,6 +639,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def logsumexp(input, dim, keepdim=False):
+    if input.dtype is dt.bfloat16:  # float32 inside, rounded once
+        return logsumexp(input.float(), dim, keepdim).to(dt.bfloat16)
     return dispatch(logsumexp_op, (input,), {"dims": U.wrap_dims(dim, input.dim(), "logsumexp"),
                                              "keepdim": keepdim})
 
@@ -638,6 +648,8 @@ def logsumexp(input, dim, keepdim=False):
 def softmax(input, dim=None, dtype=None, _stacklevel=3):
     if dtype is not None:
         input = input.to(dtype)
+    elif input.dtype is dt.bfloat16:  # float32 inside, rounded once
+        return softmax(input.float(), dim).to(dt.bfloat16)
     elif input._data.dtype.kind not in "fc":
         raise RuntimeError(f"softmax: not implemented for dtype {input.dtype} (a floating point input is "
                            f"expected; pass dtype=)")
@@ -649,6 +661,8 @@ def softmax(input, dim=None, dtype=None, _stacklevel=3):
 def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
     if dtype is not None:
         input = input.to(dtype)
+    elif input.dtype is dt.bfloat16:  # float32 inside, rounded once
+        return log_softmax(input.float(), dim).to(dt.bfloat16)
     elif input._data.dtype.kind not in "fc":
         raise RuntimeError(f"log_softmax: not implemented for dtype {input.dtype} (a floating point input is "
                            f"expected; pass dtype=)")
@@ -680,8 +694,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         U.wrap_dims(dim, input.dim(), "norm")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
-    if input.dtype is dt.float16:  # float32 accumulation, as PyTorch (float16 squares overflow at 65504)
-        return norm(input.float(), p, dim, keepdim).to(dt.float16)
+    if input.dtype is dt.float16 or input.dtype is dt.bfloat16:  # float32 accumulation, as PyTorch (float16 squares overflow at 65504)
+        return norm(input.float(), p, dim, keepdim).to(input.dtype)
     if p == "fro" or p is None:
         p = 2
     if not isinstance(p, str) and 1 <= p < math.inf:

@@ -5,4 +5,11 @@ from .adam import Adam, AdamW  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
 from .adagrad import Adagrad  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
+from .adadelta import Adadelta  # noqa: F401
+from .adamax import Adamax  # noqa: F401
+from .nadam import NAdam  # noqa: F401
+from .radam import RAdam  # noqa: F401
+from .asgd import ASGD  # noqa: F401
+from .rprop import Rprop  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401
 from . import lr_scheduler  # noqa: F401

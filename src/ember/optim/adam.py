@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
-                        _step_tensor, _scratch, _closure_loss, _check_nonnegative)
+                        _step_tensor, _scratch, _closure_loss, _check_nonnegative, _check_betas)
 
 
 class Adam(Optimizer):
@@ -14,10 +14,7 @@ class Adam(Optimizer):
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=None):
         _check_nonnegative(lr=lr, eps=eps)
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        _check_betas(betas)
         _check_nonnegative(weight_decay=weight_decay)
         if decoupled_weight_decay is None:
             decoupled_weight_decay = self._decoupled_default

@@ -30,6 +30,13 @@ def _check_nonnegative(**hyper):
             raise ValueError(f"Invalid {_HYPER_NAMES.get(name, name + ' value')}: {value}")
 
 
+def _check_betas(betas):
+    """Adam-family betas: each in [0, 1), a ValueError naming the index of the first that is not."""
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
 def _closure_loss(closure):
     """The loss of a step's closure, evaluated with grad mode on; None without a closure."""
     if closure is None:

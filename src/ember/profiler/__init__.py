@@ -1,6 +1,7 @@
 """ember.profiler: what every op, backward node and user range costs.
 
-Every dispatched op is an event named ``ember::<op>``, every backward node run by the engine an
+Every dispatched op is an event named as PyTorch names it (``aten::<op>``; the chrome trace keeps
+ember's own op name in the event's args), every backward node run by the engine an
 event named as its class (``MulBackward0``), ``record_function`` ranges and ``ProfilerStep#N``
 are ``user_annotation`` events; nesting gives self time. Results come as PyTorch's tables
 (``key_averages().table()``) and as chrome traces that Perfetto and Holistic Trace Analysis read.

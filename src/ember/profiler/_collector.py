@@ -44,6 +44,28 @@ def _user_stack(limit=8):
     return out
 
 
+
+# registry ops whose PyTorch (ATen) name differs; every other op has PyTorch's name already
+_ATEN_NAMES = {"max_dim": "max", "min_dim": "min", "squeeze_dim": "squeeze", "squeeze_dims": "squeeze",
+               "clamp_tensor": "clamp", "fill": "fill_", "fill_tensor": "fill_", "copy": "copy_",
+               "cross_entropy": "cross_entropy_loss", "upsample_nearest": "upsample_nearest2d",
+               "conv2d_backward_input": "convolution_backward", "conv2d_backward_weight": "convolution_backward",
+               "batch_norm_backward": "native_batch_norm_backward",
+               "layer_norm_backward": "native_layer_norm_backward",
+               "group_norm_backward": "native_group_norm_backward"}
+
+
+class EventName(str):
+    """An op event's name as PyTorch's profiler gives it (``aten::mul``), carrying ember's own op
+    name (``.ember``), which the chrome trace keeps in the event's args."""
+    __slots__ = ("ember",)
+
+
+def op_event_name(op):
+    name = EventName("aten::" + _ATEN_NAMES.get(op.name, op.name))
+    name.ember = op.name
+    return name
+
 class _TLS(threading.local):
     def __init__(self):
         self.stack = []
@@ -114,7 +136,7 @@ class Collector:
         """The common case (no shapes, memory or stacks): a record and two clock reads."""
         name = self._names.get(op)
         if name is None:
-            name = self._names[op] = "ember::" + op.name
+            name = self._names[op] = op_event_name(op)
         tls = self._tls
         rec = [name, "cpu_op", tls.tid, 0, None, None, None, None]
         self._append(rec)
@@ -133,7 +155,7 @@ class Collector:
     def _on_op_full(self, op, args, params):
         name = self._names.get(op)
         if name is None:
-            name = self._names[op] = "ember::" + op.name
+            name = self._names[op] = op_event_name(op)
         shapes = [_shape_of(a) for a in args] if self.record_shapes else None
         return self._open(name, "cpu_op", shapes)
 

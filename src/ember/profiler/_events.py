@@ -41,7 +41,7 @@ def format_memory(nbytes):
 
 
 class FunctionEvent:
-    """One profiled range: an op (``ember::mul``), a backward node (``MulBackward0``), a
+    """One profiled range: an op (``aten::mul``), a backward node (``MulBackward0``), a
     ``record_function`` range or a ``ProfilerStep#N``."""
     __slots__ = ("id", "name", "cat", "thread", "start_ns", "end_ns", "input_shapes", "stack",
                  "cpu_memory_usage", "cpu_parent", "cpu_children", "module")
@@ -359,6 +359,9 @@ def chrome_trace_dict(events, rank=0, world_size=1, base_ns=0, pid=None, module_
             args["Call stack"] = ";".join(e.stack)
         if e.cpu_memory_usage:
             args["Allocated Bytes"] = e.cpu_memory_usage
+        ember_op = getattr(e.name, "ember", None)
+        if ember_op is not None:
+            args["ember op"] = ember_op
         out.append({"ph": "X", "cat": e.cat, "name": e.name, "pid": pid, "tid": e.thread, "ts": ts,
                     "dur": e.end_ns // 1000 - ts, "args": args})
         threads.add(e.thread)

@@ -23,6 +23,7 @@ import gzip
 import json
 import os
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -53,16 +54,18 @@ class _Stream:
         self.pos = 0
         self.eof = False
         self.consumed = 0  # characters dropped from the front of buf
+        self.scanned = 0   # characters handed to the JSON decoder (linear in the file's length)
 
     def close(self):
         self.fh.close()
         self._raw.close()
 
-    def _fill(self):
+    def _fill(self, want=0):
+        """Append at least ``want`` (and at least CHUNK) more bytes of the file to the buffer."""
         if self.eof:
             return False
         try:
-            data = self.fh.read(self.CHUNK)
+            data = self.fh.read(max(self.CHUNK, want))
         except (OSError, EOFError) as e:
             raise TraceFormatError(f"trace file {self.path}: cannot decompress ({e})") from None
         try:
@@ -93,16 +96,27 @@ class _Stream:
         self.pos += 1
 
     def value(self, what):
-        """Decode one JSON value."""
+        """Decode one JSON value.
+
+        A value that runs past the buffered text is retried after reading as much again as is
+        pending (the buffer doubles), so a value of n characters costs O(n) in all, however long
+        (a retry after every fixed-size chunk would cost O(n**2/CHUNK)). ``scanned`` counts the
+        characters handed to the decoder, for the tests."""
         self.peek()
         while True:
+            pending = len(self.buf) - self.pos
+            self.scanned += pending
             try:
                 v, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as e:
-                if self.eof:
+                # an error well before the end of the buffered text is in the file, not in the cut
+                if self.eof or (e.pos + 64 < len(self.buf) and not e.msg.startswith("Unterminated")):
                     self._fail(f"invalid JSON in {what} ({e.msg})", self.consumed + e.pos)
-                self._fill()
+                self._fill(pending)
                 continue
+            except RecursionError:
+                self._fail(f"{what} is nested too deeply (more levels of JSON arrays/objects than "
+                           f"Python's recursion limit, {sys.getrecursionlimit()})")
             if end >= len(self.buf) and not self.eof:  # a number may continue in the next chunk
                 self._fill()
                 continue
@@ -145,15 +159,45 @@ class TraceData:
         return len(self.name)
 
 
+_I64 = 1 << 63
+_TS_MAX = 1 << 62
+
+
 def _num(v, path, i, field):
+    """A timestamp or duration: a number of magnitude below 2**62, so that ts + dur fits int64 (a
+    numeric string is read as its number)."""
+    if isinstance(v, str) and not isinstance(v, bool):
+        try:
+            v = float(v) if ("." in v or "e" in v.lower() or "n" in v.lower()) else int(v)
+        except ValueError:
+            pass
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        if isinstance(v, str):
-            try:
-                return float(v) if ("." in v or "e" in v.lower()) else int(v)
-            except ValueError:
-                pass
-        raise TraceFormatError(f"trace file {path}: event #{i} has a non-numeric {field!r}: {v!r}")
+        raise TraceFormatError(f"trace file {path}: traceEvents[{i}] has a non-numeric {field!r}: "
+                               f"{_show(v)}")
+    if not abs(v) < _TS_MAX:  # ts + dur must not overflow int64 either (nor be nan/inf)
+        raise TraceFormatError(f"trace file {path}: traceEvents[{i}] has {field!r} = {_show(v)}, out of "
+                               f"range (a finite number of magnitude below 2**62 is expected)")
     return v
+
+
+def _int_arg(v, path, i, field):
+    """``args.stream`` / ``args.correlation``: an int in int64's range; -1 when absent."""
+    if v is None:
+        return -1
+    if isinstance(v, bool) or not isinstance(v, int) or not -_I64 <= v < _I64:
+        raise TraceFormatError(f"trace file {path}: traceEvents[{i}] has args.{field} = {_show(v)}, "
+                               f"expected an integer below 2**63")
+    return v
+
+
+def _show(v):
+    """A short repr of a bad value for an error message (a hostile one can be huge)."""
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _where(path, i, name=None):
+    return f"trace file {path}: traceEvents[{i}]" + ("" if name is None else f" ({_show(name)})")
 
 
 def read_trace_file(path):
@@ -204,14 +248,21 @@ def read_trace_file(path):
                     while True:
                         e = s.value(f"traceEvents[{i}]")
                         if not isinstance(e, dict):
-                            raise TraceFormatError(f"trace file {path}: traceEvents[{i}] is not an object")
+                            raise TraceFormatError(f"trace file {path}: traceEvents[{i}] is not an object "
+                                                   f"({type(e).__name__})")
                         d = e.get("dur")
                         cat = e.get("cat")
                         if d is not None and cat is not None and cat != "Trace":
                             name = e.get("name")
                             if name is None:
                                 raise TraceFormatError(
-                                    f"trace file {path}: traceEvents[{i}] (cat {cat!r}) has no 'name'")
+                                    f"trace file {path}: traceEvents[{i}] (cat {_show(cat)}) has no 'name'")
+                            if type(name) is not str:
+                                raise TraceFormatError(f"{_where(path, i)} has a 'name' of type "
+                                                       f"{type(name).__name__} ({_show(name)}), expected a string")
+                            if type(cat) is not str:
+                                raise TraceFormatError(f"{_where(path, i, name)} has a 'cat' of type "
+                                                       f"{type(cat).__name__} ({_show(cat)}), expected a string")
                             t = e.get("ts")
                             if t is None:
                                 raise TraceFormatError(
@@ -232,16 +283,21 @@ def read_trace_file(path):
                             ct.append(k)
                             a = e.get("args")
                             if type(a) is dict:
-                                st.append(a.get("stream", -1))
-                                co.append(a.get("correlation", -1))
+                                st.append(_int_arg(a.get("stream"), path, i, "stream"))
+                                co.append(_int_arg(a.get("correlation"), path, i, "correlation"))
                             else:
                                 st.append(-1)
                                 co.append(-1)
+                            pid, tid = e.get("pid", -1), e.get("tid", -1)
+                            for field, v in (("pid", pid), ("tid", tid)):
+                                if not (type(v) is str or type(v) is int and -_I64 <= v < _I64):
+                                    raise TraceFormatError(f"{_where(path, i, name)} has {field!r} = "
+                                                           f"{_show(v)}, expected an integer or a string")
                             idx.append(i)
                             ts.append(t)
                             du.append(d)
-                            pi.append(e.get("pid", -1))
-                            ti.append(e.get("tid", -1))
+                            pi.append(pid)
+                            ti.append(tid)
                         elif "ts" in e and type(e["ts"]) is float:
                             float_ts = True
                         elif "ts" not in e:
@@ -278,11 +334,8 @@ def read_trace_file(path):
         raise TraceFormatError(f"trace file {path}: distributedInfo.rank must be a non-negative "
                                f"integer, got {di['rank']!r}")
 
-    def ints(v):
-        try:
-            return np.asarray(v, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            return np.asarray([x if isinstance(x, int) else -1 for x in v], dtype=np.int64)
+    def ints(v):  # every value was checked to fit
+        return np.asarray(v, dtype=np.int64)
 
     ts_a = np.asarray(ts, dtype=np.float64 if float_ts else np.int64)
     du_a = np.asarray(du, dtype=np.float64 if any(type(x) is float for x in du) else np.int64)

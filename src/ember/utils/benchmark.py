@@ -117,12 +117,12 @@ class Measurement:
         lines = [f"<ember.utils.benchmark.Measurement object at {hex(id(self))}>",
                  self.task_spec.summarize()]
         n = len(self.times)
-        if n == 1:
-            lines.append(f"  {_fmt(self.median / scale)} {unit}")
+        if n == 1:  # two decimals in the chosen unit, as PyTorch prints them
+            lines.append(f"  {self.median / scale:.2f} {unit}")
         else:
-            lines.append(f"  Median: {_fmt(self.median / scale)} {unit}")
-            lines.append(f"  IQR:    {_fmt(self.iqr / scale, 2)} {unit} "
-                         f"({_fmt(self._quantile(0.25) / scale)} to {_fmt(self._quantile(0.75) / scale)})")
+            lines.append(f"  Median: {self.median / scale:.2f} {unit}")
+            lines.append(f"  IQR:    {self.iqr / scale:.2f} {unit} "
+                         f"({self._quantile(0.25) / scale:.2f} to {self._quantile(0.75) / scale:.2f})")
         threads = self.task_spec.num_threads
         lines.append(f"  {n} measurement{'s' if n > 1 else ''}, {self.number_per_run} runs "
                      f"{'per measurement,' if n > 1 else ','} {threads} thread{'s' if threads > 1 else ''}")
@@ -164,10 +164,9 @@ class _TaskSpec:
             "\n".join("  " + ln for ln in self.stmt.splitlines())
 
     def summarize(self):
+        """The title (label and sub_label, or the statement), then the description, as PyTorch
+        prints them: a labelled task does not repeat its statement."""
         parts = [self.title]
-        if self.label is not None:
-            parts.append(self.stmt if "\n" not in self.stmt else
-                         "\n".join("  " + ln for ln in self.stmt.splitlines()))
         if self.description:
             parts.append(self.description)
         return "\n".join(p for p in parts if p)
@@ -282,35 +281,46 @@ class Compare:
         print(str(self))
 
     def _render(self):
+        """PyTorch's layout: a block per label, columns by description, rows by sub_label (or
+        statement) grouped under "N threads:" lines, values in one unit and with one number of
+        decimals per block (two significant figures of its smallest value; with
+        trim_significant_figures, each value rounded to the figures its spread supports)."""
         blocks = OrderedDict()
         for m in Measurement.merge(self._results):
             blocks.setdefault(m.task_spec.label, []).append(m)
         out = []
         for label, ms in blocks.items():
-            cols = list(OrderedDict.fromkeys(
-                (m.task_spec.description or "") + (f" ({m.task_spec.num_threads} threads)"
-                                                   if m.task_spec.num_threads > 1 else "") for m in ms))
+            cols = list(OrderedDict.fromkeys(m.task_spec.description or "" for m in ms))
+            threads = sorted(OrderedDict.fromkeys(m.task_spec.num_threads for m in ms))
             rows = list(OrderedDict.fromkeys(m.task_spec.sub_label or m.task_spec.stmt for m in ms))
             unit, scale = select_unit(min(m.median for m in ms))
+            figures = min(m.significant_figures for m in ms) if self._trim else 2
+            smallest = min(m.median for m in ms) / scale
+            decimals = max(0, figures - 1 - int(math.floor(math.log10(smallest)))) if smallest > 0 else 0
             cells = {}
             for m in ms:
-                col = (m.task_spec.description or "") + (f" ({m.task_spec.num_threads} threads)"
-                                                         if m.task_spec.num_threads > 1 else "")
                 v = m.median / scale
-                s = _fmt(v, m.significant_figures if self._trim else 4)
+                if self._trim:
+                    v = trim_sigfig(v, m.significant_figures)
+                s = f"{v:.{decimals}f}"
                 if self._highlight and m.has_warnings:
                     s += f" (! {100 * m.iqr / m.median:.0f}%)"
-                cells[(m.task_spec.sub_label or m.task_spec.stmt, col)] = s
-            row_w = max([len(r) for r in rows] + [1]) + 2
-            col_ws = [max([len(c)] + [len(cells.get((r, c), "")) for r in rows]) + 2 for c in cols]
-            head = " " * row_w + "|" + "|".join(f"{c:^{w}}" for c, w in zip(cols, col_ws))
+                cells[(m.task_spec.num_threads, m.task_spec.sub_label or m.task_spec.stmt,
+                       m.task_spec.description or "")] = s
+            row_w = max([len(r) for r in rows] + [1]) + 8
+            col_ws = [max([len(c)] + [len(v) for k, v in cells.items() if k[2] == c]) + 4 for c in cols]
+            head = (" " * row_w + "|" + "|".join(f"{c:^{w}}" for c, w in zip(cols, col_ws))).rstrip()
             title = f" {label} " if label else " "
-            width = max(len(head), len(title) + 4)
-            out.append("[" + title.center(width - 2, "-") + "]")
+            out.append("[" + title.center(len(head) - 2, "-") + "]")
             out.append(head)
-            for r in rows:
-                out.append(f"{r:<{row_w}}" + "|" + "|".join(f"{cells.get((r, c), ''):^{w}}"
-                                                           for c, w in zip(cols, col_ws)))
+            for nt in threads:
+                lead = f"{nt} threads: "
+                out.append(lead + "-" * (len(head) - len(lead)))
+                for r in rows:
+                    if not any(k[0] == nt and k[1] == r for k in cells):
+                        continue
+                    out.append(f"      {r:<{row_w - 6}}" + "|" + "|".join(
+                        f"{cells.get((nt, r, c), ''):>{w - 2}}  " for c, w in zip(cols, col_ws)))
             name = {"ns": "nanoseconds", "us": "microseconds", "ms": "milliseconds", "s": "seconds"}[unit]
             out.append("")
             out.append(f"Times are in {name} ({unit}).")

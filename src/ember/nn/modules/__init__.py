@@ -26,3 +26,16 @@ from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLog
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerDecoder, Transformer)
+from . import activation as _activation  # noqa: E402
+_activation.MultiheadAttention = MultiheadAttention  # PyTorch's import path: torch.nn.modules.activation
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose3d  # noqa: F401,E402
+from .pooling import (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,  # noqa: F401,E402
+                      AdaptiveMaxPool3d, FractionalMaxPool2d, FractionalMaxPool3d, MaxUnpool1d, MaxUnpool2d,
+                      MaxUnpool3d)
+from .activation import RReLU  # noqa: F401,E402
+from .dropout import Dropout3d, FeatureAlphaDropout  # noqa: F401,E402
+from .loss import MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss, CTCLoss  # noqa: F401,E402
+from .channelshuffle import ChannelShuffle  # noqa: F401,E402
+from .fold import Fold, Unfold  # noqa: F401,E402
+from .normalization import LocalResponseNorm  # noqa: F401,E402
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401,E402

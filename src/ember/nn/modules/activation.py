@@ -256,10 +256,8 @@ class PReLU(Module):
         _init.constant_(self.weight, self.init)
 
     def forward(self, input):
-        w = self.weight
-        if input.dim() >= 2 and self.num_parameters > 1:
-            w = w.reshape((1, -1) + (1,) * (input.dim() - 2))
-        return _ops.where(input >= 0, input, w * input)
+        from .. import functional as F
+        return F.prelu(input, self.weight)
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
@@ -304,3 +302,18 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        from .. import functional as F
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -39,7 +39,7 @@ class _NormBase(Module):
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
-            self.register_buffer("num_batches_tracked", tensor(0, dtype=dt.int64))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=dt.int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

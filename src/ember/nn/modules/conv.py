@@ -168,3 +168,38 @@ class ConvTranspose2d(_ConvTransposeNd):
         op = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                                   self.dilation)
+
+
+# ----------------------------------------------------------------------------- 3-d convolution, 1-d/3-d transposed
+
+
+class Conv3d(_Conv):
+    _n = 3
+    _conv = staticmethod(F.conv3d)
+
+
+class _ConvTranspose(_ConvTransposeNd):
+    """ConvTranspose1d/3d: subclasses set ``_n`` and the functional ``_convt``."""
+    _convt = None
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True,
+                         output_padding, groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return type(self)._convt(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                 self.dilation)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    _n = 1
+    _convt = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose3d(_ConvTranspose):
+    _n = 3
+    _convt = staticmethod(F.conv_transpose3d)

@@ -52,6 +52,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """Linear under the name PyTorch gives MultiheadAttention's out_proj (a marker for quantization)."""
+
+
 class LazyLinear(Linear):
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         raise NotImplementedError("LazyLinear is not supported by ember: give in_features to nn.Linear")

@@ -13,10 +13,12 @@ _hook_ids = itertools.count()
 class RemovableHandle:
     """Returned by the register_*_hook methods; ``remove()`` unregisters the hook."""
 
-    def __init__(self, *dicts, extra=()):
+    def __init__(self, *dicts, extra=(), extra_dict=None):
         self.id = next(_hook_ids)
         self._dicts = list(dicts)
         self._extra = list(extra)
+        if extra_dict is not None:  # PyTorch's keyword (torch.utils.hooks.RemovableHandle): a dict or a list
+            self._extra += list(extra_dict) if isinstance(extra_dict, (list, tuple)) else [extra_dict]
 
     def remove(self):
         for d in self._dicts + self._extra:

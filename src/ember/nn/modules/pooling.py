@@ -137,3 +137,130 @@ class AdaptiveMaxPool2d(Module):
 class UpsamplingBilinear2d(Upsample):
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ----------------------------------------------------------------------------- 3-d, adaptive max 1-d/3-d,
+# fractional max pooling and max unpooling
+
+
+class MaxPool3d(_MaxPoolNd):
+    _pool = staticmethod(F.max_pool3d)
+
+
+class AvgPool3d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    _pool = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _pool = None
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return type(self)._pool(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _pool = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _pool = staticmethod(F.adaptive_max_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _pool = None
+    _n = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        n = self._n
+        self.kernel_size = kernel_size if isinstance(kernel_size, tuple) else (kernel_size,) * n
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = (output_size if isinstance(output_size, tuple) or output_size is None
+                            else (output_size,) * n)
+        self.output_ratio = (output_ratio if isinstance(output_ratio, tuple) or output_ratio is None
+                             else (output_ratio,) * n)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._pool(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                                _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _pool = staticmethod(F.fractional_max_pool2d)
+    _n = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _pool = staticmethod(F.fractional_max_pool3d)
+    _n = 3
+
+
+class _MaxUnpoolNd(Module):
+    _unpool = None
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+
+        def tup(v):
+            return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _unpool = staticmethod(F.max_unpool1d)
+    _n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _unpool = staticmethod(F.max_unpool2d)
+    _n = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _unpool = staticmethod(F.max_unpool3d)
+    _n = 3

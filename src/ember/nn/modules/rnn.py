@@ -145,6 +145,9 @@ class RNNBase(Module):
         if batched and batch_first:
             x = x.transpose(0, 1)
         T, B = x.shape[0], x.shape[1]
+        if T == 0:  # as PyTorch (an empty batch, B == 0, runs and gives empty outputs)
+            raise RuntimeError(f"{type(self).__name__}: Expected sequence length to be larger than 0 in RNN, got "
+                               f"input of shape {tuple(input.shape)}")
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
         if hx is None:

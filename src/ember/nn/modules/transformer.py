@@ -5,7 +5,7 @@ import math
 
 from .module import Module
 from .container import ModuleList
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .dropout import Dropout
 from .normalization import LayerNorm
 from ..parameter import Parameter
@@ -13,10 +13,6 @@ from .. import init
 from .. import functional as F
 from ... import ops as _ops
 from ..._creation import empty, zeros
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    pass
 
 
 def _float_mask(mask, dtype):
@@ -35,93 +31,71 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("ember's MultiheadAttention supports kdim == vdim == embed_dim without "
-                                      "add_bias_kv / add_zero_attn")
         self.embed_dim = embed_dim
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), dtype=dtype, device=device))
-        self.register_parameter("q_proj_weight", None)
-        self.register_parameter("k_proj_weight", None)
-        self.register_parameter("v_proj_weight", None)
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), dtype=dtype, device=device))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), dtype=dtype, device=device))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), dtype=dtype, device=device))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), dtype=dtype, device=device))
+            self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype, device=device))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), dtype=dtype, device=device))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), dtype=dtype, device=device))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         batched = query.dim() == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
+        if batched and self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        L, N, E = query.shape
-        S = key.shape[0]
-        H, hd = self.num_heads, self.head_dim
-        if E != self.embed_dim:
-            raise AssertionError(f"MultiheadAttention: was expecting embedding dimension (embed_dim) of {self.embed_dim}, but got {E}")
-        w, b = self.in_proj_weight, self.in_proj_bias
-        wq, wk, wv = w.chunk(3, 0)
-        bq, bk, bv = b.chunk(3, 0) if b is not None else (None, None, None)
-        q = F.linear(query, wq, bq)
-        k = F.linear(key, wk, bk)
-        v = F.linear(value, wv, bv)
-        q = q.reshape(L, N * H, hd).transpose(0, 1)   # (N*H, L, hd)
-        k = k.reshape(S, N * H, hd).transpose(0, 1)
-        v = v.reshape(S, N * H, hd).transpose(0, 1)
-        scores = _ops.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
-        am = _float_mask(attn_mask, scores.dtype)
-        if am is not None:
-            if am.dim() == 2:
-                if tuple(am.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(am.shape)}, but should be {(L, S)}.")
-                am = am.unsqueeze(0)
-            elif tuple(am.shape) != (N * H, L, S):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(am.shape)}, but should be "
-                                   f"{(N * H, L, S)}.")
-            scores = scores + am
-        if key_padding_mask is not None:
-            kpm = _float_mask(key_padding_mask, scores.dtype)  # (N, S)
-            scores = (scores.reshape(N, H, L, S) + kpm.reshape(N, 1, 1, S)).reshape(N * H, L, S)
-        attn = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            attn = F.dropout(attn, self.dropout, True)
-        out = _ops.matmul(attn, v)                     # (N*H, L, hd)
-        out = out.transpose(0, 1).reshape(L, N, E)
-        out = self.out_proj(out)
-        if self.batch_first and batched:
+        if query.shape[-1] != self.embed_dim:
+            raise AssertionError(f"MultiheadAttention: was expecting embedding dimension (embed_dim) of "
+                                 f"{self.embed_dim}, but got {query.shape[-1]}")
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if batched and self.batch_first:
             out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = attn.reshape(N, H, L, S)
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not batched:
-            weights = weights.squeeze(0)
         return out, weights
 
 

@@ -124,9 +124,12 @@ class DistributedDataParallel(Module):
         return [b for b in self.module.buffers()]
 
     def _verify_same_params(self, w):
+        import pickle
+        from ... import distributed as dist
         mine = [(tuple(p.shape), str(p.dtype)) for p in self._params]
         if w.size > 1:
-            everyone = w.comm.allgather(mine)
+            where = dist._begin(w, "DistributedDataParallel construction (comparing the models)")
+            everyone = [pickle.loads(b) for b in dist._gather_bytes(w, where, pickle.dumps(mine))]
             for r, theirs in enumerate(everyone):
                 if theirs != mine:
                     if len(theirs) != len(mine):
@@ -136,11 +139,13 @@ class DistributedDataParallel(Module):
                         what = f"parameter {i} is {mine[i]} here (rank {w.rank}) but {theirs[i]} on rank {r}"
                     raise RuntimeError(f"DistributedDataParallel: the ranks hold different models: {what}")
 
-    def _sync_from_rank0(self, tensors):
-        """Broadcast rank 0's values of ``tensors``, coalesced into one buffer per dtype."""
+    def _sync_from_rank0(self, tensors, root=0, what="broadcast of rank 0's parameters and buffers"):
+        """Broadcast rank ``root``'s values of ``tensors``, coalesced into one buffer per dtype."""
+        from ... import distributed as dist
         w = self._world
         if w.size == 1 or not tensors:
             return
+        where = dist._begin(w, f"DistributedDataParallel {what}")
         by_dtype = {}
         for t in tensors:
             by_dtype.setdefault(t._data.dtype, []).append(t)
@@ -149,11 +154,11 @@ class DistributedDataParallel(Module):
             send = flat.view(np.uint8) if dtype == np.bool_ else flat
             if dtype == np.float16:
                 send = send.view(np.uint16)
-            w.comm.Bcast(send, root=0)
+            dist._wait([w.comm.Ibcast(send, root=root)], where)
             off = 0
             for t in ts:
                 n = t._data.size
-                if w.rank != 0:
+                if w.rank != root:
                     t._data[...] = flat[off:off + n].reshape(t._data.shape)
                     t._bump()
                 off += n
@@ -252,23 +257,36 @@ class DistributedDataParallel(Module):
         else:
             self._progress()
 
+    def _wait_reductions(self, where):
+        """Wait for the buckets' reductions within the process group's timeout."""
+        from ... import distributed as dist
+        reqs = [r for b in self._buckets for r in b.requests]
+        if not reqs:
+            return
+        if self._engine is not None:
+            engine = self._engine
+            poll = dist._poller(self._world, where, None, lambda: not engine.pending)
+            try:
+                engine.wait_all(poll)
+            finally:
+                self._world.last, self._world.waiting = where, None
+        else:
+            dist._wait(reqs, where)
+
     def _finalize(self):
         from mpi4py import MPI
+        from ... import distributed as dist
         w = self._world
-        reqs = [r for b in self._buckets for r in b.requests]
+        where = dist._begin(w, "DistributedDataParallel gradient all_reduce")
         t0 = time.perf_counter()
-        if reqs:
-            if self._engine is not None:
-                self._engine.wait_all()
-            else:
-                MPI.Request.Waitall(reqs)
+        self._wait_reductions(where)
         # how long backward's end waited for the reductions (benchmarks read it)
         object.__setattr__(self, "last_wait_s", time.perf_counter() - t0)
         used = self._used
         if used is not None and w.size > 1:
-            w.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
+            dist._wait([w.comm.Iallreduce(MPI.IN_PLACE, used, MPI.MAX)], where)
         from ..._tensor import new_tensor
-        size = w.size
+        size = self._divisor
         views = self._views
         for b in self._buckets:
             if size > 1:
@@ -310,10 +328,13 @@ class DistributedDataParallel(Module):
                 (" ..." if len(missing) > 10 else "") + " received no gradient. Pass "
                 "find_unused_parameters=True to DistributedDataParallel if the module has parameters that "
                 "do not take part in computing the loss, and make sure every output takes part in it")
+        root = 0
+        if self._join_config is not None and self._join_config.enable:
+            root = self._join_notify()    # the other side: a joined rank's _JoinHook.main_hook
         if self.training and self.broadcast_buffers and self._world.size > 1:
             bufs = self._buffers_list()
             if bufs:
-                self._sync_from_rank0(bufs)
+                self._sync_from_rank0(bufs, root, "broadcast of the buffers")
         self._reset()                     # a forward whose backward never came leaves nothing behind
         object.__setattr__(self, "_expecting", False)
         out = self.module(*inputs, **kwargs)
@@ -356,6 +377,82 @@ class DistributedDataParallel(Module):
             object.__setattr__(self, "_started", True)
             self._launch_ready()
 
+    # ------------------------------------------------------------------------ uneven inputs (Join)
+    _join_config = None
+    _divisor_override = None
+
+    @property
+    def _divisor(self):
+        return self._divisor_override or self._world.size
+
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Context manager for training with uneven inputs: a rank whose data runs out shadows the
+        collectives of the ranks still training (zero gradients) until all have finished, as
+        PyTorch's ``DistributedDataParallel.join``. See ``ember.distributed.algorithms.Join``."""
+        from ...distributed.algorithms import Join
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        import ember
+        return ember.device("cpu")
+
+    @property
+    def join_process_group(self):
+        from ... import distributed as dist
+        return dist.group.WORLD
+
+    def _join_notify(self):
+        """One all-reduce per iteration with the ranks that have joined: who is still training.
+        Returns the rank whose buffers are authoritative (the highest still training)."""
+        from ...distributed.algorithms import Join
+        active = Join.notify_join_context(self)
+        cfg = self._join_config
+        n = int(active.sum())
+        if not cfg.divide_by_initial_world_size:
+            object.__setattr__(self, "_divisor_override", n)
+        return int(np.nonzero(active)[0].max())
+
+    def _shadow_iteration(self, active):
+        """A joined rank's part of one iteration of the others: the buffers' broadcast and the
+        gradient reduction, with zero gradients."""
+        from mpi4py import MPI
+        from ... import distributed as dist
+        w = self._world
+        root = int(np.nonzero(active)[0].max())
+        if self.training and self.broadcast_buffers and w.size > 1:
+            bufs = self._buffers_list()
+            if bufs:
+                self._sync_from_rank0(bufs, root, "broadcast of the buffers")
+        self._reset()
+        for b in self._buckets:
+            b.buf[...] = 0
+            b.pending = 0
+        object.__setattr__(self, "_expecting", False)
+        self._launch_ready_no_finalize()
+        where = dist._begin(w, "DistributedDataParallel gradient all_reduce")
+        self._wait_reductions(where)
+        if self.find_unused_parameters and w.size > 1:
+            used = np.zeros(len(self._params), np.uint8)
+            dist._wait([w.comm.Iallreduce(MPI.IN_PLACE, used, MPI.MAX)], where)
+        self._reset()
+
+    def _launch_ready_no_finalize(self):
+        from mpi4py import MPI
+        w = self._world
+        for b in self._buckets:
+            step = max(1, _MAX_MESSAGE_BYTES // b.buf.itemsize)
+            for lo in range(0, b.buf.size, step):
+                r = w.comm.Iallreduce(MPI.IN_PLACE, b.buf[lo:lo + step], MPI.SUM)
+                b.requests.append(r)
+                if self._engine is not None:
+                    self._engine.watch(r)
+        object.__setattr__(self, "_next_launch", len(self._buckets))
+
     @contextlib.contextmanager
     def no_sync(self):
         """Backward passes inside accumulate local gradients without any communication."""
@@ -365,3 +462,22 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+
+class _DDPJoinHook:
+    """What a rank that has run out of inputs does for DDP while the others train (see Join)."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        self.ddp = ddp
+        self.divide = divide_by_initial_world_size
+
+    def main_hook(self):
+        self.ddp._shadow_iteration(self.ddp._join_config.context.last_active)
+
+    def post_hook(self, is_last_joiner):
+        """Every rank ends with the model of the last rank to join (the one that trained longest)."""
+        ddp = self.ddp
+        last = ddp._join_config.context.last_active
+        root = int(np.nonzero(last)[0].max()) if last is not None else 0
+        ddp._sync_from_rank0(ddp._params + ddp._buffers_list(), root, "final model sync after join")
+        object.__setattr__(ddp, "_divisor_override", None)

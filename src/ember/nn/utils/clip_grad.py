@@ -31,19 +31,27 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     elif norm_type == -math.inf:
         total = min(float(np.abs(t._data).min()) if t.numel() else math.inf for t in tensors)
     else:
-        parts = []
+        # as PyTorch: each tensor's norm in its own dtype (float16 accumulates in float32), then
+        # the norm of those norms; the 2-norm is one BLAS dot per tensor, without a copy
+        norms = []
         for t in tensors:
-            a = t._data.astype(np.float64, copy=False).reshape(-1)
+            a = t._data.reshape(-1)
+            if a.dtype == np.float16:
+                a = a.astype(np.float32)
             if norm_type == 2.0:
-                parts.append(float(np.dot(a, a)))
+                norms.append(math.sqrt(float(np.dot(a, a))))
             elif norm_type == 1.0:
-                parts.append(float(np.abs(a).sum()))
+                norms.append(float(np.abs(a).sum()))
             elif norm_type == 0.0:
-                parts.append(float(np.count_nonzero(a)))
+                norms.append(float(np.count_nonzero(a)))
             else:
-                parts.append(float((np.abs(a) ** norm_type).sum()))
-        s = sum(parts)
-        total = s if norm_type in (0.0, 1.0) else s ** (1.0 / norm_type)
+                norms.append(float((np.abs(a) ** norm_type).sum()) ** (1.0 / norm_type))
+        if norm_type == 0.0:  # the 0-"norm" of the per-tensor norms: how many are nonzero (PyTorch's answer)
+            total = float(np.count_nonzero(norms))
+        elif norm_type == 1.0:
+            total = float(np.asarray(norms, dtype).sum())
+        else:
+            total = float((np.asarray(norms, np.float64) ** norm_type).sum() ** (1.0 / norm_type))
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is "
                            "non-finite, so it cannot be clipped. To disable this error and scale the "

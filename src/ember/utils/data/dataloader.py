@@ -1,4 +1,5 @@
-"""DataLoader: batches from a dataset through a sampler and a collate function (single process)."""
+"""DataLoader: batches from a dataset through a sampler and a collate function, in this process or
+in worker processes (``num_workers > 0``, see _worker.py)."""
 
 
 from .dataset import IterableDataset, TensorDataset
@@ -17,8 +18,16 @@ class DataLoader:
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         self.dataset = dataset
-        self.num_workers = num_workers  # batches are produced in this process whatever the value
-        self.pin_memory = pin_memory
+        if num_workers == 0 and (prefetch_factor is not None or persistent_workers):
+            raise ValueError("prefetch_factor and persistent_workers options need num_workers > 0 "
+                             "(multiprocessing); with num_workers=0 they must be left unset")
+        if prefetch_factor is not None and prefetch_factor < 1:
+            raise ValueError(f"prefetch_factor option should be a positive integer, got {prefetch_factor}")
+        self.num_workers = num_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self._persistent_iter = None
+        self.pin_memory = pin_memory  # accepted: ember's tensors live in ordinary CPU memory
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = prefetch_factor
@@ -75,9 +84,35 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
+        # each iterator takes a base seed from the stream (PyTorch's workers' seeds derive from it;
+        # drawing it here keeps the stream in step with PyTorch's)
+        from ..._creation import _random_seed
+        self._base_seed = _random_seed(self.generator)
+        if self.num_workers > 0:
+            return self._iter_workers()
         if self._iterable:
             return self._iter_iterable()
         return self._iter_map()
+
+    def _iter_workers(self):
+        from ._worker import MultiProcessIter
+        base_seed = self._base_seed
+        it = self._persistent_iter
+        if it is not None and it.workers:
+            it._reset()
+            return it
+        it = MultiProcessIter(self, base_seed)
+        if self.persistent_workers:
+            self._persistent_iter = it
+        return it
+
+    def _fetcher(self):
+        """What a worker runs per task: indices -> a collated batch (map-style), or an iterator of
+        the dataset -> the next batch, None at its end (iterable)."""
+        ds, collate, auto = self.dataset, self.collate_fn, self._auto_collation
+        if self._iterable:
+            return _IterableFetch(collate, self.batch_size, self.drop_last)
+        return _MapFetch(ds, collate, auto)
 
     def _iter_map(self):
         ds = self.dataset
@@ -115,8 +150,37 @@ class DataLoader:
             yield self.collate_fn(batch)
 
 
-def get_worker_info():
-    """Batches are produced in the main process: there is no worker."""
-    return None
+class _MapFetch:
+    def __init__(self, ds, collate, auto):
+        self.ds, self.collate, self.auto = ds, collate, auto
+
+    def __call__(self, indices):
+        ds = self.ds
+        if not self.auto:
+            return self.collate(ds[indices])
+        getitems = getattr(ds, "__getitems__", None)
+        return self.collate(getitems(indices) if getitems is not None else [ds[i] for i in indices])
+
+
+class _IterableFetch:
+    def __init__(self, collate, batch_size, drop_last):
+        self.collate, self.batch_size, self.drop_last = collate, batch_size, drop_last
+
+    def __call__(self, it):
+        if self.batch_size is None:
+            for x in it:
+                return self.collate(x)
+            return None
+        batch = []
+        for x in it:
+            batch.append(x)
+            if len(batch) == self.batch_size:
+                return self.collate(batch)
+        if batch and not self.drop_last:
+            return self.collate(batch)
+        return None
+
+
+from ._worker import get_worker_info, WorkerInfo  # noqa: E402,F401
 
 

@@ -22,7 +22,8 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A random permutation from ember's generator (the default one unless given)."""
+    """A random permutation per pass: from ``generator`` when given, else from a generator of its own
+    seeded from the default stream at each ``iter`` (PyTorch's order for the same seed)."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
@@ -40,16 +41,20 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        from ..._creation import randperm, randint
+        from ..._creation import Generator, _random_seed, randperm, randint
         n = len(self.data_source)
-        if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=self.generator).tolist()
+        generator = self.generator
+        if generator is None:  # a generator of its own, seeded from the default stream (as PyTorch)
+            generator = Generator().manual_seed(_random_seed())
+        if self.replacement:  # in chunks of 32 draws, as PyTorch's sampler draws them
+            for _ in range(self.num_samples // 32):
+                yield from randint(0, n, (32,), generator=generator).tolist()
+            yield from randint(0, n, (self.num_samples % 32,), generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from randperm(n, generator=self.generator).tolist()
-        rest = self.num_samples % n
-        if rest:
-            yield from randperm(n, generator=self.generator).tolist()[:rest]
+            yield from randperm(n, generator=generator).tolist()
+        # the last, partial pass: PyTorch draws its permutation even when nothing of it is used
+        yield from randperm(n, generator=generator).tolist()[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
