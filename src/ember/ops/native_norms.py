@@ -85,3 +85,33 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
 
 def native_dropout_backward(grad_output, mask, scale):
     return grad_output * mask.to(grad_output.dtype) * scale
+
+
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDING = ("zeros", "border", "reflection")
+
+
+def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, nd):
+    from .sampling import grid_sample
+    if input.dim() != nd + 2:
+        raise RuntimeError(f"grid_sampler_{nd}d(): expected {nd + 2}D input, but got input with sizes "
+                           f"{list(input.shape)}")
+    if not (0 <= interpolation_mode < len(_GRID_MODES)) or (nd == 3 and interpolation_mode == 2):
+        raise RuntimeError(f"grid_sampler_{nd}d(): unsupported interpolation mode {interpolation_mode}")
+    if not 0 <= padding_mode < len(_GRID_PADDING):
+        raise RuntimeError(f"grid_sampler_{nd}d(): unsupported padding mode {padding_mode}")
+    return grid_sample(input, grid, _GRID_MODES[interpolation_mode], _GRID_PADDING[padding_mode], align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler_2d: grid_sample with the modes as PyTorch's enum values (0 bilinear, 1 nearest,
+    2 bicubic; padding 0 zeros, 1 border, 2 reflection)."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 2)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 3)
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, input.dim() - 2)
