@@ -48,7 +48,7 @@ NEW_OPS = [
     # ops ember had, now taking every argument op_db's samples pass (fweights/aweights, output_size,
     # tensor sections, out_int32/sorter)
     "cov", "repeat_interleave", "tensor_split",
-    "grid_sampler_2d", "grid_sampler_3d",
+    "grid_sampler_2d", "grid_sampler_3d", "_segment_reduce/lengths", "_segment_reduce/offsets",
 ]
 
 # random or uninitialized values: shapes, dtypes and strides are compared, not the values

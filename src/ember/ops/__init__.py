@@ -47,6 +47,7 @@ for _m in _NEW_FAMILIES:
 # private names real programs call (torch._softmax_backward_data, ...): bound on ember itself by __init__
 _PRIVATE_OPS = {k: getattr(_NATIVE, k) for k in ("_native_batch_norm_legit", "_batch_norm_with_update",
                                                  "_softmax_backward_data")}
+_PRIVATE_OPS["_segment_reduce"] = _SRED.segment_reduce  # (op_db's name for torch.segment_reduce)
 
 # ----------------------------------------------------------------------------- operators
 

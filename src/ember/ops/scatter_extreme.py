@@ -4,6 +4,8 @@ input's own values: include_self), and index_reduce built on it and on the sum/m
 Gradients follow PyTorch: for amax/amin the gradient of each output is shared evenly by every
 participating element equal to it; for prod each element gets the product of the others in its
 group (exact when some of them are zero, never a 0/0)."""
+import math
+
 import numpy as np
 
 from .._dispatch import defop, dispatch
@@ -181,3 +183,62 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         from .indexing import scatter_reduce
         return scatter_reduce(input, d, full_idx, source, "mean", include_self=include_self)
     return _scatter_reduce_extreme(input, d, full_idx, source, reduce, include_self)
+
+
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """Reduce consecutive segments of data along axis ('sum', 'mean', 'max', 'min', 'prod'), the segments
+    given by their lengths or offsets (per leading index when those are N-D); ``initial`` takes part in
+    every segment's reduction and is the value of an empty one (else the reduction's identity; mean:
+    nan). Composed of index_add/index_reduce, so differentiable in data."""
+    from .._creation import arange, full, zeros
+    from .shape import reshape
+    from .elementwise import where
+    if reduce not in ("sum", "mean", "max", "min", "prod"):
+        raise RuntimeError(f"segment_reduce: unsupported reduction {reduce!r} (sum, mean, max, min or prod)")
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet (as in PyTorch)")
+    if (lengths is None) == (offsets is None):
+        raise RuntimeError("segment_reduce(): exactly one of lengths or offsets must be given")
+    ax = U.wrap_dim(axis, data.dim(), "segment_reduce")
+    if lengths is None:
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    if lengths.dim() != ax + 1 or tuple(lengths.shape[:ax]) != tuple(data.shape[:ax]):
+        raise RuntimeError(f"segment_reduce(): Expected lengths/offsets of shape {list(data.shape[:ax])} + [segments] "
+                           f"for data of shape {list(data.shape)} and axis {ax}, got {list(lengths.shape)}")
+    n = data.shape[ax]
+    if not unsafe:
+        if lengths.numel() and bool((lengths < 0).any()):
+            raise RuntimeError("segment_reduce(): lengths contains negative value!")
+        if lengths.numel() and bool((lengths.sum(-1) != n).any()):
+            raise RuntimeError(f"segment_reduce(): Expected all rows of lengths along axis to sum to data.size(axis) "
+                               f"= {n}")
+    lead = tuple(data.shape[:ax])
+    rest = tuple(data.shape[ax + 1:])
+    b = 1
+    for s in lead:
+        b *= s
+    segs = lengths.shape[-1]
+    ends = lengths.long().reshape(b, segs).cumsum(-1)                      # (B, S)
+    pos = arange(n)
+    seg_of = (ends.unsqueeze(1) <= pos.reshape(1, n, 1)).sum(-1)           # (B, L): segment of each position
+    # positions past the last segment (lengths summing to less than the size) land in a spare row per
+    # leading index, dropped at the end
+    flat_idx = (seg_of + arange(b).reshape(b, 1) * (segs + 1)).reshape(-1)  # (B * L,)
+    x = reshape(data, (b * n,) + rest)
+    ident = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[reduce]
+    start = ident if initial is None else initial
+    base = full((b * (segs + 1),) + rest, start, dtype=data.dtype)
+    if reduce in ("sum", "mean"):
+        out = base.index_add(0, flat_idx, x)
+        if reduce == "mean":
+            cnt = zeros((b * (segs + 1),), dtype=data.dtype).index_add(0, flat_idx,
+                                                                      full((b * n,), 1.0, dtype=data.dtype))
+            cnt = cnt.reshape((b * (segs + 1),) + (1,) * len(rest))
+            empty = cnt == 0
+            out = where(empty, math.nan if initial is None else float(initial), out / where(empty, 1.0, cnt))
+    else:
+        red = {"max": "amax", "min": "amin", "prod": "prod"}[reduce]
+        out = index_reduce(base, 0, flat_idx, x, red, include_self=True)
+    out = reshape(out, (b, segs + 1) + rest).narrow(1, 0, segs)
+    return reshape(out, lead + (segs,) + rest)
+
