@@ -31,6 +31,7 @@ from .ops import *  # noqa: F401,F403
 # ember.ops and ember._dispatch.REGISTRY, out of the public namespace
 for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k], _dispatch.Op)] + ["aten"]:
     del globals()[_k]
+globals().update(_ops._PRIVATE_OPS)  # torch._softmax_backward_data and the like (issue 15)
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401
 from ._dtype import bfloat16  # noqa: F401  (ml_dtypes' bfloat16)
@@ -159,7 +160,7 @@ def _lazy(name):
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
          "trace_analysis", "testing", "cuda", "backends", "jit", "amp", "accelerator", "xpu", "mps",
-         "_dynamo", "functorch", "onnx", "special", "distributions")
+         "_dynamo", "functorch", "onnx", "special", "distributions", "masked")
 
 
 def __getattr__(name):

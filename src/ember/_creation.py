@@ -455,7 +455,7 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
     return _finish(_like(input, dtype, memory_format, 1), requires_grad, device or (input.device if input._meta else None))
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
     if _is_meta(device or (input.device if input._meta else None)):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, fill_value), requires_grad, device)
@@ -499,15 +499,63 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     return _finish((start + step * np.arange(n, dtype=np.float64)).astype(d.np), requires_grad, device)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+def _span(start, end, dtype, name):
+    """start and end as Python numbers (0-dim tensors too); truncated to integers for an integer
+    dtype, as PyTorch does before spacing the points."""
+    for v, what in ((start, "start"), (end, "end")):
+        if isinstance(v, Tensor) and v.dim() != 0:
+            raise RuntimeError(f"{name}(): argument '{what}' must be a 0-dimensional tensor, got a tensor with "
+                               f"{v.dim()} dimensions")
+    a, b = float(start), float(end)
+    if np.dtype(dtype).kind in "iub":
+        a, b = float(int(a)), float(int(b))
+    return a, b
+
+
+@_out_kw
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    d = _dtype(dtype)
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
     if _is_meta(device):
-        return _meta_new((steps,), _dtype(dtype), requires_grad)
-    return _finish(np.linspace(float(start), float(end), steps).astype(_dtype(dtype)), requires_grad, device)
+        return _meta_new((steps,), d, requires_grad)
+    if any(isinstance(v, Tensor) and v._wr is not None for v in (start, end)):
+        return _spaced_ops(start, end, steps, dtype, None)
+    a, b = _span(start, end, d, "linspace")
+    return _finish(np.linspace(a, b, steps).astype(d), requires_grad, device)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    return _finish(np.logspace(float(start), float(end), steps, base=base).astype(_dtype(dtype)),
-                   requires_grad, device)
+def _spaced_ops(start, end, steps, dtype, base):
+    """linspace/logspace from 0-dim tensors under a transform (vmap gives each batch element its own
+    start and end): composed of registry ops instead of reading the numbers."""
+    from .ops.elementwise import where
+    dt = _dtype(dtype)
+    fdt = dt if np.dtype(dt).kind == "f" else np.float64
+    from ._dtype import FROM_NP
+    f = FROM_NP[np.dtype(fdt)]
+    a = start.to(f) if isinstance(start, Tensor) else float(start)
+    b = end.to(f) if isinstance(end, Tensor) else float(end)
+    i = arange(steps, dtype=f)
+    step = (b - a) / max(steps - 1, 1)
+    # from the start up to the middle, from the end after it (both ends exact)
+    r = where(i < steps / 2, a + i * step, b - (steps - 1 - i) * step)
+    if base is not None:
+        r = float(base) ** r
+    return r.to(FROM_NP[np.dtype(dt)])
+
+
+@_out_kw
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None,
+             layout=None):
+    d = _dtype(dtype)
+    if steps < 0:
+        raise RuntimeError(f"logspace(): number of steps must be non-negative, got {steps}")
+    if _is_meta(device):
+        return _meta_new((steps,), d, requires_grad)
+    if any(isinstance(v, Tensor) and v._wr is not None for v in (start, end)):
+        return _spaced_ops(start, end, steps, dtype, base)
+    a, b = _span(start, end, d, "logspace")
+    return _finish(np.logspace(a, b, steps, base=float(base)).astype(d), requires_grad, device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
@@ -718,8 +766,10 @@ def _like_random(input, dtype, memory_format, make, *args):
     return _fill(a, make, *args)
 
 
-def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None):
-    if input._meta:
+def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
+              layout=None):
+    _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
+    if input._meta or _is_meta(device):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     if input._wr is not None:
         return rand(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
@@ -728,8 +778,10 @@ def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_
     return _finish(_like_random(input, dtype, memory_format, lambda n: _uniform_values(mt, n, d)), requires_grad)
 
 
-def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None):
-    if input._meta:
+def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
+               layout=None):
+    _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
+    if input._meta or _is_meta(device):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     if input._wr is not None:
         return randn(*input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
@@ -740,14 +792,16 @@ def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory
     return _finish(a, requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, generator=None, requires_grad=False, memory_format=None):
+def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=None, requires_grad=False,
+                 memory_format=None, layout=None):
+    _finish(np.zeros(0), False, device)
     if high is None:
         low, high = 0, low
     low, high = int(low), int(high)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     d = (dtype or input.dtype).np
-    if input._meta:
+    if input._meta or _is_meta(device):
         return _meta_new(input.shape, d, requires_grad)
     mt = _mt(generator)
     return _finish(_like_random(input, dtype, memory_format, lambda n: _randint_array(mt, low, high, n, d)),
@@ -927,3 +981,29 @@ def _poisson_values(mt, rates):
     finally:
         u.close()
     return out
+
+
+# ----------------------------------------------------------------------------- issue 15: more constructors
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """A 0-dim tensor holding the number s (the default float dtype unless dtype says otherwise)."""
+    if isinstance(s, Tensor):
+        s = s.item()
+    return _finish(np.asarray(s, dtype=_dtype(dtype)), requires_grad, device)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False, layout=None,
+                   pin_memory=False):
+    """An uninitialized tensor of logical shape ``size`` whose memory is laid out in the dim order
+    physical_layout (outermost first): torch.empty(permuted size).permute(inverse)."""
+    size = tuple(size)
+    perm = tuple(physical_layout)
+    if sorted(perm) != list(range(len(size))):
+        raise RuntimeError(f"empty_permuted(): physical_layout {list(perm)} is not a permutation of the "
+                           f"{len(size)} dims of size {list(size)}")
+    arr = np.zeros(tuple(size[p] for p in perm), _dtype(dtype))
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return _finish(arr.transpose(inv), requires_grad, device)

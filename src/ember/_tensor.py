@@ -339,6 +339,9 @@ class Tensor:
         _autograd_backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def detach(self):
+        if self._wr is not None:  # wrapped by a transform level: the registry's detach, which levels see
+            from .ops.layout import detach_op
+            return D.dispatch(detach_op, (self,))
         t = self._shallow()
         if self._inference:
             t._inference = True

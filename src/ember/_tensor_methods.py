@@ -131,6 +131,58 @@ Tensor.new_full = new_full
 Tensor.new_tensor = new_tensor
 
 
+# issue 15: new_empty_strided, resize_, resize_as_
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False, layout=None,
+                      pin_memory=False):
+    from . import _creation as C
+    return C.empty_strided(size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give the tensor the shape ``sizes`` in place, keeping its first elements (in memory order) and
+    leaving new ones uninitialized (zeros here); a tensor that requires grad cannot be resized."""
+    import numpy as np
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) or (len(sizes) == 1 and hasattr(sizes[0], "__len__")):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if self._wr is not None or self._base is not None and tuple(self.shape) != sizes:
+        if self._wr is not None:
+            raise RuntimeError("resize_: not supported inside a function transform (vmap, grad)")
+    n = 1
+    for s in sizes:
+        n *= s
+    old = self._data.reshape(-1) if self._data.flags.c_contiguous else np.ascontiguousarray(self._data).reshape(-1)
+    if n == old.shape[0]:
+        new = old.reshape(sizes)
+    else:
+        new = np.zeros(n, self._data.dtype)
+        k = min(n, old.shape[0])
+        new[:k] = old[:k]
+        new = new.reshape(sizes)
+    if memory_format is not None:
+        from ._memory_format import channels_last
+        if memory_format is channels_last and len(sizes) == 4:
+            new = np.ascontiguousarray(new.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    self._data = new
+    self._bump()
+    return self
+
+
+def resize_as_(self, the_template, *, memory_format=None):
+    return resize_(self, tuple(the_template.shape), memory_format=memory_format)
+
+
+Tensor.new_empty_strided = new_empty_strided
+Tensor.resize_ = resize_
+Tensor.resize_as_ = resize_as_
+
+
 def _multinomial(self, num_samples, replacement=False, *, generator=None):
     from . import _creation as C
     return C.multinomial(self, num_samples, replacement, generator=generator)

@@ -45,6 +45,25 @@ for _m in (_E, _R, _S, _I, _L, _C, _CX):
 _public.update({_k: getattr(_SP, _k) for _k in _SP.__all__})  # (its torch.* names only)
 globals().update(_public)
 
+# issue 15's missing ops: new family files, each adding its public functions here
+from . import numeric as _NUM  # noqa: E402
+from . import layout as _LAY  # noqa: E402
+from . import order_stats as _ORD  # noqa: E402
+from . import calculus as _CALC  # noqa: E402
+from . import histograms as _HIST  # noqa: E402
+from . import scatter_extreme as _SRED  # noqa: E402
+from . import native_norms as _NATIVE  # noqa: E402
+_NEW_FAMILIES = (_NUM, _LAY, _ORD, _CALC, _HIST, _SRED, _NATIVE)
+for _m in _NEW_FAMILIES:
+    for _k, _v in vars(_m).items():
+        if not _k.startswith("_") and callable(_v) and not _k.endswith("_op") and getattr(_v, "__module__", "").startswith("ember.ops"):
+            _public[_k] = _v
+            globals()[_k] = _v
+# private names real programs call (torch._softmax_backward_data, ...): bound on ember itself by __init__
+_PRIVATE_OPS = {k: getattr(_NATIVE, k) for k in ("_native_batch_norm_legit", "_batch_norm_with_update",
+                                                 "_softmax_backward_data")}
+_PRIVATE_OPS["_segment_reduce"] = _SRED.segment_reduce  # (op_db's name for torch.segment_reduce)
+
 # ----------------------------------------------------------------------------- operators
 
 _add, _sub, _mul, _div = _E.add_op, _E.sub_op, _E.mul_op, _E.div_op
@@ -231,6 +250,18 @@ _public.update({_k: getattr(_SP, _k) for _k in _SP.__all__})
 for _name in _METHODS:
     if _name in _public:
         setattr(Tensor, _name, _public[_name])
+_METHODS_NEW = [  # issue 15's ops that are Tensor methods too
+    "acosh", "arccosh", "copysign", "gcd", "lcm", "nextafter", "frexp", "deg2rad", "rad2deg", "logaddexp2",
+    "ldexp", "isposinf", "isneginf", "positive",
+    "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",
+    "diagflat", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter",
+    "mode", "nanmedian", "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid",
+    "index_reduce", "put", "unique_consecutive", "renorm",
+]
+for _name in _METHODS_NEW:
+    if _name in _public:
+        setattr(Tensor, _name, _public[_name])
+Tensor.__rdiv__ = _NUM._rdiv_method
 Tensor.unfold = _C._tensor_unfold
 # special functions: x.polygamma(n) takes n second, the others as the functions
 for _name in ("lgamma", "digamma", "mvlgamma", "erfc", "i0", "sinc", "igamma", "igammac"):
@@ -311,5 +342,12 @@ Tensor.polygamma_ = lambda self, n: _IP._inplace_via(self, lambda s: _SP.polygam
 
 def sum_to(g, shape):  # noqa: F811 - re-exported for the autograd engine
     return _S.sum_to(g, shape)
+
+
+# issue 15: the in-place twins of the new ops (x.copysign_(y), x.index_reduce_(...), x.put_(...), ...)
+for _name in ("copysign", "gcd", "lcm", "nextafter", "ldexp", "deg2rad", "rad2deg", "acosh", "arccosh", "renorm",
+              "put", "index_reduce"):
+    if _name in _public:
+        setattr(Tensor, _name + "_", _mk_inplace(_name))
 
 from .._aten import aten  # noqa: E402,F401  (torch.ops.aten: ATen names over the public functions)

@@ -221,23 +221,59 @@ def heaviside(input, values):
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):
-    """Covariance of the rows (variables) of a 2-d input over its columns (observations)."""
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov: fweights/aweights are not supported by ember")
+    """Covariance of the rows (variables) of a 2-d input over its columns (observations), each
+    observation weighted by its integer frequency (fweights) and its importance (aweights)."""
     if input.dim() > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                          f"{input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if not x.is_floating_point() and not x.is_complex():
         x = x.float()
     n = x.shape[1]
-    xc = x - x.mean(1, keepdim=True)
+    w = None
+    for name, wt, integral in (("fweights", fweights, True), ("aweights", aweights, False)):
+        if wt is None:
+            continue
+        if not U.is_tensor(wt) or wt.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{getattr(wt, 'dim', lambda: '?')()} dimensions")
+        if wt.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                               f"input but got {wt.numel()} != {n}")
+        if integral and wt.is_floating_point():
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{wt.dtype} dtype")
+        if not integral and not wt.is_floating_point():
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
+                               f"{wt.dtype} dtype")
+        if wt.numel() and bool((wt < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        wt = wt.reshape(-1)
+        w = wt if w is None else w * wt   # (in the weights' own dtype, as PyTorch: the normalization too)
+    if w is None:
+        xc = x - x.mean(1, keepdim=True)
+        c = (xc @ _conj_t(xc)) / max(n - correction, 0)
+        return c.reshape(()) if input.dim() < 2 or x.shape[0] == 1 else c  # (one variable: a scalar, as PyTorch)
+    w_sum = w.sum()
+    if aweights is None or correction == 0:
+        norm = w_sum - correction
+    else:
+        norm = w_sum - correction * (w * aweights.reshape(-1)).sum() / w_sum
+    norm = norm.clamp_min(0).to(x.dtype)  # (PyTorch: a non-positive normalization gives inf/nan, as here)
+    w = w.to(x.dtype)
+    avg = (x * w).sum(1, keepdim=True) / w_sum.to(x.dtype)
+    xc = x - avg
+    c = ((xc * w) @ _conj_t(xc)) / norm
+    return c.reshape(()) if input.dim() < 2 or x.shape[0] == 1 else c
+
+
+def _conj_t(xc):
+    """xc^T, conjugated for complex input: E[(x - mean) conj(y - mean)]."""
     xt = xc.t()
-    if xt.is_complex():  # E[(x - mean) conj(y - mean)]
+    if xt.is_complex():
         from .complex import conj
         xt = conj(xt)
-    c = (xc @ xt) / max(n - correction, 0)
-    return c.reshape(()) if input.dim() < 2 or x.shape[0] == 1 else c  # (one variable: a scalar, as PyTorch)
+    return xt
 
 
 def corrcoef(input):

@@ -386,8 +386,11 @@ def scatter_add(input, dim, index, src):
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """'sum' and 'mean', with or without the values of ``input`` at the scattered-to positions
     (``include_self``), composed from scatter_add (so differentiable)."""
+    if reduce in ("prod", "amax", "amin"):  # a primitive of its own (ops/scatter_reduce.py)
+        from .scatter_extreme import _scatter_reduce_extreme
+        return _scatter_reduce_extreme(input, dim, index, src, reduce, include_self)
     if reduce not in ("sum", "mean"):
-        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not implemented in ember")
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     hit = None
     if not include_self or reduce == "mean":
         from .._creation import zeros
@@ -722,15 +725,55 @@ def bincount(input, weights=None, minlength=0):
     return D._new_tensor(r)
 
 
-def searchsorted(sorted_sequence, values, *, right=False, side=None):
-    U.check_plain("searchsorted", sorted_sequence, values)
+def _searchsorted_composite(seq, values, side, sorter, dt):
+    """searchsorted from comparisons and a sum (registry ops, so it batches under vmap): the position
+    is the count of boundaries below the value (left) or not above it (right)."""
+    if sorter is not None:
+        seq = seq.gather(-1, sorter)
+    if not U.is_tensor(values):
+        from .._creation import as_tensor
+        values = as_tensor(values, dtype=seq.dtype)
+    if seq.dim() <= 1:
+        s = seq.reshape(-1)
+        c = s < values.unsqueeze(-1) if side == "left" else s <= values.unsqueeze(-1)
+    else:
+        c = seq.unsqueeze(-2) < values.unsqueeze(-1) if side == "left" else \
+            seq.unsqueeze(-2) <= values.unsqueeze(-1)
+    return c.sum(-1).to(dt)
+
+
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    if any(U.is_tensor(t) and t._wr is not None for t in (sorted_sequence, values, sorter)):
+        from .. import int32, int64
+        sd = side or ("right" if right else "left")
+        return U.write_out(_searchsorted_composite(sorted_sequence, values, sd, sorter,
+                                                   int32 if out_int32 else int64), out)
+    U.check_plain("searchsorted", sorted_sequence, values if U.is_tensor(values) else None, sorter)
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                           "while right was True")
     side = side or ("right" if right else "left")
     s = sorted_sequence._data
     v = values._data if U.is_tensor(values) else np.asarray(values)
-    if s.ndim == 1:
-        return D._new_tensor(np.asarray(np.searchsorted(s, v, side=side), dtype=np.int64))
-    out = np.stack([np.searchsorted(s[i], v[i], side=side) for i in np.ndindex(s.shape[:-1])])
-    return D._new_tensor(out.reshape(v.shape).astype(np.int64))
+    if sorter is not None:
+        if sorter.shape != sorted_sequence.shape:
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got "
+                               f"boundary tensor {list(sorted_sequence.shape)} and sorter tensor "
+                               f"{list(sorter.shape)}")
+        s = np.take_along_axis(s, sorter._data, -1)
+    if s.ndim > 1 and s.shape[:-1] != v.shape[:-1]:
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(s.shape)} and input value tensor {list(v.shape)}")
+    dt = np.int32 if out_int32 else np.int64
+    if s.ndim <= 1:
+        r = D._new_tensor(np.asarray(np.searchsorted(s.reshape(-1), v, side=side), dtype=dt))
+    else:
+        res = [np.searchsorted(s[i], v[i], side=side) for i in np.ndindex(s.shape[:-1])]
+        r = D._new_tensor(np.stack(res).reshape(v.shape).astype(dt) if res else np.zeros(v.shape, dt))
+    return U.write_out(r, out)
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
@@ -741,10 +784,10 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return D._new_tensor(np.isin(a, b, invert=invert))
 
 
-def bucketize(input, boundaries, *, right=False):
-    U.check_plain("bucketize", input, boundaries)
-    side = "left" if not right else "right"
-    return D._new_tensor(np.searchsorted(boundaries._data, input._data, side=side).astype(np.int64))
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"bucketize: boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
 
 
 from .elementwise import where  # noqa: E402

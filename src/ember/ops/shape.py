@@ -442,7 +442,17 @@ def chunk(input, chunks, dim=0):
     return split(input, step, d)
 
 
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None, tensor_indices_or_sections=None):
+    if tensor_indices_or_sections is not None:
+        indices_or_sections = tensor_indices_or_sections
+    if sections is not None or indices is not None:
+        indices_or_sections = sections if sections is not None else list(indices)
+    if U.is_tensor(indices_or_sections):  # a 0-dim tensor of sections or a 1-D tensor of indices
+        t = indices_or_sections
+        if t.dtype.is_floating_point or t.dim() > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor of integers, but got a {t.dim()}-D {t.dtype} tensor")
+        indices_or_sections = int(t.item()) if t.dim() == 0 else [int(v) for v in t.tolist()]
     d = U.wrap_dim(dim, input.dim(), "tensor_split")
     size = input.shape[d]
     if isinstance(indices_or_sections, int):
@@ -761,7 +771,17 @@ def tile(input, *args, dims=None):
     return repeat(input, dims)
 
 
-def repeat_interleave(input, repeats, dim=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    if repeats is None:  # repeat_interleave(repeats): the indices 0.. each repeated repeats[i] times
+        from .._creation import arange
+        return repeat_interleave(arange(input.shape[0] if input.dim() else 1), input, 0, output_size=output_size)
+    if output_size is not None:
+        total = (repeats * (input.numel() if dim is None else input.shape[U.wrap_dim(dim, input.dim())])
+                 if isinstance(repeats, int) else int(repeats.sum()) if repeats.dim() else
+                 int(repeats) * (input.numel() if dim is None else input.shape[U.wrap_dim(dim, input.dim())]))
+        if total != output_size:
+            raise RuntimeError(f"repeat_interleave: allocated size does not match required size (output_size="
+                               f"{output_size}, the repeats give {total})")
     if dim is None:
         input = input.reshape(-1)
         dim = 0
