@@ -21,9 +21,16 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
+def _real(name, a):
+    """PyTorch's special functions have no complex kernels: its error for a complex input."""
+    if getattr(a, "dtype", None) is not None and a.dtype.kind == "c":
+        U.no_complex(name + "_cpu", a)
+
+
 def _sc(fn):
     """An array impl from a scipy ufunc: the result in the input's (floating) dtype."""
     def impl(xp, a):
+        _real(getattr(fn, "__name__", "special"), a)
         with np.errstate(all="ignore"):  # (inf/nan results are the answers, as PyTorch's, not warnings)
             return np.asarray(fn(a)).astype(a.dtype, copy=False)
     impl.__name__ = getattr(fn, "__name__", "special")
@@ -46,6 +53,7 @@ erfc_op = _unary("erfc", _sc(_sp.erfc), lambda c: -_TWO_OVER_SQRT_PI * (-(_x(c) 
 erfcx_op = _unary("special_erfcx", _sc(_sp.erfcx),
                   lambda c: 2.0 * _x(c) * c.out - _TWO_OVER_SQRT_PI, save=("inputs", "out"))
 def _lgamma(xp, a):
+    _real("lgamma", a)
     r = np.asarray(_sp.gammaln(a))
     if r.ndim:
         r[np.isneginf(a)] = np.inf  # PyTorch's lgamma(-inf) is +inf (SciPy's gammaln gives -inf)
@@ -59,6 +67,7 @@ digamma_op = _unary("digamma", _sc(_sp.psi), lambda c: polygamma(1, _x(c)))
 
 
 def _polygamma_impl(xp, a, n=0):
+    _real("polygamma", a)
     r = _sp.psi(a) if n == 0 else _sp.polygamma(n, a)
     return np.asarray(r).astype(a.dtype, copy=False)
 
@@ -88,7 +97,12 @@ def _sinc_deriv(c):
     return where(x == 0, 0.0, ((math.pi * xs).cos() - c.out) / xs)
 
 
-sinc_op = _unary("sinc", _sc(np.sinc), _sinc_deriv, save=("inputs", "out"))
+def _sinc(xp, a):  # (PyTorch's sinc, unlike the other special functions, takes complex input)
+    with np.errstate(all="ignore"):
+        return np.asarray(np.sinc(a)).astype(a.dtype, copy=False)
+
+
+sinc_op = _unary("sinc", _sinc, _sinc_deriv, save=("inputs", "out"))
 entr_op = _unary("special_entr", _sc(_sp.entr), lambda c: -(1 + _x(c).log()))
 
 # ----------------------------------------------------------------------------- unary, not differentiable
@@ -124,6 +138,8 @@ def _binary(name, fn, differentiable=True, float_only=False):
     """A broadcasting two-input op computed by ``fn(a, b)`` on arrays promoted to PyTorch's
     floating result type (numbers allowed on either side)."""
     def impl(xp, a, b):
+        _real(name, a)
+        _real(name, b)
         if float_only:
             _no_int(name, a, b)
         a, b = U.promote(a, b, floating=True)
@@ -303,6 +319,9 @@ def mvlgamma(input, p):
         raise RuntimeError(f"p has to be greater than or equal to 1, but got p={p}")
     from .shape import stack
     x = input
+    if x.is_complex():
+        raise NotImplementedError(f"mvlgamma: complex input is not supported (PyTorch's CPU build refuses it too), "
+                                  f"got {x.dtype}")
     if not x.dtype.is_floating_point:
         x = x.float()
     terms = stack([lgamma(x - j / 2.0) for j in range(p)], dim=-1)
