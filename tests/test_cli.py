@@ -44,6 +44,7 @@ def test_train_mlp_learns_and_saves(run, tmp_path):
     acc = [float(a) for a in re.findall(r"test accuracy\s+([\d.]+)%", out)]
     assert len(acc) == 7 and acc[-1] >= 94.0, out          # 6 epochs + the final line
     assert "epoch   6/6" in out and os.path.exists(ck)
+    assert f"ember.load({ck!r})" in out and f"ember train --resume {ck}" in out  # where it is, how to load it
     saved = ember.load(ck)
     assert saved["epoch"] == 6 and saved["config"]["model"] == "mlp"
 
@@ -322,3 +323,10 @@ def test_resume_corrupt_fields_one_line(run, tmp_path, field, value, message, ca
     proc = ember_cmd("train", "--model", "mlp", "--epochs", "2", "--limit", "32", "--no-progress",
                      "--checkpoint", str(tmp_path / "out.ckpt"), "--resume", bad)
     _one_line(proc, 1, message)
+
+
+def test_version(tmp_path):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "ember", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == f"ember {ember.__version__}"

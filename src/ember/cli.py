@@ -324,6 +324,8 @@ def train(args):
             break
     if acc is not None:
         say(f"done: test accuracy {acc * 100:.2f}%, checkpoint {ckpt_path}")
+        say(f"  load it with: ckpt = ember.load({ckpt_path!r}); model.load_state_dict(ckpt['model']) "
+            f"(or torch.load(..., weights_only=True) in PyTorch); continue with: ember train --resume {ckpt_path}")
     if dist is not None:
         dist.barrier()
         dist.destroy_process_group()
@@ -447,6 +449,8 @@ def _abort_job_if_distributed(code):
 # ------------------------------------------------------------------------------------------ main
 def build_parser():
     ap = _Parser(prog="ember", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+    ap.add_argument("--version", action="version", version=f"ember {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="{train,bench,trace-diff}", parser_class=_Parser)
     _train_parser(sub)
     b = sub.add_parser("bench", help="run the benchmark suite (ember vs PyTorch, ratios)",
