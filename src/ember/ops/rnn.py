@@ -15,9 +15,20 @@ import numpy as np
 
 from .. import _dispatch as D
 from .._dispatch import defop, dispatch
-from .elementwise import _sigmoid
 
 FAM = "rnn"
+
+
+def _sig(xp, a):
+    """sigmoid as 1 / (1 + exp(-a)) in place on one temporary (about 10x faster than the
+    elementwise op's overflow-free form on the gate blocks; exp overflowing to inf gives 0, the
+    sigmoid of such inputs to within the smallest subnormal)."""
+    t = xp.negative(a)
+    with xp.errstate(over="ignore"):
+        xp.exp(t, out=t)
+    t += 1
+    xp.reciprocal(t, out=t)
+    return t
 
 
 def _steps(T, reverse):
@@ -49,13 +60,13 @@ def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
     T, H = xw.shape[0], h0.shape[-1]
     out = xp.empty(xw.shape[:-1] + (H,), dtype=xw.dtype)
     h, c = h0, c0
-    wt = w_hh.T
+    wt = xp.ascontiguousarray(w_hh.T)  # (H, 4H) row-major: the faster GEMM layout for h @ w_hh.T
     for t in _steps(T, reverse):
         g = h @ wt
         if b_hh is not None:
             g += b_hh
         g += xw[t]
-        s = _sigmoid(xp, g)
+        s = _sig(xp, g)
         c = s[..., H:2 * H] * c + s[..., :H] * xp.tanh(g[..., 2 * H:3 * H])
         h = out[t]
         xp.multiply(s[..., 3 * H:], xp.tanh(c), out=h)
@@ -74,7 +85,7 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, *, reverse=False)
     hprev = xp.empty_like(cs)                      # h before each step
     cprev = xp.empty_like(cs)
     h, c = h0, c0
-    wt = w_hh.T
+    wt = xp.ascontiguousarray(w_hh.T)
     order = _steps(T, reverse)
     for t in order:
         hprev[t] = h
@@ -84,7 +95,7 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, *, reverse=False)
             g += b_hh
         g += xw[t]
         a = acts[t]
-        a[...] = _sigmoid(xp, g)
+        a[...] = _sig(xp, g)
         a[..., 2 * H:3 * H] = xp.tanh(g[..., 2 * H:3 * H])
         c = a[..., H:2 * H] * c + a[..., :H] * a[..., 2 * H:3 * H]
         cs[t] = c
