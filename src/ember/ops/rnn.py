@@ -80,46 +80,53 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, *, reverse=False)
     gout, ghn, gcn = (xp.asarray(a, dtype=xw.dtype) for a in (gout, ghn, gcn))
     T, H = xw.shape[0], h0.shape[-1]
     dt = xw.dtype
-    acts = xp.empty(xw.shape, dtype=dt)           # sigmoid(i, f, o) and tanh(g) per step
-    cs = xp.empty(xw.shape[:-1] + (H,), dtype=dt)  # c after each step
-    hprev = xp.empty_like(cs)                      # h before each step
-    cprev = xp.empty_like(cs)
+    lead = xw.shape[:-1]
+    acts = xp.empty(lead + (4, H), dtype=dt)  # sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) per step
+    hs = xp.empty(lead + (H,), dtype=dt)      # h and c after each step
+    cs = xp.empty_like(hs)
     h, c = h0, c0
     wt = xp.ascontiguousarray(w_hh.T)
     order = _steps(T, reverse)
-    for t in order:
-        hprev[t] = h
-        cprev[t] = c
+    for t in order:  # the forward again, keeping the activations
         g = h @ wt
         if b_hh is not None:
             g += b_hh
         g += xw[t]
         a = acts[t]
-        a[...] = _sig(xp, g)
-        a[..., 2 * H:3 * H] = xp.tanh(g[..., 2 * H:3 * H])
-        c = a[..., H:2 * H] * c + a[..., :H] * a[..., 2 * H:3 * H]
-        cs[t] = c
-        h = a[..., 3 * H:] * xp.tanh(c)
-    gx = xp.empty(xw.shape, dtype=dt)
+        a.reshape(g.shape)[...] = _sig(xp, g)
+        xp.tanh(g[..., 2 * H:3 * H], out=a[..., 2, :])
+        xp.multiply(a[..., 1, :], c, out=cs[t])
+        c = cs[t]
+        c += a[..., 0, :] * a[..., 2, :]
+        h = hs[t]
+        xp.multiply(a[..., 3, :], xp.tanh(c), out=h)
+    hprev, cprev = xp.empty_like(hs), xp.empty_like(cs)  # the state before each step
+    first, rest, src = (T - 1, slice(0, T - 1), slice(1, T)) if reverse else (0, slice(1, T), slice(0, T - 1))
+    hprev[first], hprev[rest] = h0, hs[src]
+    cprev[first], cprev[rest] = c0, cs[src]
+    # everything but the recurrence, for all steps at once
+    i, f, gg, o = acts[..., 0, :], acts[..., 1, :], acts[..., 2, :], acts[..., 3, :]
+    tc = xp.tanh(cs)
+    po = o * (1 - o)
+    po *= tc                      # d gate_o = dh * po
+    q = 1 - tc * tc
+    q *= o                        # dc += dh * q
+    p3 = xp.empty(lead + (3, H), dtype=dt)  # d gates i, f, g = dc * p3
+    xp.multiply(gg, i * (1 - i), out=p3[..., 0, :])
+    xp.multiply(cprev, f * (1 - f), out=p3[..., 1, :])
+    xp.multiply(i, 1 - gg * gg, out=p3[..., 2, :])
+    gx = xp.empty(lead + (4, H), dtype=dt)
     dh = xp.array(ghn, dtype=dt)
     dc = xp.array(gcn, dtype=dt)
     for t in reversed(order):
         dh += gout[t]
-        a = acts[t]
-        i, f, gg, o = a[..., :H], a[..., H:2 * H], a[..., 2 * H:3 * H], a[..., 3 * H:]
-        tc = xp.tanh(cs[t])
         d = gx[t]
-        xp.multiply(dh, tc, out=d[..., 3 * H:])
-        d[..., 3 * H:] *= o * (1 - o)
-        dc += dh * o * (1 - tc * tc)
-        xp.multiply(dc, gg, out=d[..., :H])
-        d[..., :H] *= i * (1 - i)
-        xp.multiply(dc, cprev[t], out=d[..., H:2 * H])
-        d[..., H:2 * H] *= f * (1 - f)
-        xp.multiply(dc, i, out=d[..., 2 * H:3 * H])
-        d[..., 2 * H:3 * H] *= 1 - gg * gg
-        dc *= f
-        dh = d @ w_hh
+        xp.multiply(dh, po[t], out=d[..., 3, :])
+        dc += dh * q[t]
+        xp.multiply(dc[..., None, :], p3[t], out=d[..., :3, :])
+        dc *= f[t]
+        dh = d.reshape(d.shape[:-2] + (4 * H,)) @ w_hh
+    gx = gx.reshape(xw.shape)
     g2 = gx.reshape(-1, gx.shape[-1])
     gw = g2.T @ hprev.reshape(-1, H)
     gb = g2.sum(0)
