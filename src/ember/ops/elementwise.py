@@ -548,6 +548,14 @@ def _gelu(xp, a, approximate="none"):
         return 0.5 * a * (1.0 + xp.tanh(inner))
     if approximate != "none":
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
+        # in place on one temporary; (a * (1 + erf)) * 0.5 is 0.5 * a * (1 + erf) (a power of two)
+        t = a * a.dtype.type(_SQRT_HALF)
+        _special.erf(t, out=t)
+        t += 1.0
+        t *= a
+        t *= 0.5
+        return t
     return 0.5 * a * (1.0 + _erf_arr(xp, a * a.dtype.type(_SQRT_HALF)))
 
 
@@ -573,6 +581,17 @@ def _gelu_bwd(xp, g, x, approximate="none"):
         th += 1
         th *= 0.5
         d += th
+    elif x.ndim and (x.dtype == np.float32 or x.dtype == np.float64):
+        pdf = -0.5 * x
+        pdf *= x
+        xp.exp(pdf, out=pdf)
+        pdf *= 1.0 / math.sqrt(2 * math.pi)
+        pdf *= x
+        d = x * _SQRT_HALF
+        _special.erf(d, out=d)
+        d += 1
+        d *= 0.5
+        d += pdf
     else:
         pdf = xp.exp(-0.5 * x * x)
         pdf *= 1.0 / math.sqrt(2 * math.pi)
