@@ -15,8 +15,9 @@ from . import composite as _C
 from . import nn as _NN  # noqa: F401  (nn kernels: conv, pool, norm, embedding)
 del nn  # the submodule attribute must not leak into `from ember.ops import *` (ember.nn is the nn package)
 from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primitives)
-from . import rnn as _RNN  # noqa: F401,E402  (the fused LSTM layer)
 del loss
+from . import rnn as _RNN  # noqa: F401,E402  (the fused LSTM layer)
+del rnn  # (not a torch namespace name: keep it out of `from ember.ops import *`)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
