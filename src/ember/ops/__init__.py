@@ -24,6 +24,8 @@ from . import loss as _LOSS  # noqa: F401,E402  (the fused cross-entropy primiti
 del loss
 from . import special as _SP  # noqa: E402  (special functions: gamma, Bessel, zeta, polynomials)
 del special  # (ember.special is the public torch.special module, not this family file)
+from . import rnn as _RNN  # noqa: F401,E402  (the fused LSTM layer)
+del rnn  # (not a torch namespace name: keep it out of `from ember.ops import *`)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403

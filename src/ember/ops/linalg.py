@@ -289,7 +289,7 @@ def _linear_impl(xp, x, w, b=None):
                            f"{w.shape[1]}x{w.shape[0]})")
     if x.dtype is U.BF16:  # float32 products, sums and bias, rounded once, as PyTorch's CPU addmm
         return U.bf16_f32(_linear_impl, xp, x, w, b)
-    if x.ndim > 2 and x.flags.c_contiguous:
+    if x.ndim > 2:  # one 2-D GEMM (a strided input is copied once: NumPy would loop over small GEMMs)
         y = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:
         y = xp.matmul(x, w.T)

@@ -14,6 +14,7 @@ from .. import init
 from ... import ops as _ops
 from ..._creation import empty, zeros
 from .. import functional as F
+from ...ops.rnn import lstm_layer as _lstm_layer
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -172,6 +173,12 @@ class RNNBase(Module):
                 h = h0[k]
                 c = c0[k] if lstm else None
                 xw = F.linear(layer_in, w_ih, b_ih)  # (T, B, gates): the whole sequence at once
+                if lstm and running is None:  # the recurrence as one primitive (ops/rnn.py)
+                    o, h, c = _lstm_layer(xw, h, c, w_hh, b_hh, d == 1)
+                    outs.append(o)
+                    hs.append(h)
+                    cs.append(c)
+                    continue
                 steps = range(T - 1, -1, -1) if d else range(T)
                 seq = [None] * T
                 for t in steps:

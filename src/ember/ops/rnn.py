@@ -1,0 +1,302 @@
+"""The recurrent family: one LSTM layer over a whole sequence as one primitive (issue 22).
+
+``lstm_layer(xw, h0, c0, w_hh, b_hh, reverse=False) -> (out, h_n, c_n)`` runs the recurrence of one
+direction of one layer, given the input projection of the whole sequence ``xw = x @ w_ih.T + b_ih``
+(T, B, 4H) computed beforehand by one GEMM. Gates are PyTorch's (i, f, g, o):
+
+    gates = xw[t] + (h @ w_hh.T + b_hh);  c = sigmoid(f) * c + sigmoid(i) * tanh(g);  h = sigmoid(o) * tanh(c)
+
+Forward runs the time loop on raw arrays (a GEMM and a few ufuncs per step, no graph per step); the
+backward is one fused NumPy pass (back-propagation through time, the weight gradient as one GEMM
+over the sequence) when nothing observes it (grad mode off, no transform), and otherwise the same
+formulas in ember ops (so create_graph, forward mode and vmap compose).
+"""
+import numpy as np
+
+from .. import _dispatch as D
+from .._dispatch import defop, dispatch
+
+FAM = "rnn"
+
+
+def _sig(xp, a):
+    """sigmoid as 1 / (1 + exp(-a)) in place on one temporary (about 10x faster than the
+    elementwise op's overflow-free form on the gate blocks; exp overflowing to inf gives 0, the
+    sigmoid of such inputs to within the smallest subnormal)."""
+    t = xp.negative(a)
+    with xp.errstate(over="ignore"):
+        xp.exp(t, out=t)
+    t += 1
+    xp.reciprocal(t, out=t)
+    return t
+
+
+def _steps(T, reverse):
+    return range(T - 1, -1, -1) if reverse else range(T)
+
+
+def _check(xw, h0, c0, w_hh, b_hh):
+    if xw.ndim < 2 or xw.shape[0] == 0:
+        raise RuntimeError(f"lstm_layer: Expected a (T, B, 4*hidden) input projection with T > 0, got shape "
+                           f"{list(xw.shape)}")
+    H = h0.shape[-1] if h0.ndim else 0
+    want = tuple(xw.shape[1:-1]) + (H,)
+    if (tuple(h0.shape) != want or tuple(c0.shape) != want or xw.shape[-1] != 4 * H
+            or tuple(w_hh.shape) != (4 * H, H) or (b_hh is not None and tuple(b_hh.shape) != (4 * H,))):
+        raise RuntimeError(f"lstm_layer: shapes do not fit: input projection {list(xw.shape)}, h0 "
+                           f"{list(h0.shape)}, c0 {list(c0.shape)}, w_hh {list(w_hh.shape)}, b_hh "
+                           f"{None if b_hh is None else list(b_hh.shape)}; expected (T, B, 4H), (B, H), (B, H), "
+                           f"(4H, H), (4H,)")
+    arrs = (xw, h0, c0, w_hh) + ((b_hh,) if b_hh is not None else ())
+    for a in arrs:
+        if a.dtype.kind != "f":
+            raise RuntimeError(f"lstm_layer: expected floating point inputs, got {a.dtype}")
+    dt = np.result_type(*arrs)  # mixed float inputs promote, as the ops of the recurrence do
+    return tuple(a if a is None or a.dtype == dt else a.astype(dt) for a in (xw, h0, c0, w_hh, b_hh))
+
+
+def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
+    xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
+    T, H = xw.shape[0], h0.shape[-1]
+    out = xp.empty(xw.shape[:-1] + (H,), dtype=xw.dtype)
+    h, c = h0, c0
+    wt = xp.ascontiguousarray(w_hh.T)  # (H, 4H) row-major: the faster GEMM layout for h @ w_hh.T
+    for t in _steps(T, reverse):
+        g = h @ wt
+        if b_hh is not None:
+            g += b_hh
+        g += xw[t]
+        s = _sig(xp, g)
+        c = s[..., H:2 * H] * c + s[..., :H] * xp.tanh(g[..., 2 * H:3 * H])
+        h = out[t]
+        xp.multiply(s[..., 3 * H:], xp.tanh(c), out=h)
+    return out, xp.array(h), c
+
+
+def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, *, reverse=False):
+    """(gxw, gh0, gc0, gw_hh, gb_hh) by back-propagation through time on raw arrays (gb_hh also
+    without a bias: the caller drops it)."""
+    xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
+    gout, ghn, gcn = (xp.asarray(a, dtype=xw.dtype) for a in (gout, ghn, gcn))
+    T, H = xw.shape[0], h0.shape[-1]
+    dt = xw.dtype
+    lead = xw.shape[:-1]
+    acts = xp.empty(lead + (4, H), dtype=dt)  # sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) per step
+    hs = xp.empty(lead + (H,), dtype=dt)      # h and c after each step
+    cs = xp.empty_like(hs)
+    h, c = h0, c0
+    wt = xp.ascontiguousarray(w_hh.T)
+    order = _steps(T, reverse)
+    for t in order:  # the forward again, keeping the activations
+        g = h @ wt
+        if b_hh is not None:
+            g += b_hh
+        g += xw[t]
+        a = acts[t]
+        a.reshape(g.shape)[...] = _sig(xp, g)
+        xp.tanh(g[..., 2 * H:3 * H], out=a[..., 2, :])
+        xp.multiply(a[..., 1, :], c, out=cs[t])
+        c = cs[t]
+        c += a[..., 0, :] * a[..., 2, :]
+        h = hs[t]
+        xp.multiply(a[..., 3, :], xp.tanh(c), out=h)
+    hprev, cprev = xp.empty_like(hs), xp.empty_like(cs)  # the state before each step
+    first, rest, src = (T - 1, slice(0, T - 1), slice(1, T)) if reverse else (0, slice(1, T), slice(0, T - 1))
+    hprev[first], hprev[rest] = h0, hs[src]
+    cprev[first], cprev[rest] = c0, cs[src]
+    # everything but the recurrence, for all steps at once
+    i, f, gg, o = acts[..., 0, :], acts[..., 1, :], acts[..., 2, :], acts[..., 3, :]
+    tc = xp.tanh(cs)
+    po = o * (1 - o)
+    po *= tc                      # d gate_o = dh * po
+    q = 1 - tc * tc
+    q *= o                        # dc += dh * q
+    p3 = xp.empty(lead + (3, H), dtype=dt)  # d gates i, f, g = dc * p3
+    xp.multiply(gg, i * (1 - i), out=p3[..., 0, :])
+    xp.multiply(cprev, f * (1 - f), out=p3[..., 1, :])
+    xp.multiply(i, 1 - gg * gg, out=p3[..., 2, :])
+    gx = xp.empty(lead + (4, H), dtype=dt)
+    dh = xp.array(ghn, dtype=dt)
+    dc = xp.array(gcn, dtype=dt)
+    for t in reversed(order):
+        dh += gout[t]
+        d = gx[t]
+        xp.multiply(dh, po[t], out=d[..., 3, :])
+        dc += dh * q[t]
+        xp.multiply(dc[..., None, :], p3[t], out=d[..., :3, :])
+        dc *= f[t]
+        dh = d.reshape(d.shape[:-2] + (4 * H,)) @ w_hh
+    gx = gx.reshape(xw.shape)
+    g2 = gx.reshape(-1, gx.shape[-1])
+    gw = g2.T @ hprev.reshape(-1, H)
+    gb = g2.sum(0)
+    return gx, dh, dc, gw, gb
+
+
+lstm_layer_op = defop("lstm_layer", _lstm_impl, nout=3, save=("inputs",), family=FAM)
+lstm_layer_bwd_op = defop("lstm_layer_backward", _lstm_bwd_impl, nout=5, family=FAM, differentiable=False)
+
+
+def lstm_layer(xw, h0, c0, w_hh, b_hh=None, reverse=False):
+    """One LSTM direction over a sequence: (out (T, B, H), h_n (B, H), c_n (B, H))."""
+    return dispatch(lstm_layer_op, (xw, h0, c0, w_hh, b_hh), {"reverse": bool(reverse)})
+
+
+# ----------------------------------------------------------------------------- rules in ember ops
+
+
+def _gates(xw_t, h, w_hh, b_hh):
+    g = h.matmul(w_hh.transpose(-1, -2))
+    if b_hh is not None:
+        g = g + b_hh
+    return xw_t + g
+
+
+def _composite_states(xw, h0, c0, w_hh, b_hh, reverse, time_dim=0):
+    """Per step (in processing order): (t, h_prev, c_prev, i, f, g, o, c) in ember ops."""
+    H = h0.shape[-1]
+    h, c = h0, c0
+    res = []
+    for t in _steps(xw.shape[time_dim], reverse):
+        gates = _gates(xw.select(time_dim, t), h, w_hh, b_hh)
+        i, f, g, o = gates.chunk(4, -1)
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        cn = f * c + i * g
+        res.append((t, h, c, i, f, g, o, cn))
+        c = cn
+        h = o * c.tanh()
+    return res, h, c, H
+
+
+def _composite_forward(xw, h0, c0, w_hh, b_hh, reverse, time_dim=0):
+    from .shape import stack
+    res, h, c, _ = _composite_states(xw, h0, c0, w_hh, b_hh, reverse, time_dim)
+    seq = [None] * len(res)
+    for k, (t, *_rest) in enumerate(res):
+        seq[t] = res[k + 1][1] if k + 1 < len(res) else h
+    return stack(seq, time_dim), h, c
+
+
+def _composite_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, reverse):
+    from .shape import stack, cat
+    res, _, _, H = _composite_states(xw, h0, c0, w_hh, b_hh, reverse)
+    dh, dc = ghn, gcn
+    gx = [None] * len(res)
+    gw = gb = None
+    for t, hp, cp, i, f, g, o, c in reversed(res):
+        dh = dh + gout[t]
+        tc = c.tanh()
+        dc = dc + dh * o * (1 - tc * tc)
+        d = cat([dc * g * i * (1 - i), dc * cp * f * (1 - f), dc * i * (1 - g * g), dh * tc * o * (1 - o)], -1)
+        gx[t] = d
+        dc = dc * f
+        dh = d.matmul(w_hh)
+        d2 = d.reshape(-1, d.shape[-1])
+        w = d2.transpose(0, 1).matmul(hp.reshape(-1, H))
+        gw = w if gw is None else gw + w
+        if b_hh is not None:
+            s = d2.sum(0)
+            gb = s if gb is None else gb + s
+    return stack(gx, 0), dh, dc, gw, gb
+
+
+@lstm_layer_op.def_vjp
+def _(ctx, gout, ghn, gcn):
+    xw, h0, c0, w_hh, b_hh = ctx.inputs
+    rev = ctx.params.get("reverse", False)
+    if not D.grad_mode.enabled and D.state.simple:
+        grads = dispatch(lstm_layer_bwd_op, (gout, ghn, gcn, xw, h0, c0, w_hh, b_hh), ctx.params)
+    else:
+        grads = _composite_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, rev)
+    return tuple(g if need else None for g, need in zip(grads, ctx.needs))
+
+
+@lstm_layer_op.def_jvp
+def _(ctx, txw, th0, tc0, tw, tb):
+    xw, h0, c0, w_hh, b_hh = ctx.inputs
+    from .shape import stack
+    res, _, _, H = _composite_states(xw, h0, c0, w_hh, b_hh, ctx.params.get("reverse", False))
+    th, tc = th0, tc0
+    seq = [None] * len(res)
+    for t, hp, cp, i, f, g, o, c in res:
+        tg = None if txw is None else txw[t]
+        parts = [p for p in (None if th is None else th.matmul(w_hh.transpose(-1, -2)),
+                             None if tw is None else hp.matmul(tw.transpose(-1, -2)), tb, tg) if p is not None]
+        if not parts:
+            seq[t] = None
+            continue
+        tgates = parts[0]
+        for p in parts[1:]:
+            tgates = tgates + p
+        ti, tf, tgg, to = tgates.chunk(4, -1)
+        ti, tf, tgg, to = ti * i * (1 - i), tf * f * (1 - f), tgg * (1 - g * g), to * o * (1 - o)
+        tcn = tf * cp + ti * g + i * tgg
+        if tc is not None:
+            tcn = tcn + f * tc
+        tch = c.tanh()
+        tc = tcn
+        th = to * tch + o * (1 - tch * tch) * tcn
+        seq[t] = th
+    if any(s is None for s in seq):
+        from .._creation import zeros_like
+        seq = [zeros_like(h0) if s is None else s for s in seq]
+    return stack(seq, 0), th, tc
+
+
+@lstm_layer_op.def_batch
+def _(op, vals, bd, params, size):
+    """vmap: with shared weights the vmapped dim folds into the batch (one call of the primitive);
+    otherwise the recurrence in ember ops with the batch dim leading."""
+    from ._batching import _materialize
+    xw, h0, c0, w_hh, b_hh = vals
+    xw = xw if bd[0] else _materialize(xw, size)
+    h0 = h0 if bd[1] else _materialize(h0, size)
+    c0 = c0 if bd[2] else _materialize(c0, size)
+    if not bd[3] and (b_hh is None or not bd[4]):
+        S, T = xw.shape[0], xw.shape[1]
+        rest = tuple(h0.shape[1:-1])
+        x2 = xw.movedim(0, 1).reshape((T, -1, xw.shape[-1]))
+        out, hn, cn = lstm_layer(x2, h0.reshape((-1, h0.shape[-1])), c0.reshape((-1, c0.shape[-1])), w_hh, b_hh,
+                                 params.get("reverse", False))
+        H = h0.shape[-1]
+        out = out.reshape((T, S) + rest + (H,)).movedim(1, 0)
+        return (out, hn.reshape((S,) + rest + (H,)), cn.reshape((S,) + rest + (H,))), (True, True, True)
+    w_hh = w_hh if bd[3] else _materialize(w_hh, size)
+    if b_hh is not None:
+        b_hh = (b_hh if bd[4] else _materialize(b_hh, size)).reshape((size,) + (1,) * (h0.dim() - 2) + (-1,))
+    return _composite_forward(xw, h0, c0, w_hh, b_hh, params.get("reverse", False), time_dim=1), (True, True, True)
+
+
+@lstm_layer_bwd_op.def_batch
+def _(op, vals, bd, params, size):
+    from ._batching import _materialize
+    vals = [v if v is None or b else _materialize(v, size) for v, b in zip(vals, bd)]
+    gout, ghn, gcn, xw, h0, c0, w_hh, b_hh = vals
+    if b_hh is not None:
+        b_hh = b_hh.reshape((size,) + (1,) * (h0.dim() - 2) + (-1,))
+    res = _composite_states_batched_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, params.get("reverse", False))
+    return res, (True,) * 5
+
+
+def _composite_states_batched_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, reverse):
+    """The fused backward under vmap: time on dim 1, the weight gradient summed per vmapped item."""
+    from .shape import stack, cat
+    res, _, _, H = _composite_states(xw, h0, c0, w_hh, b_hh, reverse, time_dim=1)
+    dh, dc = ghn, gcn
+    gx = [None] * len(res)
+    gw = gb = None
+    S = xw.shape[0]
+    for t, hp, cp, i, f, g, o, c in reversed(res):
+        dh = dh + gout.select(1, t)
+        tc = c.tanh()
+        dc = dc + dh * o * (1 - tc * tc)
+        d = cat([dc * g * i * (1 - i), dc * cp * f * (1 - f), dc * i * (1 - g * g), dh * tc * o * (1 - o)], -1)
+        gx[t] = d
+        dc = dc * f
+        dh = d.matmul(w_hh)
+        d2 = d.reshape((S, -1, d.shape[-1]))
+        w = d2.transpose(1, 2).matmul(hp.reshape((S, -1, H)))
+        gw = w if gw is None else gw + w
+        s = d2.sum(1)
+        gb = s if gb is None else gb + s
+    return stack(gx, 1), dh, dc, gw, gb

@@ -1,0 +1,98 @@
+"""The fused kernels added for speed (issue 22) against PyTorch and against ember's own composite
+rules: the LSTM layer primitive (forward, fused backward, create_graph/double backward through the
+rules in ember ops, vmap) and GELU's fused backward."""
+import numpy as np
+import pytest
+
+import ember
+from ember.ops.rnn import lstm_layer, _composite_forward
+
+
+def _pair(torch, dtype, **kw):
+    torch.manual_seed(0)
+    tm = torch.nn.LSTM(5, 6, num_layers=2, **kw).to(getattr(torch, dtype))
+    em = ember.nn.LSTM(5, 6, num_layers=2, **kw).to(getattr(ember, dtype))
+    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return tm, em
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12)])
+@pytest.mark.parametrize("kw", [{}, {"batch_first": True, "bidirectional": True}, {"bias": False}])
+def test_lstm_matches_torch_values_and_grads(torch, dtype, tol, kw):
+    tm, em = _pair(torch, dtype, **kw)
+    r = np.random.default_rng(1)
+    x = r.standard_normal((4, 3, 5)).astype(dtype)
+    nd = 4 if kw.get("bidirectional") else 2
+    h0 = r.standard_normal((nd, 4 if kw.get("batch_first") else 3, 6)).astype(dtype)
+    ins_t = [torch.tensor(a, requires_grad=True) for a in (x, h0, h0 * 0.5)]
+    ins_e = [ember.tensor(a, requires_grad=True) for a in (x, h0, h0 * 0.5)]
+    ot, (ht, ct) = tm(ins_t[0], tuple(ins_t[1:]))
+    oe, (he, ce) = em(ins_e[0], tuple(ins_e[1:]))
+    (ot.sin().sum() + ht.sum() + (ct * ct).sum()).backward()
+    (oe.sin().sum() + he.sum() + (ce * ce).sum()).backward()
+    for a, b in zip((ot, ht, ct), (oe, he, ce)):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=tol, atol=tol)
+    for a, b in list(zip(ins_t, ins_e)) + list(zip(tm.parameters(), em.parameters())):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=10 * tol, atol=10 * tol)
+
+
+def test_lstm_double_backward_matches_torch(torch):
+    tm, em = _pair(torch, "float64")
+    x = np.random.default_rng(2).standard_normal((3, 2, 5))
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    (gt,) = torch.autograd.grad(tm(xt)[0].pow(2).sum(), xt, create_graph=True)
+    (ge,) = ember.autograd.grad(em(xe)[0].pow(2).sum(), xe, create_graph=True)
+    np.testing.assert_allclose(ge.detach().numpy(), gt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    gt.sum().backward()
+    ge.sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-11)
+    for p, q in zip(tm.parameters(), em.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_lstm_layer_fused_backward_equals_composite():
+    r = np.random.default_rng(3)
+    args = [ember.tensor(r.standard_normal(s), requires_grad=True) for s in ((5, 2, 12), (2, 3), (2, 3), (12, 3), (12,))]
+    for rev in (False, True):
+        out = lstm_layer(*args, reverse=rev)
+        ref = _composite_forward(*args, rev)
+        w = [ember.tensor(r.standard_normal(tuple(o.shape))) for o in out]
+        fused = ember.autograd.grad(out, args, w, retain_graph=True)                     # grad mode off: the NumPy kernel
+        comp = ember.autograd.grad(out, args, w, create_graph=True)     # the rules in ember ops
+        direct = ember.autograd.grad(ref, args, w)                      # autograd through the composite
+        for a, b, c in zip(fused, comp, direct):
+            np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_lstm_layer_rejects_bad_shapes():
+    with pytest.raises(RuntimeError, match="lstm_layer: shapes do not fit"):
+        lstm_layer(ember.zeros(3, 2, 8), ember.zeros(2, 3), ember.zeros(2, 3), ember.zeros(8, 3))
+    with pytest.raises(RuntimeError, match="T > 0"):
+        lstm_layer(ember.zeros(0, 2, 8), ember.zeros(2, 2), ember.zeros(2, 2), ember.zeros(8, 2))
+
+
+def test_lstm_vmap_over_sequences_matches_loop():
+    em = ember.nn.LSTM(3, 4)
+    xs = ember.randn(5, 6, 2, 3)
+    got = ember.func.vmap(lambda x: em(x)[0])(xs)
+    want = ember.stack([em(x)[0] for x in xs])
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_fused_backward(torch, approximate, dtype):
+    r = np.random.default_rng(4)
+    x = (r.standard_normal((6, 7)) * 3).astype(dtype)
+    g = r.standard_normal((6, 7)).astype(dtype)
+    xe = ember.tensor(x, requires_grad=True)
+    ember.nn.functional.gelu(xe, approximate=approximate).backward(ember.tensor(g))
+    xc = ember.tensor(x, requires_grad=True)
+    (gc,) = ember.autograd.grad(ember.nn.functional.gelu(xc, approximate=approximate), xc, ember.tensor(g),
+                                create_graph=True)
+    np.testing.assert_array_equal(xe.grad.numpy(), gc.detach().numpy())  # the same formulas, the same rounding
+    xt = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.gelu(xt, approximate=approximate).backward(torch.tensor(g))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=tol, atol=tol)
