@@ -193,3 +193,15 @@ def test_random_sampler_with_replacement_draws_lazily(torch):
     it = iter(RandomSampler(range(10), replacement=True, num_samples=10 ** 10))
     tit = iter(torch.utils.data.RandomSampler(range(10), replacement=True, num_samples=10 ** 10))
     assert [next(it) for _ in range(100)] == [next(tit) for _ in range(100)]
+
+
+def test_pickled_modules_and_arrays_keep_working():
+    """An array that went through pickle carries an equal but distinct NumPy dtype object; ember
+    compares dtypes by identity on hot paths, so such data is viewed with the canonical dtype."""
+    import pickle
+    m = pickle.loads(pickle.dumps(nn.Sequential(nn.Linear(3, 2), nn.ReLU())))
+    assert m(ember.ones(4, 3)).shape == (4, 2)
+    a = pickle.loads(pickle.dumps(np.ones((3, 3), np.float32)))
+    assert a.dtype is not np.dtype(np.float32)          # (what NumPy's unpickling gives)
+    assert (ember.from_numpy(a) @ ember.ones(3)).tolist() == [3.0, 3.0, 3.0]
+    assert (ember.as_tensor(a) @ ember.ones(3, 2)).shape == (3, 2)

@@ -308,7 +308,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray):
         a = data if dtype is None else data.astype(dtype.np, copy=False)
         dt.from_numpy_dtype(a.dtype)
-        return _new(a)
+        return _new(dt.canonical(a))
     foreign = _foreign_array(data)
     if foreign is not None:  # a PyTorch/JAX/CuPy tensor: shared through DLPack, as torch.as_tensor does
         return as_tensor(foreign, dtype, device)
@@ -335,7 +335,7 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt.from_numpy_dtype(ndarray.dtype, "np.ndarray")
-    return _new(ndarray)
+    return _new(dt.canonical(ndarray))
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0):

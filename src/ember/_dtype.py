@@ -84,6 +84,15 @@ def from_numpy_dtype(np_dtype, what="array"):
                         "and bool") from None
 
 
+def canonical(a):
+    """``a`` with NumPy's own instance of its dtype. An array that went through pickle carries an
+    equal but distinct dtype object, and ember compares dtypes by identity on its hot paths
+    (a module unpickled then failed with "expected ... the same dtype, but got float32 and
+    float32"): such an array is viewed with the canonical dtype (no copy)."""
+    d = FROM_NP.get(a.dtype)
+    return a if d is None or a.dtype is d.np else a.view(d.np)
+
+
 _default = [float32]
 
 

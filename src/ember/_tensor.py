@@ -547,7 +547,7 @@ def new_tensor(arr):
 
 def _rebuild(cls, data, rg, meta):
     t = _new(cls)
-    _init(t, data)
+    _init(t, dt.canonical(data))
     t._rg = rg
     if meta:
         t._meta = True
