@@ -205,3 +205,14 @@ def test_pickled_modules_and_arrays_keep_working():
     assert a.dtype is not np.dtype(np.float32)          # (what NumPy's unpickling gives)
     assert (ember.from_numpy(a) @ ember.ones(3)).tolist() == [3.0, 3.0, 3.0]
     assert (ember.as_tensor(a) @ ember.ones(3, 2)).shape == (3, 2)
+
+
+def test_default_device_as_a_cpu_build(torch):
+    assert str(ember.get_default_device()) == str(torch.get_default_device()) == "cpu"
+    ember.set_default_device("cpu")
+    ember.set_default_device(None)
+    assert ember.zeros(2).device == "cpu"
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        ember.set_default_device("cuda")
+    with pytest.raises(NotImplementedError, match="device='meta'"):
+        ember.set_default_device("meta")

@@ -147,6 +147,30 @@ def are_deterministic_algorithms_enabled():
     return _deterministic[0]
 
 
+def get_default_device():
+    """The device factory functions create tensors on: the CPU (ember runs on the CPU)."""
+    return cpu
+
+
+def set_default_device(device):
+    """As torch.set_default_device on a CPU-only build: None and 'cpu' are accepted (tensors are
+    created on the CPU already). A CUDA device fails as PyTorch's CPU build fails when it allocates
+    (here at once); 'meta' as a default is not supported: pass ``device='meta'`` to the factories."""
+    if device is None:
+        return
+    d = device if isinstance(device, str) else str(device)
+    kind = d.split(":", 1)[0]
+    if kind == "cpu":
+        return
+    if kind == "cuda":
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if kind == "meta":
+        raise NotImplementedError("set_default_device('meta') is not supported by ember: pass device='meta' "
+                                  "to the factory functions (ember.empty(..., device='meta'), nn.Linear(..., "
+                                  "device='meta'))")
+    raise RuntimeError(f"set_default_device: ember runs on the CPU, there is no {kind!r} device")
+
+
 def from_dlpack(ext_tensor):
     """A tensor sharing memory with any DLPack producer (PyTorch, NumPy, JAX, ...)."""
     from .utils.dlpack import from_dlpack as _f
