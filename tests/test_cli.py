@@ -54,7 +54,7 @@ def test_same_seed_same_run_and_resume_equals_uninterrupted(run, tmp_path):
     common = ("train", "--model", "cnn", "--epochs", "2", "--limit", "192", "--no-progress", "--seed", "3")
     _, out_a = run(*common, "--checkpoint", a)
     _, out_b = run(*common, "--checkpoint", b)
-    strip = lambda s: re.sub(r"\(\d+\.\d s\)|checkpoint \S+", "", s)  # noqa: E731
+    strip = lambda s: re.sub(r"\(\d+\.\d s\)|checkpoint \S+|  load it with: .*", "", s)  # noqa: E731
     assert strip(out_a) == strip(out_b)
     pa, pb = params_of(a), params_of(b)
     assert all(np.array_equal(pa[k], pb[k]) for k in pa)

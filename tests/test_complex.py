@@ -227,6 +227,7 @@ _EXPECTED_GAPS = {
     "conv2d": "complex convolution", "conv_transpose2d": "complex convolution",
     "conv3d": "complex convolution", "conv_transpose3d": "complex convolution",
     "conv_transpose1d": "complex convolution",
+    "lstm_layer": "the fused LSTM layer is real-only (PyTorch's LSTM takes complex input)",
     # linalg rules not yet verified for complex input: they raise NotImplementedError (or PyTorch's
     # dtype error) instead of answering
     "cholesky_inverse": "complex linalg", "linalg_slogdet": "complex linalg", "linalg_logdet": "complex linalg",
