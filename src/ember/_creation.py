@@ -223,7 +223,9 @@ asarray = as_tensor
 def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    dt.from_numpy_dtype(ndarray.dtype, "np.ndarray")
+    canon = dt.from_numpy_dtype(ndarray.dtype, "np.ndarray").np
+    if ndarray.dtype is not canon:  # e.g. an unpickled array: an equal but distinct dtype object,
+        ndarray = ndarray.view(canon)  # and the kernels compare dtypes by identity
     return _new(ndarray)
 
 
@@ -485,6 +487,10 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None):
 @_out_kw
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, out=None):
     g = _gen(generator)
+    if isinstance(std, Tensor) and std.numel() and not (std._data >= 0).all():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if not isinstance(std, Tensor) and not std >= 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         m = mean._data if isinstance(mean, Tensor) else mean
         s = std._data if isinstance(std, Tensor) else std

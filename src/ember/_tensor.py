@@ -336,6 +336,9 @@ class Tensor:
         _autograd_backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def detach(self):
+        if self._wr is not None:  # a transform's wrapper: detach the value under it (vmap keeps its batch)
+            inner = self._val.detach()
+            return self._wr.wrap(inner) if self._wr.kind == "vmap" else inner
         t = self._shallow()
         if self._inference:
             t._inference = True
@@ -514,6 +517,9 @@ def new_tensor(arr):
 
 
 def _rebuild(cls, data, rg, meta):
+    canon = dt.FROM_NP[data.dtype].np
+    if data.dtype is not canon:  # unpickled arrays carry an equal but distinct dtype object, and
+        data = data.view(canon)  # the kernels compare dtypes by identity
     t = _new(cls)
     _init(t, data)
     t._rg = rg

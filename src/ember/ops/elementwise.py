@@ -466,12 +466,13 @@ erfinv_op = _unary("erfinv", _erfinv_arr,
                    lambda c: (c.out ** 2).exp() * (math.sqrt(math.pi) / 2), save=("out",))
 
 abs_op = _unary("abs", lambda xp, a: xp.abs(a), lambda c: _x(c).sign(), floating=False)
+# piecewise constant: the gradient is 0 everywhere, +-inf included (x * 0 would be nan there)
 sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.copy(),
-                 lambda c: _x(c) * 0, floating=False)
+                 floating=False, linear=lambda g: g * 0)
 sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
     _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
-           lambda c: _x(c) * 0, floating=False)
+           floating=False, linear=lambda g: g * 0)
 def _round(xp, a, decimals=0):
     if a.dtype.kind == "f":
         return xp.round(a, decimals)
@@ -481,8 +482,7 @@ def _round(xp, a, decimals=0):
     return a.copy()
 
 
-_unary("round", _round,
-       lambda c: _x(c) * 0, floating=False)
+_unary("round", _round, floating=False, linear=lambda g: g * 0)
 _unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
 
 
@@ -671,8 +671,10 @@ clamp_op.jvp = lambda ctx, t: t * _clamp_mask(ctx)
 def _clamp_tensor(xp, a, lo, hi):
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    t = U.result_dtype(*[v for v in (a, lo, hi) if v is not None]).np  # PyTorch's promotion, not NumPy's
     r = a if lo is None else xp.maximum(a, lo)
-    return r if hi is None else xp.minimum(r, hi)
+    r = r if hi is None else xp.minimum(r, hi)
+    return r.astype(t, copy=False) if r.dtype != t else r
 
 
 def _clamp_tensor_masks(ctx):
@@ -864,10 +866,15 @@ def remainder(input, other):
 
 
 def fmod(input, other):
+    if not isinstance(input, D.Tensor):
+        _need_tensor("fmod", input)
     return dispatch(fmod_op, (input, other))
 
 
 def pow(input, exponent, *, out=None):
+    if not (isinstance(input, D.Tensor) or isinstance(exponent, D.Tensor)):
+        raise TypeError(f"pow() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(exponent).__name__}): one of them must be a Tensor")
     return _out(dispatch(pow_op, (input, exponent)), out)
 
 
@@ -879,18 +886,34 @@ def float_power(input, exponent):
 
 
 def maximum(input, other):
+    if not (isinstance(input, D.Tensor) and isinstance(other, D.Tensor)):
+        _need_tensor("maximum", input, other)
     return dispatch(maximum_op, (input, other))
 
 
 def minimum(input, other):
+    if not (isinstance(input, D.Tensor) and isinstance(other, D.Tensor)):
+        _need_tensor("minimum", input, other)
     return dispatch(minimum_op, (input, other))
 
 
-fmax = maximum
-fmin = minimum
+def fmax(input, other):
+    """The larger of the two, ignoring a NaN (NaN only where both are); a tie's gradient goes to
+    input, as PyTorch's."""
+    _need_tensor("fmax", input, other)
+    return where((input >= other) | isnan(other), input, other)
+
+
+def fmin(input, other):
+    """The smaller of the two, ignoring a NaN (NaN only where both are); a tie's gradient goes to
+    input, as PyTorch's."""
+    _need_tensor("fmin", input, other)
+    return where((input <= other) | isnan(other), input, other)
 
 
 def atan2(input, other):
+    if not (isinstance(input, D.Tensor) and isinstance(other, D.Tensor)):
+        _need_tensor("atan2", input, other)
     return dispatch(atan2_op, (input, other))
 
 
@@ -1015,8 +1038,22 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return dispatch(nan_to_num_op, (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
 
 
-def _mk_cmp(op):
+def _need_tensor(name, *args):
+    """PyTorch refuses Python numbers where its signature says Tensor (torch.eq(2, 3),
+    torch.maximum(x, 2)): a TypeError, never an answer."""
+    for k, a in enumerate(args):
+        if not isinstance(a, D.Tensor):
+            what = "input" if k == 0 else "other"
+            raise TypeError(f"{name}(): argument '{what}' (position {k + 1}) must be Tensor, not "
+                            f"{type(a).__name__}")
+
+
+def _mk_cmp(op, both=False):
+    name = op.name
+
     def f(input, other, *, out=None):
+        if not isinstance(input, D.Tensor) or both and not isinstance(other, D.Tensor):
+            _need_tensor(name, input, *((other,) if both else ()))
         return _out(dispatch(op, (input, other)), out)
     f.__name__ = op.name
     return f
@@ -1028,9 +1065,9 @@ lt = less = _mk_cmp(lt_op)
 le = less_equal = _mk_cmp(le_op)
 gt = greater = _mk_cmp(gt_op)
 ge = greater_equal = _mk_cmp(ge_op)
-logical_and = _mk_cmp(logical_and_op)
-logical_or = _mk_cmp(logical_or_op)
-logical_xor = _mk_cmp(logical_xor_op)
+logical_and = _mk_cmp(logical_and_op, both=True)
+logical_or = _mk_cmp(logical_or_op, both=True)
+logical_xor = _mk_cmp(logical_xor_op, both=True)
 bitwise_and = _mk_cmp(bitwise_and_op)
 bitwise_or = _mk_cmp(bitwise_or_op)
 bitwise_xor = _mk_cmp(bitwise_xor_op)
@@ -1051,7 +1088,14 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 def hypot(input, other):
-    return (input * input + other * other).sqrt()
+    _need_tensor("hypot", input, other)
+    # scaled by the larger magnitude, so that squares of large (small) values do not overflow
+    # (underflow): hypot(1e30, 1e30) is 1.41e30 in float32, as PyTorch's
+    m = maximum(abs(input), abs(other)).detach()
+    s = where(m == 0, 1.0, m)
+    s = where(isinf(s), 1.0, s)
+    a, b = input / s, other / s
+    return (a * a + b * b).sqrt() * s
 
 
 def logit(input, eps=None):
@@ -1114,6 +1158,9 @@ def logsigmoid(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if not v >= 0:
+            raise RuntimeError(f"isclose: {name} must be greater than or equal to zero, but got {v}")
     from .._creation import as_tensor
     a, b = as_tensor(input), as_tensor(other)
     if a._wr is not None or b._wr is not None:  # under a transform: composed from registry ops

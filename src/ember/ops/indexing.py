@@ -404,7 +404,23 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 def take_along_dim(input, indices, dim=None):
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
-    return gather(input, dim, indices)
+    d = U.wrap_dim(dim, input.dim(), "take_along_dim")
+    if input.dim() != indices.dim():
+        raise RuntimeError(f"take_along_dim: input and indices should have the same number of dimensions, "
+                           f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for "
+                           f"indices")
+    # input and indices broadcast against each other in every dim but ``dim`` (PyTorch)
+    si, sx = list(indices.shape), list(input.shape)
+    if input.dim() and (si[:d] + si[d + 1:] != sx[:d] + sx[d + 1:]):
+        si[d] = sx[d] = 1
+        try:
+            b = list(np.broadcast_shapes(tuple(si), tuple(sx)))
+        except ValueError:
+            raise RuntimeError(f"take_along_dim: the shapes of input {list(input.shape)} and indices "
+                               f"{list(indices.shape)} do not broadcast outside dim {d}") from None
+        input = input.expand(*(b[:d] + [input.shape[d]] + b[d + 1:]))
+        indices = indices.expand(*(b[:d] + [indices.shape[d]] + b[d + 1:]))
+    return gather(input, d, indices)
 
 
 def _index_select_impl(xp, a, index, dim):
@@ -413,6 +429,8 @@ def _index_select_impl(xp, a, index, dim):
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index, got {index.dtype}")
     U.check_bounds("index_select", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
+    if a.ndim == 0:  # a 0-dim input stays 0-dim (PyTorch)
+        return xp.take(a.reshape(1), index.reshape(-1), axis=0).reshape(())
     return xp.take(a, index, axis=dim)
 
 
@@ -431,6 +449,12 @@ index_select_op.jvp = lambda ctx, t, ti: t.index_select(ctx.params["dim"], ctx.i
 
 def _index_add_impl(xp, a, index, src, dim, alpha=1):
     U.check_bounds("index_add", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
+    if type(src) is np.ndarray and a.ndim and src.ndim:
+        want = a.shape[:dim] + (index.size,) + a.shape[dim + 1:]
+        if src.ndim != a.ndim or any(s != w for k, (s, w) in enumerate(zip(src.shape, want)) if k != dim):
+            raise RuntimeError(f"index_add_(): source tensor shape must match self tensor shape, excluding the "
+                               f"specified dimension. Got self.shape = {list(a.shape)} source.shape = "
+                               f"{list(src.shape)}")
     if type(src) is np.ndarray:
         if src.dtype != a.dtype:
             raise RuntimeError(f"index_add_(): self ({a.dtype}) and source ({src.dtype}) must have the same "
@@ -441,6 +465,10 @@ def _index_add_impl(xp, a, index, src, dim, alpha=1):
     out = a.copy(order="K")
     if alpha != 1:
         src = src * alpha
+    if a.ndim == 0:  # a 0-dim input is a 1-element vector here
+        flat = out.reshape(1)
+        xp.add.at(flat, index.reshape(-1), xp.asarray(src).reshape(-1).astype(a.dtype, copy=False))
+        return flat.reshape(())
     xp.add.at(out, (slice(None),) * dim + (index,), src.astype(a.dtype, copy=False))
     return out
 
@@ -568,6 +596,8 @@ def take(input, index):
     if a.size and (a.min() < -n or a.max() >= n):
         bad = int(a.min()) if a.min() < -n else int(a.max())
         raise IndexError(f"take: out of range: tried to access index {bad} on a tensor of {n} elements")
+    if a.ndim == 0:  # a 0-dim index gives a 0-dim result
+        return dispatch(index_op, (input.reshape(-1),), {"spec": (a.reshape(1),)}).reshape(())
     return dispatch(index_op, (input.reshape(-1),), {"spec": (index._data,)})
 
 
@@ -581,8 +611,8 @@ nonzero_op = defop("nonzero", _nonzero_impl, differentiable=False, family=IDX)
 def nonzero(input, *, as_tuple=False):
     r = dispatch(nonzero_op, (input,))
     if as_tuple:
-        if input.dim() == 0:
-            return (r.reshape(-1),)
+        if input.dim() == 0:  # a 0-dim input is a 1-element vector here: (tensor([0]),) when nonzero
+            return (dispatch(nonzero_op, (input.reshape(1),)).reshape(-1),)
         return tuple(r[:, i] for i in range(input.dim()))
     return r
 
@@ -639,6 +669,8 @@ def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
     n = a.shape[dim] if a.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
+    if a.ndim == 0:  # k is 0 or 1: the value itself either way, as PyTorch
+        return a.copy(), xp.zeros((), np.int64)
     v, i = _sort_impl(xp, a, dim, descending=largest)
     sl = (slice(None),) * dim + (slice(0, k),)
     return xp.ascontiguousarray(v[sl]), xp.ascontiguousarray(i[sl])  # fresh, contiguous (as PyTorch's)
@@ -664,6 +696,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
                          f"{list(input.shape)})")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue: selected number k={k} out of range for dimension {d} of size {n}")
+    if input.dim() == 0:  # the value itself, index 0
+        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     v, i = sort(input, dim)
     v, i = v.select(d, k - 1).contiguous(), i.select(d, k - 1).contiguous()
     if keepdim:
@@ -682,7 +716,7 @@ def median(input, dim=None, keepdim=False):
     if input.dim() and input.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size (input shape "
                          f"{list(input.shape)})")
-    return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
+    return kthvalue(input, ((input.shape[d] if input.dim() else 1) + 1) // 2, d, keepdim)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

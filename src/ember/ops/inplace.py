@@ -374,6 +374,8 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if not std >= 0.0:
+        raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
     from .._creation import _gen
     g = _gen(generator)
     v = g.standard_normal(self.shape, dtype=np.float64 if self.dtype is dt.float64 else np.float32)

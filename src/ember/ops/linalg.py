@@ -458,6 +458,21 @@ def tensordot(a, b, dims=2):
         da, db = dims
         da = [da] if isinstance(da, int) else list(da)
         db = [db] if isinstance(db, int) else list(db)
+    if len(da) != len(db):
+        raise RuntimeError(f"tensordot: both dimension lists should have same length, got {len(da)} and "
+                           f"{len(db)}")
+    da = [U.wrap_dim(d, a.dim(), "tensordot") for d in da]
+    db = [U.wrap_dim(d, b.dim(), "tensordot") for d in db]
+    for x, y in zip(da, db):  # a contracted dim of size 1 broadcasts against the other (PyTorch)
+        sx, sy = a.shape[x], b.shape[y]
+        if sx != sy:
+            if sx == 1:
+                b = b.sum(y, keepdim=True)
+            elif sy == 1:
+                a = a.sum(x, keepdim=True)
+            else:
+                raise RuntimeError(f"tensordot: contracted dimensions need to match, but first has size {sx} "
+                                   f"in dim {x} and second has size {sy} in dim {y}")
     letters = iter(string.ascii_lowercase)
     sa = [next(letters) for _ in range(a.dim())]
     sb = [None] * b.dim()

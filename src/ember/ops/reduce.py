@@ -175,6 +175,8 @@ for _o in (amax_op, amin_op):
 
 
 def _max_dim_impl(xp, a, dim, keepdim=False):
+    if a.ndim == 0:  # dim 0 (or -1) of a 0-dim tensor: the value and index 0
+        return a.copy(), xp.zeros((), np.int64)
     if a.shape[dim] == 0:
         raise IndexError(f"max(): Expected reduction dim {dim} to have non-zero size.")
     idx = xp.argmax(a, axis=dim, keepdims=True)
@@ -186,6 +188,8 @@ def _max_dim_impl(xp, a, dim, keepdim=False):
 
 
 def _min_dim_impl(xp, a, dim, keepdim=False):
+    if a.ndim == 0:  # dim 0 (or -1) of a 0-dim tensor: the value and index 0
+        return a.copy(), xp.zeros((), np.int64)
     if a.shape[dim] == 0:
         raise IndexError(f"min(): Expected reduction dim {dim} to have non-zero size.")
     idx = xp.argmin(a, axis=dim, keepdims=True)
@@ -392,7 +396,8 @@ def _cumsum_impl(xp, a, dim, dtype=None):
         dtype = np.int64
     if dtype is None and a.dtype == np.float16:  # a float32 running sum, as PyTorch (float16 stalls at 2048)
         return xp.cumsum(a, axis=dim, dtype=np.float32).astype(np.float16)
-    return xp.cumsum(a, axis=dim, dtype=dtype)
+    r = xp.cumsum(a, axis=dim, dtype=dtype)
+    return r.reshape(()) if a.ndim == 0 else r  # NumPy flattens a 0-dim input
 
 
 cumsum_op = defop("cumsum", _cumsum_impl, family="scan")
@@ -412,7 +417,8 @@ def _cumprod_impl(xp, a, dim, dtype=None):
         dtype = np.int64
     if dtype is None and a.dtype == np.float16:
         return xp.cumprod(a, axis=dim, dtype=np.float32).astype(np.float16)
-    return xp.cumprod(a, axis=dim, dtype=dtype)
+    r = xp.cumprod(a, axis=dim, dtype=dtype)
+    return r.reshape(()) if a.ndim == 0 else r  # NumPy flattens a 0-dim input
 
 
 cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="scan")
@@ -623,10 +629,14 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # var_mean(x, True): unbiased, over every element
+        unbiased, dim = dim, None
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # std_mean(x, True): unbiased, over every element
+        unbiased, dim = dim, None
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
@@ -700,7 +710,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == 1:
         return sum(input.abs(), dim, keepdim)
     a = input.abs()
-    if p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
+    if p < 0:  # a zero entry makes the sum infinite and the norm 0, with a zero gradient (PyTorch)
+        zero = a == 0
+        a = where(zero, math.inf, where(zero, 1.0, a) ** p)
+        return sum(a, dim, keepdim) ** (1.0 / p)
+    if 0 < p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
         zero = a == 0
         a = where(zero, 0.0, where(zero, 1.0, a) ** p)
         return sum(a, dim, keepdim) ** (1.0 / p)

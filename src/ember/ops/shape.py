@@ -137,6 +137,9 @@ def movedim(input, source, destination):
                            f"contain the same number of dims as destination ({dst} dims)")
     src = [U.wrap_dim(d, n, "movedim") for d in src]
     dst = [U.wrap_dim(d, n, "movedim") for d in dst]
+    for what, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({ds})")
     order = [d for d in range(n) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -516,7 +519,9 @@ as_strided_op = defop("as_strided", _as_strided_impl, view=True, save=("shapes",
 
 
 def _as_strided_scatter_impl(xp, base, src, size, stride, offset):
-    out = base.copy(order="K")
+    # the geometry addresses a contiguous layout of base: a non-contiguous base (a transposed
+    # incoming gradient in CopySlices' backward) is laid out contiguously first
+    out = base.copy(order="C")
     v = _as_strided_impl(xp, out, size, stride, offset)
     v[...] = src
     return out
@@ -715,7 +720,9 @@ def vstack(tensors):
 
 
 def dstack(tensors):
-    return stack(tensors, -1) if tensors[0].dim() < 3 else cat(tensors, 2)
+    # each input as atleast_3d: (N,) -> (1, N, 1), (M, N) -> (M, N, 1)
+    return cat([x.reshape(1, -1, 1) if x.dim() <= 1 else (x.unsqueeze(-1) if x.dim() == 2 else x)
+                for x in tensors], 2)
 
 
 def column_stack(tensors):
@@ -820,8 +827,15 @@ def roll(input, shifts, dims=None):
 
 
 def rot90(input, k=1, dims=(0, 1)):
+    if len(dims) != 2:
+        raise RuntimeError(f"rot90: expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"rot90: expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (U.wrap_dim(d, input.dim(), "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and "
+                           f"dim1 = {dims[1]}")
     k %= 4
-    d0, d1 = dims
     if k == 1:
         return flip(input, d1).transpose(d0, d1)
     if k == 2:
