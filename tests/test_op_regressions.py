@@ -224,6 +224,14 @@ def test_cat_gradient_keeps_float16():
     assert a.grad.dtype == ember.float16 and b.grad.dtype == ember.float16
 
 
+def test_mixed_dtype_cat_and_stack_gradients_keep_each_input_dtype():
+    for join in (ember.cat, ember.stack):
+        a = _t(np.ones(3, np.float16), requires_grad=True)
+        b = _t(np.ones(3, np.float64), requires_grad=True)
+        join([a, b]).sum().backward()
+        assert a.grad.dtype == ember.float16 and b.grad.dtype == ember.float64
+
+
 def test_hypot_does_not_overflow_in_float32():
     r = ember.hypot(_t(np.float32(1e30)), _t(np.float32(1e30)))
     assert r.dtype == ember.float32
@@ -388,3 +396,79 @@ def test_python_numbers_pytorch_accepts():
     assert (x == 1).tolist() == [True, True] and (2 > x).tolist() == [True, True]
     assert ember.pow(2, x).tolist() == [2.0, 2.0] and ember.remainder(2.0, x).tolist() == [0.0, 0.0]
     assert ember.add(2, 3) == 5 or float(ember.add(2, 3)) == 5
+
+
+# ----------------------------------------------------------------------------- found by the op_db harness
+
+
+def test_cov_with_frequency_and_observation_weights(torch):
+    rng = np.random.default_rng(8)
+    x, fw, aw = rng.random((3, 5)), np.array([1, 2, 0, 3, 1]), rng.random(5)
+    for kw in ({"fweights": fw}, {"aweights": aw}, {"fweights": fw, "aweights": aw, "correction": 0},
+               {"fweights": fw, "aweights": aw}):
+        got = ember.cov(_t(x), **{k: (_t(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
+        want = torch.cov(torch.tensor(x), **{k: (torch.tensor(v) if isinstance(v, np.ndarray) else v)
+                                             for k, v in kw.items()})
+        _close(got, want.numpy(), 1e-10)
+    with pytest.raises(RuntimeError, match="fweights cannot be negative"):
+        ember.cov(_t(x), fweights=_t(-fw))
+    assert ember.cov(_t([[1.0, 2.0]])).shape == () and ember.corrcoef(_t([[1.0, 2.0]])).shape == ()
+
+
+def test_inner_masked_fill_hinge_take_along_dim():
+    _close(ember.inner(_t(2.0), _t([[1.0, 2.0]])), [[2.0, 4.0]])
+    assert tuple(ember.inner(ember.ones(2, 3), ember.ones(4, 3)).shape) == (2, 4)
+    r = ember.masked_fill(ember.ones(3), _t([[True, False, False], [False, False, True]]), 2.0)
+    assert r.tolist() == [[2.0, 1.0, 1.0], [1.0, 1.0, 2.0]]
+    # a target that is neither 1 nor -1 counts both terms (PyTorch): 0.3 + max(0, 1 - 0.3)
+    _close(F.hinge_embedding_loss(_t(0.3), _t(0.7)), 1.0)
+    r = ember.take_along_dim(_t(np.arange(6.0).reshape(2, 3)), _t([[-1, 0], [-3, 2]]), 1)
+    assert r.tolist() == [[2.0, 0.0], [3.0, 5.0]]
+
+
+def test_zero_dim_gather_scatter_index_fill():
+    s = _t(2.5)
+    assert ember.gather(s, 0, _t(0)).shape == () and float(ember.gather(s, 0, _t(0))) == 2.5
+    assert float(ember.scatter(s, 0, _t(0), 4.0)) == 4.0
+    assert float(ember.scatter_add(s, 0, _t(0), _t(1.0))) == 3.5
+    assert float(ember.index_fill(s, 0, _t([0]), 7.0)) == 7.0
+    x = _t(2.5, requires_grad=True)
+    ember.max(x, 0)[0].backward()
+    assert float(x.grad) == 1.0
+    assert tuple(ember.gather(ember.ones(5), 0, _t(np.zeros((2, 0), np.int64))).shape) == (2, 0)
+
+
+def test_vmap_of_zero_dim_scans_and_softmax():
+    x = _t([1.0, 2.0])
+    assert ember.func.vmap(lambda t: t.cumsum(0))(x).tolist() == [1.0, 2.0]
+    assert ember.func.vmap(lambda t: t.softmax(0))(x).tolist() == [1.0, 1.0]
+    assert ember.func.vmap(lambda t: t.max(0)[0])(x).tolist() == [1.0, 2.0]
+
+
+def test_index_put_with_a_vmap_batched_mask_refuses_instead_of_reading_a_placeholder():
+    x = ember.zeros(3, 3)
+    masks = _t([[True, False, False], [False, True, False]])
+    with pytest.raises(RuntimeError, match="vmap: index_put"):
+        ember.func.vmap(lambda m: ember.index_put(x, (m,), _t(1.0)))(masks)
+
+
+def test_backward_casts_grad_outputs_to_the_output_dtype():
+    x = _t([0.1234567], dtype=ember.float64, requires_grad=True)
+    y = x.half()
+    (g,) = ember.autograd.grad(y, x, _t([0.1234567], dtype=ember.float64))
+    assert g.dtype == ember.float64
+    _close(g, [float(np.float16(0.1234567))], 1e-12)
+
+
+@pytest.mark.parametrize("call,exc", [
+    (lambda: ember.heaviside(_t([1, 0]), 2), TypeError), (lambda: ember.isclose(_t([1, 2]), 2), TypeError),
+    (lambda: ember.remainder(2, 3), TypeError), (lambda: ember.float_power(2, 3), TypeError),
+    (lambda: ember.xlogy(2, 3), TypeError), (lambda: ember.clamp_min(2, _t([1, 2])), TypeError),
+    (lambda: ember.diff(ember.ones(3), -1), RuntimeError), (lambda: ember.flipud(_t(1.0)), RuntimeError),
+    (lambda: F.hardtanh(ember.ones(2), 0.5, -0.5), ValueError),
+    (lambda: ember.multinomial(_t([1, 2]), 1), RuntimeError),
+    (lambda: ember.mean(_t([1, 2])), RuntimeError), (lambda: ember.mean(ember.ones(2), dtype=ember.int64), RuntimeError),
+])
+def test_more_inputs_pytorch_refuses(call, exc):
+    with pytest.raises(exc):
+        call()

@@ -87,6 +87,8 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("hardtanh: min_val cannot be greater than max_val")
     return _maybe_inplace(input, _ops.hardtanh(_src(input, inplace), min_val, max_val), inplace)
 
 
@@ -741,8 +743,9 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
-    pos = _ops.where(target == 1, input, 0.0 * input)
-    neg = _ops.where(target == -1, _ops.clamp_min(margin - input, 0.0), 0.0 * input)
+    # PyTorch's rule: the input counts where the target is not -1, the margin term where it is not 1
+    pos = _ops.where(target != -1, input, 0.0 * input)
+    neg = _ops.where(target != 1, _ops.clamp_min(margin - input, 0.0), 0.0 * input)
     return _reduce(pos + neg, reduction)
 
 

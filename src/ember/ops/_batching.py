@@ -88,6 +88,12 @@ def reduction_rule(op, vals, bd, params, size):
     n = x.dim() - 1
     names = _names(op)
     p = dict(params)
+    if n == 0 and ("dim" in names and p.get("dim") is not None or "dims" in names and p.get("dims")):
+        # dim 0 of logical 0-dim inputs: run on (batch, 1) over dim 1; each result is one value a row
+        p["dim" if "dim" in names else "dims"] = 1 if "dim" in names else (1,)
+        r = dispatch(op, (x.reshape(size, 1),) + tuple(vals[1:]), p)
+        fix = (lambda t: t.reshape(size) if t.numel() == size else t)
+        return (fix(r) if op.nout == 1 else tuple(fix(t) for t in r)), _flags(op, True)
     if "dims" in names:
         dims = p.get("dims")
         p["dims"] = tuple(range(1, n + 1)) if dims is None else _shift(tuple(dims))

@@ -16,6 +16,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     d = U.wrap_dim(dim, input.dim(), "diff")
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"diff: order must be non-negative but got {n}")
     if n == 0:  # nothing to difference: the input, without prepend/append (PyTorch)
         return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
@@ -226,14 +228,14 @@ def signbit(input):
 
 def heaviside(input, values):
     """0 where input < 0, values where input == 0, 1 where input > 0."""
-    from .elementwise import where
+    from .elementwise import where, _need_tensor
+    _need_tensor("heaviside", input, values)
     return where(input == 0, values, (input > 0).to(input.dtype))
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):
-    """Covariance of the rows (variables) of a 2-d input over its columns (observations)."""
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov: fweights/aweights are not supported by ember")
+    """Covariance of the rows (variables) of a 2-d input over its columns (observations), with
+    optional integer frequency weights and floating observation weights (one per observation)."""
     if input.dim() > 2:
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                          f"{input.dim()} dimensions")
@@ -241,9 +243,41 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if not x.is_floating_point():
         x = x.float()
     n = x.shape[1]
-    xc = x - x.mean(1, keepdim=True)
-    c = (xc @ xc.t()) / max(n - correction, 0)
-    return c.reshape(()) if input.dim() < 2 else c
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if wt.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                               f"{wt.dim()} dimensions")
+        if name == "fweights" and wt.is_floating_point():
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{wt.dtype} dtype")
+        if name == "aweights" and not wt.is_floating_point():
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
+                               f"{wt.dtype} dtype")
+        if wt.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                               f"input but got {wt.numel()} != {n}")
+        if wt._wr is None and wt.numel() and bool((wt < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        w = wt if w is None else w * wt
+    if w is None:
+        xc = x - x.mean(1, keepdim=True)
+        c = (xc @ xc.t()) / max(n - correction, 0)
+    else:
+        w = w if w.is_floating_point() else w.to(x.dtype)
+        w_sum = w.sum()
+        xc = x - (x * w).sum(1, keepdim=True) / w_sum
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aweights).sum() / w_sum
+        norm = norm.clamp_min(0)
+        c = ((xc * w) @ xc.t()) / norm
+    return c.reshape(()) if c.numel() == 1 else c  # one variable: a 0-dim result (PyTorch)
 
 
 def corrcoef(input):

@@ -861,7 +861,15 @@ def floor_divide(input, other):
     return dispatch(floor_divide_op, (input, other))
 
 
+def _one_tensor(name, a, b):
+    if not (isinstance(a, D.Tensor) or isinstance(b, D.Tensor)):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(a).__name__}, {type(b).__name__}): one of them must be a Tensor")
+
+
 def remainder(input, other):
+    if not isinstance(input, D.Tensor):
+        _one_tensor("remainder", input, other)
     return dispatch(remainder_op, (input, other))
 
 
@@ -872,13 +880,13 @@ def fmod(input, other):
 
 
 def pow(input, exponent, *, out=None):
-    if not (isinstance(input, D.Tensor) or isinstance(exponent, D.Tensor)):
-        raise TypeError(f"pow() received an invalid combination of arguments - got "
-                        f"({type(input).__name__}, {type(exponent).__name__}): one of them must be a Tensor")
+    if not isinstance(input, D.Tensor):
+        _one_tensor("pow", input, exponent)
     return _out(dispatch(pow_op, (input, exponent)), out)
 
 
 def float_power(input, exponent):
+    _one_tensor("float_power", input, exponent)
     from .. import float64
     a = input.to(float64) if U.is_tensor(input) else float(input)
     b = exponent.to(float64) if U.is_tensor(exponent) else float(exponent)
@@ -928,6 +936,8 @@ def where(condition, input=None, other=None):
 
 
 def clamp(input, min=None, max=None, *, out=None):
+    if not isinstance(input, D.Tensor):
+        _need_tensor("clamp", input)
     if U.is_tensor(min) or U.is_tensor(max):
         return _out(dispatch(clamp_tensor_op, (input, min, max)), out)
     p = {}
@@ -1105,6 +1115,7 @@ def logit(input, eps=None):
 
 def xlogy(input, other):
     """input * log(other), 0 where input == 0 (unless other is nan); either may be a Python number."""
+    _one_tensor("xlogy", input, other)
     if not U.is_tensor(other):
         other = math.log(other) if other > 0 else (-math.inf if other == 0 else math.nan)
         prod = input * other
@@ -1158,6 +1169,7 @@ def logsigmoid(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    _need_tensor("isclose", input, other)
     for name, v in (("rtol", rtol), ("atol", atol)):
         if not v >= 0:
             raise RuntimeError(f"isclose: {name} must be greater than or equal to zero, but got {v}")

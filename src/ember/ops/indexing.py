@@ -232,6 +232,8 @@ def _same_values(input, values):
 
 
 def index_put(input, indices, values, accumulate=False):
+    # the indices are read as arrays: a vmap-batched index would be read through its placeholder
+    U.check_plain("index_put", *[i for i in indices if U.is_tensor(i)])
     _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
@@ -239,6 +241,7 @@ def index_put(input, indices, values, accumulate=False):
 
 def index_put_(input, indices, values, accumulate=False):
     from .inplace import inplace_apply
+    U.check_plain("index_put_", *[i for i in indices if U.is_tensor(i)])
     _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return inplace_apply(index_put_op, input, (values,), {"spec": spec, "accumulate": accumulate},
@@ -251,6 +254,8 @@ def index_put_(input, indices, values, accumulate=False):
 def _check_index(op, x, dim, index):
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
+    if index.size == 0:  # an empty index selects nothing, whatever its shape (PyTorch)
+        return
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"{op}: Index tensor must have the same number of dimensions as input tensor "
                            f"(index {list(index.shape)}, input {list(x.shape)})")
@@ -269,6 +274,10 @@ def _fit(a, shape, skip):
 
 def _gather_impl(xp, a, index, dim):
     _check_index("gather", a, dim, index)
+    if index.size == 0:
+        return xp.empty(index.shape, a.dtype)
+    if a.ndim == 0 or index.ndim == 0:  # 0-dim operands: a 1-element vector here
+        return xp.take(a.reshape(-1), index.reshape(-1)).reshape(index.shape)
     return xp.take_along_axis(_fit(a, index.shape, dim), index, axis=dim)
 
 
@@ -301,6 +310,11 @@ def _same_src(op, a, src):
 def _scatter_impl(xp, a, index, src, dim, reduce=None):
     _check_index("scatter", a, dim, index)
     _same_src("scatter", a, src)
+    if index.size == 0:
+        return a.copy(order="K")
+    if a.ndim == 0 or index.ndim == 0:  # 0-dim operands: 1-element vectors here
+        s = src.reshape(-1) if type(src) is np.ndarray else src
+        return _scatter_impl(xp, a.reshape(-1), index.reshape(-1), s, 0, reduce).reshape(a.shape)
     out = a.copy(order="K")
     if type(src) is np.ndarray:
         src = _fit(src, index.shape, -1).astype(a.dtype, copy=False)
@@ -343,6 +357,10 @@ def _(ctx, tx, ti, ts):
 def _scatter_add_impl(xp, a, index, src, dim):
     _check_index("scatter_add", a, dim, index)
     _same_src("scatter_add", a, src)
+    if index.size == 0:
+        return a.copy(order="K")
+    if a.ndim == 0 or index.ndim == 0:  # 0-dim operands: 1-element vectors here
+        return _scatter_add_impl(xp, a.reshape(-1), index.reshape(-1), src.reshape(-1), 0).reshape(a.shape)
     out = a.copy(order="K")
     xp.add.at(out, _grid(index, dim), _fit(src, index.shape, -1).astype(a.dtype, copy=False))
     return out
@@ -405,6 +423,8 @@ def take_along_dim(input, indices, dim=None):
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = U.wrap_dim(dim, input.dim(), "take_along_dim")
+    if input.dim() and indices.numel() and indices._wr is None and bool((indices < 0).any()):
+        indices = indices + (indices < 0).to(indices.dtype) * input.shape[d]  # negative: from the end
     if input.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim: input and indices should have the same number of dimensions, "
                            f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for "
@@ -520,7 +540,8 @@ def index_fill(input, dim, index, value):
     mask = np.zeros(n, bool)
     mask[index._data] = True
     shape = [1] * input.dim()
-    shape[d] = -1
+    if input.dim():
+        shape[d] = -1
     return masked_fill(input, D._new_tensor(mask.reshape(shape)), value)
 
 
@@ -561,6 +582,13 @@ def masked_fill(input, mask, value):
     if U.is_tensor(value) and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value.dim()} dimension(s).")
+    if mask._data.shape != input._data.shape and U.is_tensor(mask):  # out of place: the broadcast shape
+        try:
+            shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+        except ValueError:
+            raise U.broadcast_error("masked_fill", input._data, mask._data) from None
+        if shape != tuple(input.shape):
+            input = input.expand(*shape)
     return dispatch(masked_fill_op, (input, mask, value))
 
 

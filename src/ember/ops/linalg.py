@@ -131,7 +131,16 @@ def dot(input, other):
     return dispatch(matmul_op, (input, other))
 
 
-inner = dot
+def inner(input, other):
+    """The sum over the last dims of both (a 0-dim operand scales the other), as torch.inner."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.dim() == 1 and other.dim() == 1:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, dims=([input.dim() - 1], [other.dim() - 1]))
 vdot = dot
 
 

@@ -800,10 +800,14 @@ def flip(input, *args, dims=None):
 
 
 def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError(f"fliplr: Input must be >= 2-d (got {input.dim()}-d).")
     return flip(input, 1)
 
 
 def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("flipud: Input must be >= 1-d.")
     return flip(input, 0)
 
 
