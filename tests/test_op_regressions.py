@@ -472,3 +472,30 @@ def test_backward_casts_grad_outputs_to_the_output_dtype():
 def test_more_inputs_pytorch_refuses(call, exc):
     with pytest.raises(exc):
         call()
+
+
+def test_diag_embed_with_other_dims_and_offsets(torch):
+    x = np.random.default_rng(9).random((5, 4, 3))
+    for kw in (dict(offset=-2, dim1=0, dim2=1), dict(offset=1, dim1=0, dim2=2), dict(offset=2, dim1=-1, dim2=1),
+               dict(offset=-1, dim1=3, dim2=1)):
+        got, want = ember.diag_embed(_t(x), **kw), torch.diag_embed(torch.tensor(x), **kw)
+        assert tuple(got.shape) == tuple(want.shape)
+        _close(got, want.numpy())
+    with pytest.raises(RuntimeError, match="cannot be identical"):
+        ember.diag_embed(_t(x), dim1=1, dim2=1)
+
+
+def test_masked_fill_complex_value_and_multinomial_zero_samples_raise():
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        ember.masked_fill(ember.ones(2), _t([True, False]), 1j)
+    with pytest.raises(RuntimeError, match="n_sample <= 0"):
+        ember.multinomial(_t([0.5, 0.5]), 0)
+
+
+def test_vmap_of_gather_scatter_sort_topk_on_zero_dim_samples():
+    x, i = _t([1.0, 2.0]), _t([0, 0])
+    assert ember.func.vmap(lambda t: t.topk(1, -1)[0])(x).tolist() == [1.0, 2.0]
+    assert ember.func.vmap(lambda t, j: t.gather(0, j))(x, i).tolist() == [1.0, 2.0]
+    assert ember.func.vmap(lambda t, j: t.scatter(0, j, 5.0))(x, i).tolist() == [5.0, 5.0]
+    assert ember.func.vmap(lambda t, j: t.scatter_add(0, j, t))(x, i).tolist() == [2.0, 4.0]
+    assert ember.func.vmap(lambda t: t.unsqueeze(0))(x).tolist() == [[1.0], [2.0]]   # not a gather-like op

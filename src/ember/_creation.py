@@ -518,6 +518,8 @@ def bernoulli(input, p=None, *, generator=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     if not input.is_floating_point():
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (got {num_samples})")
     g = _gen(generator)
     p = input._data.astype(np.float64)
     if (p < 0).any() or not np.isfinite(p).all():

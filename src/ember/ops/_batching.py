@@ -131,6 +131,18 @@ def dim_shift_rule(op, vals, bd, params, size):
     return dispatch(op, tuple(new), p), _flags(op, True)
 
 
+def gather_like_rule(op, vals, bd, params, size):
+    """dim_shift_rule for ops whose result has their operands' rank (gather, scatter, sort, topk):
+    with logical 0-dim operands (dim 0 of a scalar), they run on (batch, 1) over dim 1."""
+    if all(v.dim() == (1 if b else 0) for v, b in zip(vals, bd) if isinstance(v, D.Tensor)):
+        p = dict(params, dim=1)
+        r = dispatch(op, tuple((v if b else _materialize(v, size)).reshape(size, 1) if isinstance(v, D.Tensor)
+                               else v for v, b in zip(vals, bd)), p)
+        fix = (lambda t: t.reshape(size) if t.numel() == size else t)
+        return (fix(r) if op.nout == 1 else tuple(fix(t) for t in r)), _flags(op, True)
+    return dim_shift_rule(op, vals, bd, params, size)
+
+
 # ----------------------------------------------------------------------------- the fallback
 
 _reported = set()

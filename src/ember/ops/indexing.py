@@ -579,6 +579,9 @@ def _(ctx, tx, tm, tv):
 
 
 def masked_fill(input, mask, value):
+    if isinstance(value, complex) and not input.is_complex():
+        raise RuntimeError(f"masked_fill: value cannot be converted to type {input.dtype} without overflow: "
+                           f"{value}")
     if U.is_tensor(value) and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value.dim()} dimension(s).")
@@ -808,7 +811,7 @@ from .elementwise import where  # noqa: E402
 
 # ----------------------------------------------------------------------------- batching rules (vmap)
 
-from ._batching import (_pad_to, _materialize, _ln, _loop_note, dim_shift_rule,  # noqa: E402
+from ._batching import (_pad_to, _materialize, _ln, _loop_note, dim_shift_rule, gather_like_rule,  # noqa: E402
                         elementwise_rule, fallback_rule)
 
 
@@ -996,4 +999,4 @@ index_add_op.batch = index_add_rule
 masked_fill_op.batch = masked_fill_rule
 nonzero_op.batch = nonzero_rule
 for _op in (gather_op, scatter_op, scatter_add_op, sort_op, topk_op):
-    _op.batch = dim_shift_rule
+    _op.batch = gather_like_rule

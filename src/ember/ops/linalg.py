@@ -543,8 +543,13 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         return _diag_embed(input, 0)
     from .shape import diagonal_backward_op
     n = input.shape[-1] + abs(offset)
-    shape = tuple(input.shape[:-1]) + (n, n)
-    d1, d2 = U.wrap_dim(dim1, len(shape)), U.wrap_dim(dim2, len(shape))
+    k = input.dim() + 1
+    d1, d2 = U.wrap_dim(dim1, k, "diag_embed"), U.wrap_dim(dim2, k, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    # the new (n, n) plane sits at dims d1 and d2; the batch dims keep their order around it
+    rest = iter(input.shape[:-1])
+    shape = tuple(n if d in (d1, d2) else next(rest) for d in range(k))
     return dispatch(diagonal_backward_op, (input,), {"shape": shape, "offset": offset, "dim1": d1, "dim2": d2})
 
 
