@@ -499,3 +499,17 @@ def test_vmap_of_gather_scatter_sort_topk_on_zero_dim_samples():
     assert ember.func.vmap(lambda t, j: t.scatter(0, j, 5.0))(x, i).tolist() == [5.0, 5.0]
     assert ember.func.vmap(lambda t, j: t.scatter_add(0, j, t))(x, i).tolist() == [2.0, 4.0]
     assert ember.func.vmap(lambda t: t.unsqueeze(0))(x).tolist() == [[1.0], [2.0]]   # not a gather-like op
+
+
+def test_zero_norm_keeps_a_zero_gradient():
+    x = _t([[0.0, 1.0, -2.0]], requires_grad=True)
+    r = ember.cdist(x, _t([[0.0, 1.0, 3.0]]), 0.0)
+    assert r.requires_grad and r.tolist() == [[1.0]]
+    r.sum().backward()
+    assert np.abs(x.grad.numpy()).sum() == 0
+
+
+def test_vmap_of_index_select_on_zero_dim_samples():
+    x = _t([1.0, 2.0])
+    assert ember.func.vmap(lambda t: t.index_select(0, _t([0])))(x).tolist() == [1.0, 2.0]
+    assert ember.func.vmap(lambda t, j: t.index_select(0, j))(x, _t([[0], [0]])).tolist() == [1.0, 2.0]

@@ -373,16 +373,13 @@ XFAIL = {
                                                                 "...) and raises a clear ValueError",
     **_each_check("torch.zero_ (the function form) is not in ember yet (issue 15, missing ops); Tensor.zero_ "
                   "works", "zero_", "forward backward forward_ad"),
-    ("cdist", "backward"): "p=0 (a count of differing coordinates, piecewise constant): ember's result does not "
-                           "require grad where PyTorch's carries a zero gradient",
     **_each_check("tensor start/end are read as Python numbers (.item()): under vmap ember refuses with a clear "
                   "error where torch.func.vmap runs", "linspace.tensor_overload logspace.tensor_overload", "vmap"),
     **_each_check("a tensor q is read as Python numbers: with a batched q ember refuses under vmap with a clear "
                   "error", "quantile nanquantile", "vmap"),
-    **_each_check("logical 0-dim inputs under vmap: the dim-shifting batch rule addresses a dim the 0-dim sample "
-                  "lacks and raises IndexError (a clear error, never a wrong value)",
-                  "topk gather index_select index_add scatter scatter_add scatter_reduce.sum scatter_reduce.mean",
-                  "vmap"),
+    **_each_check("logical 0-dim input with a 1-element index under vmap: the batch rule addresses a dim the "
+                  "0-dim sample lacks and raises IndexError (a clear error, never a wrong value)",
+                  "index_add", "vmap"),
     ("take_along_dim", "vmap"): "negative indices are wrapped only outside vmap (under vmap they reach gather, "
                                 "which raises)",
     **_each_check("a vmap-batched index tensor is read as data: ember raises (index out of range on vmap's "

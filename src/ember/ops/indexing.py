@@ -830,6 +830,11 @@ def index_select_rule(op, vals, bd, params, size):
     ba, bi = bd
     n = _ln(a, ba)
     dim = params["dim"] % max(n, 1)
+    if n == 0:  # a logical 0-dim input (its 1-element index selects it): one value a row
+        a2 = (a if ba else _materialize(a, size)).reshape(size, 1)
+        if bi:
+            return a2.gather(1, idx.reshape(size, 1)).reshape(size), True
+        return dispatch(op, (a2, idx), {"dim": 1}).reshape(size), True
     if not bi:
         return dispatch(op, (a, idx), {"dim": dim + 1}), True
     if not ba:

@@ -711,8 +711,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return amax(input.abs(), dim if dim is not None else (), keepdim)
     if p == -math.inf:
         return amin(input.abs(), dim if dim is not None else (), keepdim)
-    if p == 0:
-        return sum((input != 0).to(input.dtype), dim, keepdim)
+    if p == 0:  # the count of nonzeros, through ops with a (zero) gradient, as PyTorch's
+        return sum(input.sign().abs(), dim, keepdim)
     if p == 1:
         return sum(input.abs(), dim, keepdim)
     a = input.abs()
