@@ -513,3 +513,19 @@ def test_vmap_of_index_select_on_zero_dim_samples():
     x = _t([1.0, 2.0])
     assert ember.func.vmap(lambda t: t.index_select(0, _t([0])))(x).tolist() == [1.0, 2.0]
     assert ember.func.vmap(lambda t, j: t.index_select(0, j))(x, _t([[0], [0]])).tolist() == [1.0, 2.0]
+
+
+def test_two_python_numbers_give_pytorch_result_dtypes():
+    assert ember.add(2.5, 3.5).dtype == ember.float32 and ember.mul(2, 3.5).dtype == ember.float32
+    assert ember.sub(2.0, 1).dtype == ember.float32 and ember.add(2, 3).dtype == ember.int64
+    assert ember.div(2, 3).dtype == ember.float32 and ember.floor_divide(7.0, 2).dtype == ember.float32
+    assert ember.div(7, 2, rounding_mode="floor").dtype == ember.int64
+    # bitwise ops take a number as input (PyTorch's Scalar-Tensor overloads)
+    assert ember.bitwise_and(1, _t([3])).tolist() == [1] and ember.bitwise_left_shift(1, _t([3])).tolist() == [8]
+
+
+def test_quantile_of_a_zero_dim_input_along_dim_0():
+    x = _t(2.5)
+    assert ember.quantile(x, 0.5, dim=0).shape == () and float(ember.quantile(x, 0.5, dim=0)) == 2.5
+    assert tuple(ember.quantile(x, _t([0.2, 0.5]), dim=0).shape) == (2,)
+    assert float(ember.nanquantile(x, 0.5, dim=-1)) == 2.5

@@ -475,11 +475,28 @@ XFAIL = {
 }
 
 
+# Failures only the full sweep (EMBER_OPDB_FULL=1: samples past the default cap, reference inputs)
+# reaches, with their reasons; the default run never consults this table.
+FULL_XFAIL = {
+    **_each_check("ember refuses with NotImplementedError: interpolate: antialias=True when downsampling",
+                  "nn.functional.interpolate.bilinear", "forward backward forward_ad vmap"),
+    **_each_check("a complex Python number as a scalar operand: ember has no complex dtypes yet (complex issue) "
+                  "and refuses it with a TypeError", "where", "forward backward forward_ad vmap"),
+    **_each_check("ember refuses with NotImplementedError: embedding_bag: scale_grad_by_freq and sparse",
+                  "nn.functional.embedding_bag", "forward backward forward_ad vmap"),
+}
+
+
 def _finish(op, check, failures, ran, skipped):
     key = _op_id(op)
-    reason = None if STRICT else XFAIL.get((key, check)) or XFAIL.get((key, "*"))
+    reason = None if STRICT else XFAIL.get((key, check)) or XFAIL.get((key, "*")) or \
+        (FULL_XFAIL.get((key, check)) if FULL else None)
     if failures:
         msg = f"{key} {check}: {len(failures)} of {ran} samples fail:\n  " + "\n  ".join(failures[:6])
+        log = os.environ.get("EMBER_OPDB_LOG")
+        if log:  # one line per failing (op, check) as the run goes: triage of long sweeps
+            with open(log, "a") as f:
+                f.write(f"{key}\t{check}\t{'XFAIL' if reason else 'FAIL'}\t{failures[0][:300]}\n")
         if reason:
             pytest.xfail(f"{reason} ({msg.splitlines()[0]})")
         pytest.fail(msg, pytrace=False)

@@ -243,8 +243,12 @@ def _channel_dropout(input, p, training, inplace, nd):
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if p == 1.0:  # everything dropped: zeros (PyTorch)
+        return input.mul_(0.0) if inplace else input * 0.0
     alpha = -1.7580993408473766
     keep = _gen().random(input.shape) >= p
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
@@ -744,8 +748,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     # PyTorch's rule: the input counts where the target is not -1, the margin term where it is not 1
-    pos = _ops.where(target != -1, input, 0.0 * input)
-    neg = _ops.where(target != 1, _ops.clamp_min(margin - input, 0.0), 0.0 * input)
+    pos = _ops.where(target != -1, input, 0.0)   # (0.0, not 0 * input: that is NaN at +-inf)
+    neg = _ops.where(target != 1, _ops.clamp_min(margin - input, 0.0), 0.0)
     return _reduce(pos + neg, reduction)
 
 

@@ -65,6 +65,10 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _igno
     if qt.numel() and (bool((qt < 0).any()) or bool((qt > 1).any())):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     x = input
+    if dim is not None and x.dim() == 0:  # dim 0 of a 0-dim input: the quantiles of its one value
+        U.wrap_dim(dim, 0, name)
+        r = quantile(x.reshape(1), q, 0, False, interpolation=interpolation, _ignore_nan=_ignore_nan)
+        return r
     if dim is None:
         x = _S.reshape(x, (-1,))
         d = 0

@@ -47,6 +47,8 @@ def _binary_impl(uf, name, floating=False, nobool=False):
         elif not ((type(a) is float or type(a) is int) and type(b) is _nd and b.dtype.kind == "f"):
             if nobool:
                 _no_bool(name, a, b)
+            if type(b) is not _nd:  # two Python numbers: a 0-dim result of PyTorch's type (float32)
+                a = np.asarray(a, U.result_dtype(a, b).np)
             a, b = U.promote(a, b, floating)
         try:
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
@@ -467,8 +469,16 @@ erfinv_op = _unary("erfinv", _erfinv_arr,
 
 abs_op = _unary("abs", lambda xp, a: xp.abs(a), lambda c: _x(c).sign(), floating=False)
 # piecewise constant: the gradient is 0 everywhere, +-inf included (x * 0 would be nan there)
-sign_op = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype.kind != "b" else a.copy(),
-                 floating=False, linear=lambda g: g * 0)
+def _sign(xp, a):
+    if a.dtype.kind == "b":
+        return a.copy()
+    r = xp.sign(a)
+    if a.dtype.kind == "f":
+        r[xp.isnan(r)] = 0  # PyTorch: the sign of NaN is 0
+    return r
+
+
+sign_op = _unary("sign", _sign, floating=False, linear=lambda g: g * 0)
 sgn_op = sign_op
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
     _unary(_n, (lambda f: lambda xp, a: f(a) if a.dtype.kind == "f" else a.copy())(_f),
@@ -848,7 +858,15 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
+def _scalar_pair(a, b):
+    """Two Python numbers: the first as a 0-dim tensor of their PyTorch result type (float32 for
+    floats, not NumPy's float64)."""
+    return D._new_tensor(np.asarray(a, U.result_dtype(a, b).np))
+
+
 def div(input, other, *, rounding_mode=None, out=None):
+    if not isinstance(input, D.Tensor) and not isinstance(other, D.Tensor):
+        input = _scalar_pair(input, other)
     p = {} if rounding_mode is None else {"rounding_mode": rounding_mode}
     return _out(dispatch(div_op, (input, other), p), out)
 
@@ -858,6 +876,8 @@ true_divide = div
 
 
 def floor_divide(input, other):
+    if not isinstance(input, D.Tensor) and not isinstance(other, D.Tensor):
+        input = _scalar_pair(input, other)
     return dispatch(floor_divide_op, (input, other))
 
 
@@ -1058,11 +1078,12 @@ def _need_tensor(name, *args):
                             f"{type(a).__name__}")
 
 
-def _mk_cmp(op, both=False):
+def _mk_cmp(op, both=False, number_input=False):
     name = op.name
 
     def f(input, other, *, out=None):
-        if not isinstance(input, D.Tensor) or both and not isinstance(other, D.Tensor):
+        if not isinstance(input, D.Tensor) and not (number_input and isinstance(other, D.Tensor)) \
+                or both and not isinstance(other, D.Tensor):
             _need_tensor(name, input, *((other,) if both else ()))
         return _out(dispatch(op, (input, other)), out)
     f.__name__ = op.name
@@ -1078,11 +1099,11 @@ ge = greater_equal = _mk_cmp(ge_op)
 logical_and = _mk_cmp(logical_and_op, both=True)
 logical_or = _mk_cmp(logical_or_op, both=True)
 logical_xor = _mk_cmp(logical_xor_op, both=True)
-bitwise_and = _mk_cmp(bitwise_and_op)
-bitwise_or = _mk_cmp(bitwise_or_op)
-bitwise_xor = _mk_cmp(bitwise_xor_op)
-bitwise_left_shift = _mk_cmp(bitwise_left_shift_op)
-bitwise_right_shift = _mk_cmp(bitwise_right_shift_op)
+bitwise_and = _mk_cmp(bitwise_and_op, number_input=True)
+bitwise_or = _mk_cmp(bitwise_or_op, number_input=True)
+bitwise_xor = _mk_cmp(bitwise_xor_op, number_input=True)
+bitwise_left_shift = _mk_cmp(bitwise_left_shift_op, number_input=True)
+bitwise_right_shift = _mk_cmp(bitwise_right_shift_op, number_input=True)
 
 
 def lerp(input, end, weight):
@@ -1105,7 +1126,8 @@ def hypot(input, other):
     s = where(m == 0, 1.0, m)
     s = where(isinf(s), 1.0, s)
     a, b = input / s, other / s
-    return (a * a + b * b).sqrt() * s
+    r = (a * a + b * b).sqrt() * s
+    return where(isinf(input) | isinf(other), math.inf, r)  # inf even against NaN (C's hypot)
 
 
 def logit(input, eps=None):

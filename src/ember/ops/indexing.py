@@ -524,7 +524,18 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 def index_copy(input, dim, index, source):
     """input with the slices at ``index`` along ``dim`` replaced by source's (index_fill then index_add:
-    differentiable in input and source)."""
+    differentiable in input and source); a repeated index copies one of its slices, as PyTorch
+    (never their sum)."""
+    if index._wr is None and index.numel() > 1:
+        d = U.wrap_dim(dim, input.dim(), "index_copy") if input.dim() else 0
+        flat = index._data.reshape(-1)
+        n = input.shape[d] if input.dim() else 1
+        wrapped = np.where(flat < 0, flat + n, flat)
+        uniq, last = np.unique(wrapped[::-1], return_index=True)
+        if len(uniq) != len(flat):  # keep the last occurrence of each index (NumPy's assignment order)
+            keep = np.sort(len(flat) - 1 - last)
+            index = D._new_tensor(flat[keep].astype(index._data.dtype))
+            source = index_select(source, d, D._new_tensor(keep.astype(np.int64))) if source.dim() else source
     return index_add(index_fill(input, dim, index, 0), dim, index, source)
 
 

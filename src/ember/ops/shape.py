@@ -448,6 +448,13 @@ def chunk(input, chunks, dim=0):
 def tensor_split(input, indices_or_sections, dim=0):
     d = U.wrap_dim(dim, input.dim(), "tensor_split")
     size = input.shape[d]
+    if U.is_tensor(indices_or_sections):  # a 0-dim tensor is a count of sections, a 1-D one indices
+        if indices_or_sections.dtype.is_floating_point or indices_or_sections.dim() > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor of integers, but got a tensor with "
+                               f"{indices_or_sections.dim()} dims of {indices_or_sections.dtype}")
+        v = indices_or_sections.tolist()
+        indices_or_sections = v if isinstance(v, list) else int(v)
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
         q, r = divmod(size, n)
