@@ -135,10 +135,15 @@ def test_zero_dim_index_select_gradient():
     assert s.grad.shape == () and float(s.grad) == 3.0
 
 
-def test_conv_transpose2d_groups_dilation_output_padding_gradients(torch):
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((1, 4, 5, 5), (4, 1, 3, 3), dict(groups=2, dilation=2, output_padding=1, stride=2)),
+    # output_padding >= stride (allowed below the dilation): the input gradient had an extra column
+    ((2, 2, 4, 4), (2, 2, 4, 5), dict(stride=[3, 2], padding=[1, 2], output_padding=[2, 3], groups=2,
+                                      dilation=[4, 4])),
+])
+def test_conv_transpose2d_groups_dilation_output_padding_gradients(torch, xs, ws, kw):
     rng = np.random.default_rng(3)
-    x, w = rng.standard_normal((1, 4, 5, 5)), rng.standard_normal((4, 1, 3, 3))
-    kw = dict(groups=2, dilation=2, output_padding=1, stride=2)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
     res = []
     for m in (ember, torch):
         xi, wi = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
@@ -529,3 +534,19 @@ def test_quantile_of_a_zero_dim_input_along_dim_0():
     assert ember.quantile(x, 0.5, dim=0).shape == () and float(ember.quantile(x, 0.5, dim=0)) == 2.5
     assert tuple(ember.quantile(x, _t([0.2, 0.5]), dim=0).shape) == (2,)
     assert float(ember.nanquantile(x, 0.5, dim=-1)) == 2.5
+
+
+def test_relu_and_frac_gradients_at_nan_and_inf():
+    x = _t([math.nan, -1.0, 2.0, math.inf, -math.inf], requires_grad=True)
+    ember.relu(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0, 1.0, 0.0]     # NaN passes its gradient, as PyTorch's
+    x = _t([math.nan, -1.5, math.inf, -math.inf], requires_grad=True)
+    ember.frac(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_sign_of_zero_dim_and_its_users():
+    assert float(ember.sign(_t(-2.0))) == -1.0 and ember.sign(_t(-2.0)).shape == ()
+    x = _t(0.5, dtype=ember.float64, requires_grad=True)
+    F.softsign(x).backward()
+    _close(x.grad, 1 / 1.5 ** 2)

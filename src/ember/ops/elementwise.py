@@ -473,8 +473,8 @@ def _sign(xp, a):
     if a.dtype.kind == "b":
         return a.copy()
     r = xp.sign(a)
-    if a.dtype.kind == "f":
-        r[xp.isnan(r)] = 0  # PyTorch: the sign of NaN is 0
+    if a.dtype.kind == "f":  # PyTorch: the sign of NaN is 0
+        r = xp.where(xp.isnan(a), a.dtype.type(0), r)
     return r
 
 
@@ -493,7 +493,8 @@ def _round(xp, a, decimals=0):
 
 
 _unary("round", _round, floating=False, linear=lambda g: g * 0)
-_unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
+_unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), floating=False,
+       linear=lambda g: g)  # slope 1 everywhere (x * 0 + 1 was NaN at +-inf)
 
 
 def _relu(xp, a):
@@ -503,8 +504,9 @@ def _relu(xp, a):
 
 
 relu_op = defop("relu", _relu, save=("out",), family=EW)
-relu_op.vjp = lambda ctx, g: g * (ctx.out > 0)
-relu_op.jvp = lambda ctx, t: t * (ctx.out > 0)
+# (the mask is "not <= 0", so a NaN input passes its gradient through, as PyTorch's)
+relu_op.vjp = lambda ctx, g: g * ~(ctx.out <= 0)
+relu_op.jvp = lambda ctx, t: t * ~(ctx.out <= 0)
 
 
 def _leaky_relu(xp, a, negative_slope=0.01):
