@@ -550,3 +550,10 @@ def test_sign_of_zero_dim_and_its_users():
     x = _t(0.5, dtype=ember.float64, requires_grad=True)
     F.softsign(x).backward()
     _close(x.grad, 1 / 1.5 ** 2)
+
+
+def test_isclose_under_vmap_keeps_unequal_infinities_apart():
+    a = _t([[math.inf, 1.0, math.nan, -math.inf], [1.0, 2.0, 3.0, math.inf]])
+    b = _t([[-math.inf, 1.0000001, math.nan, -math.inf], [1.0, 2.5, 3.0, math.inf]])
+    assert ember.func.vmap(ember.isclose)(a, b).tolist() == ember.isclose(a, b).tolist()
+    assert ember.isclose(a, b).tolist() == [[False, True, False, True], [True, False, True, True]]

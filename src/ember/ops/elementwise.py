@@ -1200,7 +1200,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from .._creation import as_tensor
     a, b = as_tensor(input), as_tensor(other)
     if a._wr is not None or b._wr is not None:  # under a transform: composed from registry ops
-        close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+        # unequal infinities are never close (|inf - -inf| <= rtol * inf would say they are)
+        close = (a == b) | (isfinite(a) & isfinite(b) & ((a - b).abs() <= atol + rtol * b.abs()))
         return close | (a.isnan() & b.isnan()) if equal_nan else close
     r = np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return D._new_tensor(np.asarray(r))
