@@ -500,6 +500,16 @@ FULL_XFAIL = {
                   "maximum minimum max.binary min.binary logaddexp nn.functional.elu nn.functional.celu "
                   "nn.functional.selu nn.functional.softshrink nn.functional.hardshrink nn.functional.hardtanh "
                   "nn.functional.relu6", "backward forward_ad"),
+    ("index_copy", "backward"): "repeated indices (which PyTorch documents as nondeterministic): ember copies the "
+                                "last slice and sends the gradient to it only, PyTorch to every repeated slice",
+    ("half", "backward"): "the float64 -> float16 cast of a large gradient: a few values (47 of 943593) differ by "
+                          "one float16 ulp",
+    ("xlogy", "backward"): "the gradient w.r.t. other where input and other are both 0: PyTorch's x / y is NaN, "
+                           "ember's 0",
+    ("logit", "backward"): "outside [0, 1], where logit is NaN, PyTorch's gradient is NaN and ember's the "
+                           "formula's finite value",
+    ("linalg.norm.subgradients_at_zero", "backward"): "ember refuses with NotImplementedError: "
+                                                      "linalg.matrix_norm(ord='nuc') needs singular values",
     ("cov", "backward"): "float32 aweights: ember's gradient for them is float32 rounding noise (1e-6) where "
                          "PyTorch's is exactly 0",
 }
