@@ -301,8 +301,16 @@ def _samples(op, dtype, requires_grad=False):
     gen = op.reference_inputs("cpu", dtype, requires_grad=requires_grad) if FULL and \
         op.reference_inputs_func is not None else op.sample_inputs("cpu", dtype, requires_grad=requires_grad)
     if CAP is None:
-        for i, s in enumerate(gen):
-            yield i, _Frozen(s)
+        i = -1
+        try:
+            for i, s in enumerate(gen):
+                yield i, _Frozen(s)
+        except (ValueError, RuntimeError):
+            # torch's reference_inputs cannot make requires_grad samples of every dtype they mix (an
+            # integer operand): the sample_inputs follow instead
+            torch.manual_seed(0)
+            for j, s in enumerate(op.sample_inputs("cpu", dtype, requires_grad=requires_grad)):
+                yield i + 1 + j, _Frozen(s)
         return
     allx = list(gen)
     n = len(allx)
