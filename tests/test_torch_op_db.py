@@ -39,6 +39,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
+# importing torch's test internals freezes torch.backends' global flags (disable_global_flags); other
+# test modules compare `torch.backends.cudnn.benchmark = True` with ember's: unfreeze them again
+if getattr(torch.backends, "flags_frozen", lambda: False)():
+    torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
+
 import ember  # noqa: E402
 
 FULL = os.environ.get("EMBER_OPDB_FULL", "") not in ("", "0") or "--opdb-full" in sys.argv
