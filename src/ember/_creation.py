@@ -814,9 +814,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
     mt = _mt(generator)
     tm, ts = isinstance(mean, Tensor), isinstance(std, Tensor)
     if tm or ts:
-        if ts and (std._data < 0).any():
+        if ts and std.numel() and not (std._data >= 0).all():
             raise RuntimeError("normal expects all elements of std >= 0.0")
-        if not ts and std < 0:
+        if not ts and not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         m = mean._data if tm else mean
         s = std._data if ts else std
@@ -885,6 +885,10 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    if not input.is_floating_point():
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (got {num_samples})")
     g = _gen(generator)
     p = input._data.astype(np.float64)
     if input.dim() not in (1, 2):

@@ -546,6 +546,9 @@ def new_tensor(arr):
 
 
 def _rebuild(cls, data, rg, meta):
+    canon = dt.FROM_NP[data.dtype].np
+    if data.dtype is not canon:  # unpickled arrays carry an equal but distinct dtype object, and
+        data = data.view(canon)  # the kernels compare dtypes by identity
     t = _new(cls)
     _init(t, dt.canonical(data))
     t._rg = rg

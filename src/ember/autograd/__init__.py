@@ -57,6 +57,8 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have "
                                    f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
                                    f"{g.dtype} and output[{i}] has a dtype of {out.dtype}.")
+            if g.dtype is not out.dtype and out.dtype.is_floating_point:
+                g = g.to(out.dtype)  # the engine works in the output's dtype (PyTorch casts too)
         grads.append(g)
     return grads
 

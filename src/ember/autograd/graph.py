@@ -477,7 +477,7 @@ def record(op, args, params, out):
             eb = _NO_EDGE
         node._edges = (ea, eb)
         node.needs = _NEEDS2 if ra and rb else (ra, rb)
-        if op.bcast and a._data.dtype is not b._data.dtype:
+        if a._data.dtype is not b._data.dtype:  # (any op: cat of float16 and float64 too)
             _note_input_dtypes(node, args, out if single else out[0])
         if op.save_shapes:
             node.shapes = (a._data.shape, b._data.shape)
@@ -522,7 +522,7 @@ def record(op, args, params, out):
                     edges = [edges[i] for i in pos]
             node._edges = tuple(edges)
             node.needs = tuple(needs)
-            if op.bcast and (nargs > 2 or (single and out.dtype.kind == "c")):  # (x * 1j: a real x, a complex out)
+            if nargs > 1:  # any op with mixed floating inputs (cat, stack, where, ...)
                 _note_input_dtypes(node, args, out if single else out[0])
         if op.save_shapes:
             node.shapes = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)

@@ -44,9 +44,13 @@ def pad(input, pad, mode="constant", value=None):
         elif mode == "replicate":
             src = np.clip(idx, 0, n - 1)
         else:
-            if lo > n or hi > n:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
-            src = np.mod(idx, n)
+            # negative pads crop first; the positive ones then wrap around what is left (PyTorch)
+            start, stop = max(-lo, 0), n - max(-hi, 0)
+            m = stop - start
+            if m <= 0 or lo > m or hi > m:
+                raise RuntimeError(f"pad: Padding value causes wrapping around more than once (padding "
+                                   f"({lo}, {hi}) at dimension {dim} of input {list(input.shape)})")
+            src = start + np.mod(np.arange(-max(lo, 0), m + max(hi, 0)), m)
         taken = _ops.index_select(out, dim, D._new_tensor(src.astype(np.int64)))
         if mode == "constant":
             shape = [1] * out.dim()

@@ -5,7 +5,9 @@ Activations and softmax come from the core registry (ember.ops), the compute ker
 from ember.ops.loss plus compositions of ember ops here, so every function is differentiable,
 forward-mode and vmap compatible through the registry's rules.
 """
+import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -40,6 +42,8 @@ def _check_reduction(reduction):
 
 
 def _reduce(loss, reduction):
+    if reduction not in ("mean", "sum", "none"):  # never a silent 'none' for a misspelt reduction
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -54,6 +58,14 @@ def _maybe_inplace(input, out, inplace):
     return input.copy_(out) if inplace else out
 
 
+def _src(input, inplace):
+    """What an in-place activation reads: a clone when autograd records, so that the write into input
+    does not destroy a value the backward saved (PyTorch runs leaky_relu(x, inplace=True) & co.)."""
+    if inplace and input._rg and D.grad_mode.enabled:
+        return input.clone()
+    return input
+
+
 def relu(input, inplace=False):
     return input.relu_() if inplace else _ops.relu(input)
 
@@ -63,27 +75,30 @@ def relu_(input):
 
 
 def relu6(input, inplace=False):
-    return _maybe_inplace(input, _ops.relu6(input), inplace)
+    return _maybe_inplace(input, _ops.relu6(_src(input, inplace)), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _maybe_inplace(input, _ops.leaky_relu(input, negative_slope), inplace)
+    return _maybe_inplace(input, _ops.leaky_relu(_src(input, inplace), negative_slope), inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(input, _ops.elu(input, alpha), inplace)
+    return _maybe_inplace(input, _ops.elu(_src(input, inplace), alpha), inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return _maybe_inplace(input, _ops.hardtanh(input, min_val, max_val), inplace)
+    if min_val > max_val:
+        raise ValueError("hardtanh: min_val cannot be greater than max_val")
+    return _maybe_inplace(input, _ops.hardtanh(_src(input, inplace), min_val, max_val), inplace)
 
 
 def silu(input, inplace=False):
-    return _maybe_inplace(input, _ops.silu(input), inplace)
+    return _maybe_inplace(input, _ops.silu(_src(input, inplace)), inplace)
 
 
 def threshold(input, threshold, value, inplace=False):
-    out = _ops.where(input > threshold, input, value)
+    x = _src(input, inplace)
+    out = _ops.where(x <= threshold, value, x)  # NaN stays NaN (PyTorch)
     return input.copy_(out) if inplace else out
 
 
@@ -100,28 +115,28 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def selu(input, inplace=False):
-    out = D.dispatch(_E.elu_op, (input,), {"alpha": 1.6732632423543772848170429916717,
+    out = D.dispatch(_E.elu_op, (_src(input, inplace),), {"alpha": 1.6732632423543772848170429916717,
                                            "scale": 1.0507009873554804934193349852946})
     return input.copy_(out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
-    out = _ops.celu(input, alpha)
+    out = _ops.celu(_src(input, inplace), alpha)
     return input.copy_(out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
-    out = D.dispatch(_E.hardsigmoid_op, (input,))
+    out = D.dispatch(_E.hardsigmoid_op, (_src(input, inplace),))
     return input.copy_(out) if inplace else out
 
 
 def hardswish(input, inplace=False):
-    out = D.dispatch(_E.hardswish_op, (input,))
+    out = D.dispatch(_E.hardswish_op, (_src(input, inplace),))
     return input.copy_(out) if inplace else out
 
 
 def mish(input, inplace=False):
-    out = D.dispatch(_E.mish_op, (input,))
+    out = D.dispatch(_E.mish_op, (_src(input, inplace),))
     return input.copy_(out) if inplace else out
 
 
@@ -247,6 +262,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if p == 1.0:  # everything dropped: zeros (PyTorch)
+        return input.mul_(0.0) if inplace else input * 0.0
     alpha = -1.7580993408473766
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
@@ -282,6 +299,8 @@ def pdist(input, p=2.0):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if tuple(x1.shape) != tuple(x2.shape):  # the norms are over the broadcast shape, as PyTorch's
+        x1, x2 = _ops.broadcast_tensors(x1, x2)
     n1 = _ops.clamp_min(_ops.norm(x1, 2, dim), eps)
     n2 = _ops.clamp_min(_ops.norm(x2, 2, dim), eps)
     return (x1 * x2).sum(dim) / (n1 * n2)
@@ -368,6 +387,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta (got {delta}).")
     _check_broadcast("huber_loss", input, target)
     if weight is None:  # (PyTorch's huber_loss computes in the input's dtype)
         return D.dispatch(_loss.huber_loss_op, _float_operands("huber_loss", input, target, input.dtype),
@@ -483,7 +504,24 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    v = _ops.clamp_min(var, eps)
+    if not isinstance(var, D.Tensor):  # a float: one variance for every element
+        if var < 0:
+            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        from .._creation import full_like
+        var = full_like(input, float(var))
+    elif bool((var < 0).any()):
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    vs, xs = tuple(var.shape), tuple(input.shape)
+    if vs != xs:
+        if vs == xs[:-1]:           # one dim short: one variance per row, over the last dim
+            var = var.unsqueeze(-1)
+        elif not (len(vs) == len(xs) and builtins.sum(v for x, v in zip(xs, vs) if x != v) == 1):
+            raise ValueError(f"gaussian_nll_loss: var is of incorrect size {list(vs)} for input of size "
+                             f"{list(xs)} (expected the input's size, with one dim 1 or the last dim left out)")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    # clamped for stability, with the gradient of var itself (PyTorch clamps without recording it)
+    v = var + (_ops.clamp_min(var, eps) - var).detach()
     loss = 0.5 * (v.log() + (input - target) ** 2 / v)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -655,12 +693,17 @@ def hardshrink(input, lambd=0.5):
 
 
 def softshrink(input, lambd=0.5):
+    if not lambd >= 0:
+        raise RuntimeError(f"softshrink: lambda must be in range [0, 1.79769e+308] for softshrink, but "
+                           f"found to be {lambd}.")
     return _ops.where(input > lambd, input - lambd, _ops.where(input < -lambd, input + lambd, 0.0 * input))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_loss: margin must be greater than 0, got {margin}")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -670,8 +713,9 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
-    pos = _ops.where(target == 1, input, 0.0 * input)
-    neg = _ops.where(target == -1, _ops.clamp_min(margin - input, 0.0), 0.0 * input)
+    # PyTorch's rule: the input counts where the target is not -1, the margin term where it is not 1
+    pos = _ops.where(target != -1, input, 0.0)   # (0.0, not 0 * input: that is NaN at +-inf)
+    neg = _ops.where(target != 1, _ops.clamp_min(margin - input, 0.0), 0.0)
     return _reduce(pos + neg, reduction)
 
 

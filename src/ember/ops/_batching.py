@@ -88,6 +88,12 @@ def reduction_rule(op, vals, bd, params, size):
     n = x.dim() - 1
     names = _names(op)
     p = dict(params)
+    if n == 0 and ("dim" in names and p.get("dim") is not None or "dims" in names and p.get("dims")):
+        # dim 0 of logical 0-dim inputs: run on (batch, 1) over dim 1; each result is one value a row
+        p["dim" if "dim" in names else "dims"] = 1 if "dim" in names else (1,)
+        r = dispatch(op, (x.reshape(size, 1),) + tuple(vals[1:]), p)
+        fix = (lambda t: t.reshape(size) if t.numel() == size else t)
+        return (fix(r) if op.nout == 1 else tuple(fix(t) for t in r)), _flags(op, True)
     if "dims" in names:
         dims = p.get("dims")
         p["dims"] = tuple(range(1, n + 1)) if dims is None else _shift(tuple(dims))
@@ -123,6 +129,18 @@ def dim_shift_rule(op, vals, bd, params, size):
     if "shape" in p:
         p["shape"] = (size,) + tuple(p["shape"])
     return dispatch(op, tuple(new), p), _flags(op, True)
+
+
+def gather_like_rule(op, vals, bd, params, size):
+    """dim_shift_rule for ops whose result has their operands' rank (gather, scatter, sort, topk):
+    with logical 0-dim operands (dim 0 of a scalar), they run on (batch, 1) over dim 1."""
+    if all(v.dim() == (1 if b else 0) for v, b in zip(vals, bd) if isinstance(v, D.Tensor)):
+        p = dict(params, dim=1)
+        r = dispatch(op, tuple((v if b else _materialize(v, size)).reshape(size, 1) if isinstance(v, D.Tensor)
+                               else v for v, b in zip(vals, bd)), p)
+        fix = (lambda t: t.reshape(size) if t.numel() == size else t)
+        return (fix(r) if op.nout == 1 else tuple(fix(t) for t in r)), _flags(op, True)
+    return dim_shift_rule(op, vals, bd, params, size)
 
 
 # ----------------------------------------------------------------------------- the fallback

@@ -3,6 +3,9 @@ and trace through the primitives they call): diff, cdist, quantile/nanquantile, 
 block_diag, and Tensor.unfold (a strided view)."""
 import math
 
+import numpy as np
+
+from .. import _dispatch as D
 from . import _util as U
 from . import reduce as _R
 from . import shape as _S
@@ -13,6 +16,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     d = U.wrap_dim(dim, input.dim(), "diff")
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"diff: order must be non-negative but got {n}")
+    if n == 0:  # nothing to difference: the input, without prepend/append (PyTorch)
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     x = _S.cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
@@ -58,6 +65,10 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _igno
     if qt.numel() and (bool((qt < 0).any()) or bool((qt > 1).any())):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     x = input
+    if dim is not None and x.dim() == 0:  # dim 0 of a 0-dim input: the quantiles of its one value
+        U.wrap_dim(dim, 0, name)
+        r = quantile(x.reshape(1), q, 0, False, interpolation=interpolation, _ignore_nan=_ignore_nan)
+        return r
     if dim is None:
         x = _S.reshape(x, (-1,))
         d = 0
@@ -145,6 +156,13 @@ def _tensor_unfold(self, dimension, size, step):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
+    n = (length - size) // step + 1
+    if self._wr is not None and nd:  # under a transform the wrapper's strides are not the data's:
+        # gather the windows instead (index_select batches), then move the window axis last
+        idx = np.arange(n)[:, None] * step + np.arange(size)
+        win = self.index_select(d, D._new_tensor(idx.reshape(-1).astype(np.int64)))
+        win = win.reshape(tuple(self.shape[:d]) + (n, size) + tuple(self.shape[d + 1:]))
+        return win.movedim(d + 1, -1)
     st = self.stride() if nd else ()
     shape = list(self.shape)
     strides = list(st)
@@ -216,7 +234,8 @@ def signbit(input):
 
 def heaviside(input, values):
     """0 where input < 0, values where input == 0, 1 where input > 0."""
-    from .elementwise import where
+    from .elementwise import where, _need_tensor
+    _need_tensor("heaviside", input, values)
     return where(input == 0, values, (input > 0).to(input.dtype))
 
 

@@ -60,6 +60,8 @@ def _binary_impl(uf, name, floating=False, nobool=False, real_only=False):
                 return U.bf16_f32(uf, a, b)
             if nobool:
                 _no_bool(name, a, b)
+            if type(b) is not _nd:  # two Python numbers: a 0-dim result of PyTorch's type (float32)
+                a = np.asarray(a, U.result_dtype(a, b).np)
             a, b = U.promote(a, b, floating)
         if real_only:
             _no_complex_binary(name, a, b)
@@ -510,14 +512,20 @@ def _abs_jvp(ctx, t):
 abs_op.vjp, abs_op.jvp = _abs_vjp, _abs_jvp
 
 
+# piecewise constant: the gradient is 0 everywhere, +-inf included (x * 0 would be nan there)
 def _sign(xp, a):
     if a.dtype.kind == "c":
         raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
                                   "torch.sgn instead.")
-    return xp.sign(a) if a.dtype.kind != "b" else a.copy()
+    if a.dtype.kind == "b":
+        return a.copy()
+    r = xp.sign(a)
+    if a.dtype.kind == "f":  # PyTorch: the sign of NaN is 0
+        r = xp.where(xp.isnan(a), a.dtype.type(0), r)
+    return r
 
 
-sign_op = _unary("sign", _sign, lambda c: _x(c) * 0, floating=False)
+sign_op = _unary("sign", _sign, floating=False, linear=lambda g: g * 0)
 sgn_op = sign_op
 def _rounding(name, f):
     def impl(xp, a):
@@ -530,7 +538,7 @@ def _rounding(name, f):
 
 
 for _n, _f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
-    _unary(_n, _rounding(_n, _f), lambda c: _x(c) * 0, floating=False)
+    _unary(_n, _rounding(_n, _f), floating=False, linear=lambda g: g * 0)
 def _round(xp, a, decimals=0):
     if a.dtype == U.BF16:
         return U.bf16_f32(_round, xp, a, decimals)
@@ -544,9 +552,9 @@ def _round(xp, a, decimals=0):
     return a.copy()
 
 
-_unary("round", _round,
-       lambda c: _x(c) * 0, floating=False)
-_unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), lambda c: _x(c) * 0 + 1, floating=False)
+_unary("round", _round, floating=False, linear=lambda g: g * 0)
+_unary("frac", lambda xp, a: U.float_only("frac", a) - xp.trunc(a), floating=False,
+       linear=lambda g: g)  # slope 1 everywhere (x * 0 + 1 was NaN at +-inf)
 
 
 def _no_complex_clamp(a):
@@ -563,8 +571,9 @@ def _relu(xp, a):
 
 
 relu_op = defop("relu", _relu, save=("out",), family=EW)
-relu_op.vjp = lambda ctx, g: g * (ctx.out > 0)
-relu_op.jvp = lambda ctx, t: t * (ctx.out > 0)
+# (the mask is "not <= 0", so a NaN input passes its gradient through, as PyTorch's)
+relu_op.vjp = lambda ctx, g: g * ~(ctx.out <= 0)
+relu_op.jvp = lambda ctx, t: t * ~(ctx.out <= 0)
 
 
 def _leaky_relu(xp, a, negative_slope=0.01):
@@ -801,8 +810,10 @@ def _clamp_tensor(xp, a, lo, hi):
     for x in (a, lo, hi):
         if type(x) is _nd:
             _no_complex_clamp(x)
+    t = U.result_dtype(*[v for v in (a, lo, hi) if v is not None]).np  # PyTorch's promotion, not NumPy's
     r = a if lo is None else xp.maximum(a, lo)
-    return r if hi is None else xp.minimum(r, hi)
+    r = r if hi is None else xp.minimum(r, hi)
+    return r.astype(t, copy=False) if r.dtype != t else r
 
 
 def _clamp_tensor_masks(ctx):
@@ -978,7 +989,15 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
+def _scalar_pair(a, b):
+    """Two Python numbers: the first as a 0-dim tensor of their PyTorch result type (float32 for
+    floats, not NumPy's float64)."""
+    return D._new_tensor(np.asarray(a, U.result_dtype(a, b).np))
+
+
 def div(input, other, *, rounding_mode=None, out=None):
+    if not isinstance(input, D.Tensor) and not isinstance(other, D.Tensor):
+        input = _scalar_pair(input, other)
     p = {} if rounding_mode is None else {"rounding_mode": rounding_mode}
     return _out(dispatch(div_op, (input, other), p), out)
 
@@ -988,22 +1007,37 @@ true_divide = div
 
 
 def floor_divide(input, other):
+    if not isinstance(input, D.Tensor) and not isinstance(other, D.Tensor):
+        input = _scalar_pair(input, other)
     return dispatch(floor_divide_op, (input, other))
 
 
+def _one_tensor(name, a, b):
+    if not (isinstance(a, D.Tensor) or isinstance(b, D.Tensor)):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(a).__name__}, {type(b).__name__}): one of them must be a Tensor")
+
+
 def remainder(input, other):
+    if not isinstance(input, D.Tensor):
+        _one_tensor("remainder", input, other)
     return dispatch(remainder_op, (input, other))
 
 
 def fmod(input, other):
+    if not isinstance(input, D.Tensor):
+        _need_tensor("fmod", input)
     return dispatch(fmod_op, (input, other))
 
 
 def pow(input, exponent, *, out=None):
+    if not isinstance(input, D.Tensor):
+        _one_tensor("pow", input, exponent)
     return _out(dispatch(pow_op, (input, exponent)), out)
 
 
 def float_power(input, exponent):
+    _one_tensor("float_power", input, exponent)
     from .. import float64, complex128
     cx = (U.is_tensor(input) and input.is_complex()) or (U.is_tensor(exponent) and exponent.is_complex()) or \
         type(input) is complex or type(exponent) is complex
@@ -1014,18 +1048,34 @@ def float_power(input, exponent):
 
 
 def maximum(input, other):
+    if not (isinstance(input, D.Tensor) and isinstance(other, D.Tensor)):
+        _need_tensor("maximum", input, other)
     return dispatch(maximum_op, (input, other))
 
 
 def minimum(input, other):
+    if not (isinstance(input, D.Tensor) and isinstance(other, D.Tensor)):
+        _need_tensor("minimum", input, other)
     return dispatch(minimum_op, (input, other))
 
 
-fmax = maximum
-fmin = minimum
+def fmax(input, other):
+    """The larger of the two, ignoring a NaN (NaN only where both are); a tie's gradient goes to
+    input, as PyTorch's."""
+    _need_tensor("fmax", input, other)
+    return where((input >= other) | isnan(other), input, other)
+
+
+def fmin(input, other):
+    """The smaller of the two, ignoring a NaN (NaN only where both are); a tie's gradient goes to
+    input, as PyTorch's."""
+    _need_tensor("fmin", input, other)
+    return where((input <= other) | isnan(other), input, other)
 
 
 def atan2(input, other):
+    if not (isinstance(input, D.Tensor) and isinstance(other, D.Tensor)):
+        _need_tensor("atan2", input, other)
     return dispatch(atan2_op, (input, other))
 
 
@@ -1040,6 +1090,8 @@ def where(condition, input=None, other=None):
 
 
 def clamp(input, min=None, max=None, *, out=None):
+    if not isinstance(input, D.Tensor):
+        _need_tensor("clamp", input)
     if U.is_tensor(min) or U.is_tensor(max):
         return _out(dispatch(clamp_tensor_op, (input, min, max)), out)
     p = {}
@@ -1150,8 +1202,23 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return dispatch(nan_to_num_op, (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
 
 
-def _mk_cmp(op):
+def _need_tensor(name, *args):
+    """PyTorch refuses Python numbers where its signature says Tensor (torch.eq(2, 3),
+    torch.maximum(x, 2)): a TypeError, never an answer."""
+    for k, a in enumerate(args):
+        if not isinstance(a, D.Tensor):
+            what = "input" if k == 0 else "other"
+            raise TypeError(f"{name}(): argument '{what}' (position {k + 1}) must be Tensor, not "
+                            f"{type(a).__name__}")
+
+
+def _mk_cmp(op, both=False, number_input=False):
+    name = op.name
+
     def f(input, other, *, out=None):
+        if not isinstance(input, D.Tensor) and not (number_input and isinstance(other, D.Tensor)) \
+                or both and not isinstance(other, D.Tensor):
+            _need_tensor(name, input, *((other,) if both else ()))
         return _out(dispatch(op, (input, other)), out)
     f.__name__ = op.name
     return f
@@ -1163,14 +1230,14 @@ lt = less = _mk_cmp(lt_op)
 le = less_equal = _mk_cmp(le_op)
 gt = greater = _mk_cmp(gt_op)
 ge = greater_equal = _mk_cmp(ge_op)
-logical_and = _mk_cmp(logical_and_op)
-logical_or = _mk_cmp(logical_or_op)
-logical_xor = _mk_cmp(logical_xor_op)
-bitwise_and = _mk_cmp(bitwise_and_op)
-bitwise_or = _mk_cmp(bitwise_or_op)
-bitwise_xor = _mk_cmp(bitwise_xor_op)
-bitwise_left_shift = _mk_cmp(bitwise_left_shift_op)
-bitwise_right_shift = _mk_cmp(bitwise_right_shift_op)
+logical_and = _mk_cmp(logical_and_op, both=True)
+logical_or = _mk_cmp(logical_or_op, both=True)
+logical_xor = _mk_cmp(logical_xor_op, both=True)
+bitwise_and = _mk_cmp(bitwise_and_op, number_input=True)
+bitwise_or = _mk_cmp(bitwise_or_op, number_input=True)
+bitwise_xor = _mk_cmp(bitwise_xor_op, number_input=True)
+bitwise_left_shift = _mk_cmp(bitwise_left_shift_op, number_input=True)
+bitwise_right_shift = _mk_cmp(bitwise_right_shift_op, number_input=True)
 
 
 def lerp(input, end, weight):
@@ -1193,7 +1260,15 @@ def _real_only(name, *xs):
 
 def hypot(input, other):
     _real_only("hypot", input, other)
-    return (input * input + other * other).sqrt()
+    _need_tensor("hypot", input, other)
+    # scaled by the larger magnitude, so that squares of large (small) values do not overflow
+    # (underflow): hypot(1e30, 1e30) is 1.41e30 in float32, as PyTorch's
+    m = maximum(abs(input), abs(other)).detach()
+    s = where(m == 0, 1.0, m)
+    s = where(isinf(s), 1.0, s)
+    a, b = input / s, other / s
+    r = (a * a + b * b).sqrt() * s
+    return where(isinf(input) | isinf(other), math.inf, r)  # inf even against NaN (C's hypot)
 
 
 def logit(input, eps=None):
@@ -1205,6 +1280,7 @@ def logit(input, eps=None):
 def xlogy(input, other):
     """input * log(other), 0 where input == 0 (unless other is nan); either may be a Python number."""
     _real_only("xlogy", input, other)
+    _one_tensor("xlogy", input, other)
     if not U.is_tensor(other):
         other = math.log(other) if other > 0 else (-math.inf if other == 0 else math.nan)
         prod = input * other
@@ -1260,10 +1336,15 @@ def logsigmoid(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    _need_tensor("isclose", input, other)
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if not v >= 0:
+            raise RuntimeError(f"isclose: {name} must be greater than or equal to zero, but got {v}")
     from .._creation import as_tensor
     a, b = as_tensor(input), as_tensor(other)
     if a._wr is not None or b._wr is not None:  # under a transform: composed from registry ops
-        close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+        # unequal infinities are never close (|inf - -inf| <= rtol * inf would say they are)
+        close = (a == b) | (isfinite(a) & isfinite(b) & ((a - b).abs() <= atol + rtol * b.abs()))
         return close | (a.isnan() & b.isnan()) if equal_nan else close
     r = np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return D._new_tensor(np.asarray(r))

@@ -234,6 +234,8 @@ def _same_values(input, values):
 
 
 def index_put(input, indices, values, accumulate=False):
+    # the indices are read as arrays: a vmap-batched index would be read through its placeholder
+    U.check_plain("index_put", *[i for i in indices if U.is_tensor(i)])
     _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
@@ -241,6 +243,7 @@ def index_put(input, indices, values, accumulate=False):
 
 def index_put_(input, indices, values, accumulate=False):
     from .inplace import inplace_apply
+    U.check_plain("index_put_", *[i for i in indices if U.is_tensor(i)])
     _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return inplace_apply(index_put_op, input, (values,), {"spec": spec, "accumulate": accumulate},
@@ -253,6 +256,8 @@ def index_put_(input, indices, values, accumulate=False):
 def _check_index(op, x, dim, index):
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
+    if index.size == 0:  # an empty index selects nothing, whatever its shape (PyTorch)
+        return
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"{op}: Index tensor must have the same number of dimensions as input tensor "
                            f"(index {list(index.shape)}, input {list(x.shape)})")
@@ -271,6 +276,10 @@ def _fit(a, shape, skip):
 
 def _gather_impl(xp, a, index, dim):
     _check_index("gather", a, dim, index)
+    if index.size == 0:
+        return xp.empty(index.shape, a.dtype)
+    if a.ndim == 0 or index.ndim == 0:  # 0-dim operands: a 1-element vector here
+        return xp.take(a.reshape(-1), index.reshape(-1)).reshape(index.shape)
     return xp.take_along_axis(_fit(a, index.shape, dim), index, axis=dim)
 
 
@@ -303,6 +312,11 @@ def _same_src(op, a, src):
 def _scatter_impl(xp, a, index, src, dim, reduce=None):
     _check_index("scatter", a, dim, index)
     _same_src("scatter", a, src)
+    if index.size == 0:
+        return a.copy(order="K")
+    if a.ndim == 0 or index.ndim == 0:  # 0-dim operands: 1-element vectors here
+        s = src.reshape(-1) if type(src) is np.ndarray else src
+        return _scatter_impl(xp, a.reshape(-1), index.reshape(-1), s, 0, reduce).reshape(a.shape)
     out = a.copy(order="K")
     if type(src) is np.ndarray:
         src = _fit(src, index.shape, -1).astype(a.dtype, copy=False)
@@ -345,6 +359,10 @@ def _(ctx, tx, ti, ts):
 def _scatter_add_impl(xp, a, index, src, dim):
     _check_index("scatter_add", a, dim, index)
     _same_src("scatter_add", a, src)
+    if index.size == 0:
+        return a.copy(order="K")
+    if a.ndim == 0 or index.ndim == 0:  # 0-dim operands: 1-element vectors here
+        return _scatter_add_impl(xp, a.reshape(-1), index.reshape(-1), src.reshape(-1), 0).reshape(a.shape)
     out = a.copy(order="K")
     xp.add.at(out, _grid(index, dim), _fit(src, index.shape, -1).astype(a.dtype, copy=False))
     return out
@@ -409,7 +427,25 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 def take_along_dim(input, indices, dim=None):
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
-    return gather(input, dim, indices)
+    d = U.wrap_dim(dim, input.dim(), "take_along_dim")
+    if input.dim() and indices.numel() and indices._wr is None and bool((indices < 0).any()):
+        indices = indices + (indices < 0).to(indices.dtype) * input.shape[d]  # negative: from the end
+    if input.dim() != indices.dim():
+        raise RuntimeError(f"take_along_dim: input and indices should have the same number of dimensions, "
+                           f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for "
+                           f"indices")
+    # input and indices broadcast against each other in every dim but ``dim`` (PyTorch)
+    si, sx = list(indices.shape), list(input.shape)
+    if input.dim() and (si[:d] + si[d + 1:] != sx[:d] + sx[d + 1:]):
+        si[d] = sx[d] = 1
+        try:
+            b = list(np.broadcast_shapes(tuple(si), tuple(sx)))
+        except ValueError:
+            raise RuntimeError(f"take_along_dim: the shapes of input {list(input.shape)} and indices "
+                               f"{list(indices.shape)} do not broadcast outside dim {d}") from None
+        input = input.expand(*(b[:d] + [input.shape[d]] + b[d + 1:]))
+        indices = indices.expand(*(b[:d] + [indices.shape[d]] + b[d + 1:]))
+    return gather(input, d, indices)
 
 
 def _index_select_impl(xp, a, index, dim):
@@ -418,6 +454,8 @@ def _index_select_impl(xp, a, index, dim):
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index, got {index.dtype}")
     U.check_bounds("index_select", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
+    if a.ndim == 0:  # a 0-dim input stays 0-dim (PyTorch)
+        return xp.take(a.reshape(1), index.reshape(-1), axis=0).reshape(())
     return xp.take(a, index, axis=dim)
 
 
@@ -436,6 +474,12 @@ index_select_op.jvp = lambda ctx, t, ti: t.index_select(ctx.params["dim"], ctx.i
 
 def _index_add_impl(xp, a, index, src, dim, alpha=1):
     U.check_bounds("index_add", index, a.shape[dim] if a.ndim else 1, dim, IndexError)
+    if type(src) is np.ndarray and a.ndim and src.ndim:
+        want = a.shape[:dim] + (index.size,) + a.shape[dim + 1:]
+        if src.ndim != a.ndim or any(s != w for k, (s, w) in enumerate(zip(src.shape, want)) if k != dim):
+            raise RuntimeError(f"index_add_(): source tensor shape must match self tensor shape, excluding the "
+                               f"specified dimension. Got self.shape = {list(a.shape)} source.shape = "
+                               f"{list(src.shape)}")
     if type(src) is np.ndarray:
         if src.dtype != a.dtype:
             raise RuntimeError(f"index_add_(): self ({a.dtype}) and source ({src.dtype}) must have the same "
@@ -446,6 +490,10 @@ def _index_add_impl(xp, a, index, src, dim, alpha=1):
     out = a.copy(order="K")
     if alpha != 1:
         src = src * alpha
+    if a.ndim == 0:  # a 0-dim input is a 1-element vector here
+        flat = out.reshape(1)
+        xp.add.at(flat, index.reshape(-1), xp.asarray(src).reshape(-1).astype(a.dtype, copy=False))
+        return flat.reshape(())
     xp.add.at(out, (slice(None),) * dim + (index,), src.astype(a.dtype, copy=False))
     return out
 
@@ -481,7 +529,18 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 def index_copy(input, dim, index, source):
     """input with the slices at ``index`` along ``dim`` replaced by source's (index_fill then index_add:
-    differentiable in input and source)."""
+    differentiable in input and source); a repeated index copies one of its slices, as PyTorch
+    (never their sum)."""
+    if index._wr is None and index.numel() > 1:
+        d = U.wrap_dim(dim, input.dim(), "index_copy") if input.dim() else 0
+        flat = index._data.reshape(-1)
+        n = input.shape[d] if input.dim() else 1
+        wrapped = np.where(flat < 0, flat + n, flat)
+        uniq, last = np.unique(wrapped[::-1], return_index=True)
+        if len(uniq) != len(flat):  # keep the last occurrence of each index (NumPy's assignment order)
+            keep = np.sort(len(flat) - 1 - last)
+            index = D._new_tensor(flat[keep].astype(index._data.dtype))
+            source = index_select(source, d, D._new_tensor(keep.astype(np.int64))) if source.dim() else source
     return index_add(index_fill(input, dim, index, 0), dim, index, source)
 
 
@@ -497,7 +556,8 @@ def index_fill(input, dim, index, value):
     mask = np.zeros(n, bool)
     mask[index._data] = True
     shape = [1] * input.dim()
-    shape[d] = -1
+    if input.dim():
+        shape[d] = -1
     return masked_fill(input, D._new_tensor(mask.reshape(shape)), value)
 
 
@@ -535,9 +595,19 @@ def _(ctx, tx, tm, tv):
 
 
 def masked_fill(input, mask, value):
+    if isinstance(value, complex) and not input.is_complex():
+        raise RuntimeError(f"masked_fill: value cannot be converted to type {input.dtype} without overflow: "
+                           f"{value}")
     if U.is_tensor(value) and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value.dim()} dimension(s).")
+    if mask._data.shape != input._data.shape and U.is_tensor(mask):  # out of place: the broadcast shape
+        try:
+            shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+        except ValueError:
+            raise U.broadcast_error("masked_fill", input._data, mask._data) from None
+        if shape != tuple(input.shape):
+            input = input.expand(*shape)
     return dispatch(masked_fill_op, (input, mask, value))
 
 
@@ -573,6 +643,8 @@ def take(input, index):
     if a.size and (a.min() < -n or a.max() >= n):
         bad = int(a.min()) if a.min() < -n else int(a.max())
         raise IndexError(f"take: out of range: tried to access index {bad} on a tensor of {n} elements")
+    if a.ndim == 0:  # a 0-dim index gives a 0-dim result
+        return dispatch(index_op, (input.reshape(-1),), {"spec": (a.reshape(1),)}).reshape(())
     return dispatch(index_op, (input.reshape(-1),), {"spec": (index._data,)})
 
 
@@ -586,8 +658,8 @@ nonzero_op = defop("nonzero", _nonzero_impl, differentiable=False, family=IDX)
 def nonzero(input, *, as_tuple=False):
     r = dispatch(nonzero_op, (input,))
     if as_tuple:
-        if input.dim() == 0:
-            return (r.reshape(-1),)
+        if input.dim() == 0:  # a 0-dim input is a 1-element vector here: (tensor([0]),) when nonzero
+            return (dispatch(nonzero_op, (input.reshape(1),)).reshape(-1),)
         return tuple(r[:, i] for i in range(input.dim()))
     return r
 
@@ -648,6 +720,8 @@ def _topk_impl(xp, a, k, dim, largest=True, sorted=True):
     n = a.shape[dim] if a.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
+    if a.ndim == 0:  # k is 0 or 1: the value itself either way, as PyTorch
+        return a.copy(), xp.zeros((), np.int64)
     v, i = _sort_impl(xp, a, dim, descending=largest)
     sl = (slice(None),) * dim + (slice(0, k),)
     return xp.ascontiguousarray(v[sl]), xp.ascontiguousarray(i[sl])  # fresh, contiguous (as PyTorch's)
@@ -673,6 +747,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
                          f"{list(input.shape)})")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue: selected number k={k} out of range for dimension {d} of size {n}")
+    if input.dim() == 0:  # the value itself, index 0
+        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     v, i = sort(input, dim)
     v, i = v.select(d, k - 1).contiguous(), i.select(d, k - 1).contiguous()
     if keepdim:
@@ -691,7 +767,7 @@ def median(input, dim=None, keepdim=False):
     if input.dim() and input.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size (input shape "
                          f"{list(input.shape)})")
-    return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
+    return kthvalue(input, ((input.shape[d] if input.dim() else 1) + 1) // 2, d, keepdim)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -795,7 +871,7 @@ from .elementwise import where  # noqa: E402
 
 # ----------------------------------------------------------------------------- batching rules (vmap)
 
-from ._batching import (_pad_to, _materialize, _ln, _loop_note, dim_shift_rule,  # noqa: E402
+from ._batching import (_pad_to, _materialize, _ln, _loop_note, dim_shift_rule, gather_like_rule,  # noqa: E402
                         elementwise_rule, fallback_rule)
 
 
@@ -814,6 +890,11 @@ def index_select_rule(op, vals, bd, params, size):
     ba, bi = bd
     n = _ln(a, ba)
     dim = params["dim"] % max(n, 1)
+    if n == 0:  # a logical 0-dim input (its 1-element index selects it): one value a row
+        a2 = (a if ba else _materialize(a, size)).reshape(size, 1)
+        if bi:
+            return a2.gather(1, idx.reshape(size, 1)).reshape(size), True
+        return dispatch(op, (a2, idx), {"dim": 1}).reshape(size), True
     if not bi:
         return dispatch(op, (a, idx), {"dim": dim + 1}), True
     if not ba:
@@ -983,4 +1064,4 @@ index_add_op.batch = index_add_rule
 masked_fill_op.batch = masked_fill_rule
 nonzero_op.batch = nonzero_rule
 for _op in (gather_op, scatter_op, scatter_add_op, sort_op, topk_op):
-    _op.batch = dim_shift_rule
+    _op.batch = gather_like_rule

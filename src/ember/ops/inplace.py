@@ -431,8 +431,8 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     from .._creation import _mt, _normal_values
     _float_dtype_check(self, "normal_")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if not std >= 0.0:
+        raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
     mt = _mt(generator)
     d = _real_np(self)
     if self.dtype.is_complex:  # each part N(mean, std^2 / 2): the complex value has variance std^2

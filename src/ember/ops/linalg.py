@@ -139,7 +139,16 @@ def dot(input, other):
     return dispatch(matmul_op, (input, other))
 
 
-inner = dot
+def inner(input, other):
+    """The sum over the last dims of both (a 0-dim operand scales the other), as torch.inner."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.dim() == 1 and other.dim() == 1:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, dims=([input.dim() - 1], [other.dim() - 1]))
 
 
 def vdot(input, other):
@@ -477,6 +486,21 @@ def tensordot(a, b, dims=2):
         da, db = dims
         da = [da] if isinstance(da, int) else list(da)
         db = [db] if isinstance(db, int) else list(db)
+    if len(da) != len(db):
+        raise RuntimeError(f"tensordot: both dimension lists should have same length, got {len(da)} and "
+                           f"{len(db)}")
+    da = [U.wrap_dim(d, a.dim(), "tensordot") for d in da]
+    db = [U.wrap_dim(d, b.dim(), "tensordot") for d in db]
+    for x, y in zip(da, db):  # a contracted dim of size 1 broadcasts against the other (PyTorch)
+        sx, sy = a.shape[x], b.shape[y]
+        if sx != sy:
+            if sx == 1:
+                b = b.sum(y, keepdim=True)
+            elif sy == 1:
+                a = a.sum(x, keepdim=True)
+            else:
+                raise RuntimeError(f"tensordot: contracted dimensions need to match, but first has size {sx} "
+                                   f"in dim {x} and second has size {sy} in dim {y}")
     letters = iter(string.ascii_lowercase)
     sa = [next(letters) for _ in range(a.dim())]
     sb = [None] * b.dim()
@@ -538,8 +562,13 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         return _diag_embed(input, 0)
     from .shape import diagonal_backward_op
     n = input.shape[-1] + abs(offset)
-    shape = tuple(input.shape[:-1]) + (n, n)
-    d1, d2 = U.wrap_dim(dim1, len(shape)), U.wrap_dim(dim2, len(shape))
+    k = input.dim() + 1
+    d1, d2 = U.wrap_dim(dim1, k, "diag_embed"), U.wrap_dim(dim2, k, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    # the new (n, n) plane sits at dims d1 and d2; the batch dims keep their order around it
+    rest = iter(input.shape[:-1])
+    shape = tuple(n if d in (d1, d2) else next(rest) for d in range(k))
     return dispatch(diagonal_backward_op, (input,), {"shape": shape, "offset": offset, "dim1": d1, "dim2": d2})
 
 

@@ -647,6 +647,10 @@ def _(ctx, v):
     n = ctx.needs
     p = _cparams(ctx.params)
     dg = dispatch(conv2d_op, (v, w), p) if n[0] else None
+    if dg is not None and tuple(dg.shape[2:]) != tuple(g.shape[2:]):
+        # an output_padding of at least the stride (allowed below the dilation) adds rows/columns
+        # the convolution maps past g's extent: they are not g's
+        dg = dg[:, :, :g.shape[2], :g.shape[3]]
     dw = _weight_grad(v, g, p, w, ctx.params["nhwc"]) if n[1] else None
     return dg, dw
 

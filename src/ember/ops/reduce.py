@@ -187,6 +187,8 @@ for _o in (amax_op, amin_op):
 def _max_dim_impl(xp, a, dim, keepdim=False):
     if a.dtype.kind == "c":
         raise RuntimeError(f"max(): does not support complex input ({a.dtype})")
+    if a.ndim == 0:  # dim 0 (or -1) of a 0-dim tensor: the value and index 0
+        return a.copy(), xp.zeros((), np.int64)
     if a.shape[dim] == 0:
         raise IndexError(f"max(): Expected reduction dim {dim} to have non-zero size.")
     idx = xp.argmax(a, axis=dim, keepdims=True)
@@ -200,6 +202,8 @@ def _max_dim_impl(xp, a, dim, keepdim=False):
 def _min_dim_impl(xp, a, dim, keepdim=False):
     if a.dtype.kind == "c":
         raise RuntimeError(f"min(): does not support complex input ({a.dtype})")
+    if a.ndim == 0:  # dim 0 (or -1) of a 0-dim tensor: the value and index 0
+        return a.copy(), xp.zeros((), np.int64)
     if a.shape[dim] == 0:
         raise IndexError(f"min(): Expected reduction dim {dim} to have non-zero size.")
     idx = xp.argmin(a, axis=dim, keepdims=True)
@@ -420,8 +424,10 @@ def _cumsum_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
     if dtype is None and (a.dtype == np.float16 or a.dtype == U.BF16):  # a float32 running sum, as PyTorch
-        return xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)      # (float16 stalls at 2048)
-    return xp.cumsum(a, axis=dim, dtype=dtype)
+        r = xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)        # (float16 stalls at 2048)
+    else:
+        r = xp.cumsum(a, axis=dim, dtype=dtype)
+    return r.reshape(()) if a.ndim == 0 else r  # NumPy flattens a 0-dim input
 
 
 cumsum_op = defop("cumsum", _cumsum_impl, family="scan")
@@ -440,8 +446,10 @@ def _cumprod_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
     if dtype is None and (a.dtype == np.float16 or a.dtype == U.BF16):
-        return xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
-    return xp.cumprod(a, axis=dim, dtype=dtype)
+        r = xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
+    else:
+        r = xp.cumprod(a, axis=dim, dtype=dtype)
+    return r.reshape(()) if a.ndim == 0 else r  # NumPy flattens a 0-dim input
 
 
 cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="scan")
@@ -520,7 +528,13 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if keepdim:
         p["keepdim"] = True
     if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a "
+                               f"floating point or complex dtype. Got: {dtype.name.capitalize()}")
         p["dtype"] = dtype.np
+    elif not input.dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {input.dtype.name.capitalize()}")
     return dispatch(mean_op, (input,), p)
 
 
@@ -656,10 +670,14 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # var_mean(x, True): unbiased, over every element
+        unbiased, dim = dim, None
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # std_mean(x, True): unbiased, over every element
+        unbiased, dim = dim, None
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
@@ -737,17 +755,16 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return amax(input.abs(), dim if dim is not None else (), keepdim)
     if p == -math.inf:
         return amin(input.abs(), dim if dim is not None else (), keepdim)
-    if p == 0:
-        return sum((input != 0).to(input.dtype), dim, keepdim)
+    if p == 0:  # the count of nonzeros, through ops with a (zero) gradient, as PyTorch's
+        return sum(input.sign().abs(), dim, keepdim)
     if p == 1:
         return sum(input.abs(), dim, keepdim)
     a = input.abs()
-    if p < 0:  # a zero makes the norm 0 (|0|^p is inf); elsewhere the plain formula, gradient 0 there
+    if p < 0:  # a zero entry makes the sum infinite and the norm 0, with a zero gradient (PyTorch)
         zero = a == 0
-        hit = zero.any(dim, keepdim) if dim is not None else zero.any()
-        r = sum(where(zero, 1.0, a) ** p, dim, keepdim) ** (1.0 / p)
-        return where(hit, 0.0, r)
-    if p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
+        a = where(zero, math.inf, where(zero, 1.0, a) ** p)
+        return sum(a, dim, keepdim) ** (1.0 / p)
+    if 0 < p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
         zero = a == 0
         a = where(zero, 0.0, where(zero, 1.0, a) ** p)
         return sum(a, dim, keepdim) ** (1.0 / p)

@@ -137,6 +137,9 @@ def movedim(input, source, destination):
                            f"contain the same number of dims as destination ({dst} dims)")
     src = [U.wrap_dim(d, n, "movedim") for d in src]
     dst = [U.wrap_dim(d, n, "movedim") for d in dst]
+    for what, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({ds})")
     order = [d for d in range(n) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -455,6 +458,13 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
         indices_or_sections = int(t.item()) if t.dim() == 0 else [int(v) for v in t.tolist()]
     d = U.wrap_dim(dim, input.dim(), "tensor_split")
     size = input.shape[d]
+    if U.is_tensor(indices_or_sections):  # a 0-dim tensor is a count of sections, a 1-D one indices
+        if indices_or_sections.dtype.is_floating_point or indices_or_sections.dim() > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor of integers, but got a tensor with "
+                               f"{indices_or_sections.dim()} dims of {indices_or_sections.dtype}")
+        v = indices_or_sections.tolist()
+        indices_or_sections = v if isinstance(v, list) else int(v)
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
         q, r = divmod(size, n)
@@ -526,7 +536,9 @@ as_strided_op = defop("as_strided", _as_strided_impl, view=True, save=("shapes",
 
 
 def _as_strided_scatter_impl(xp, base, src, size, stride, offset):
-    out = base.copy(order="K")
+    # the geometry addresses a contiguous layout of base: a non-contiguous base (a transposed
+    # incoming gradient in CopySlices' backward) is laid out contiguously first
+    out = base.copy(order="C")
     v = _as_strided_impl(xp, out, size, stride, offset)
     v[...] = src
     return out
@@ -725,7 +737,9 @@ def vstack(tensors):
 
 
 def dstack(tensors):
-    return stack(tensors, -1) if tensors[0].dim() < 3 else cat(tensors, 2)
+    # each input as atleast_3d: (N,) -> (1, N, 1), (M, N) -> (M, N, 1)
+    return cat([x.reshape(1, -1, 1) if x.dim() <= 1 else (x.unsqueeze(-1) if x.dim() == 2 else x)
+                for x in tensors], 2)
 
 
 def column_stack(tensors):
@@ -813,10 +827,14 @@ def flip(input, *args, dims=None):
 
 
 def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError(f"fliplr: Input must be >= 2-d (got {input.dim()}-d).")
     return flip(input, 1)
 
 
 def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("flipud: Input must be >= 1-d.")
     return flip(input, 0)
 
 
@@ -840,8 +858,15 @@ def roll(input, shifts, dims=None):
 
 
 def rot90(input, k=1, dims=(0, 1)):
+    if len(dims) != 2:
+        raise RuntimeError(f"rot90: expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"rot90: expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (U.wrap_dim(d, input.dim(), "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and "
+                           f"dim1 = {dims[1]}")
     k %= 4
-    d0, d1 = dims
     if k == 1:
         return flip(input, d1).transpose(d0, d1)
     if k == 2:

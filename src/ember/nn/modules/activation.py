@@ -22,8 +22,7 @@ class ReLU6(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        out = F.hardtanh(input, 0.0, 6.0)
-        return input.copy_(out) if self.inplace else out
+        return F.hardtanh(input, 0.0, 6.0, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -36,8 +35,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        out = F.leaky_relu(input, self.negative_slope)
-        return input.copy_(out) if self.inplace else out
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -50,8 +48,7 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        out = F.elu(input, self.alpha)
-        return input.copy_(out) if self.inplace else out
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -75,8 +72,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        out = F.silu(input)
-        return input.copy_(out) if self.inplace else out
+        return F.silu(input, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -97,8 +93,7 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
-        out = F.hardtanh(input, self.min_val, self.max_val)
-        return input.copy_(out) if self.inplace else out
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")

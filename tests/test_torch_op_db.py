@@ -1,0 +1,1001 @@
+"""PyTorch's own operator database as ember's oracle.
+
+Walks ``torch.testing._internal.common_methods_invocations.op_db`` (skips cleanly without torch or
+expecttest). Every OpInfo with an ember counterpart (``ember.<name>``, ``ember.nn.functional.<x>``,
+``ember.linalg.<x>``, ``ember.special.<x>``, ``ember.fft.<x>``, an alias, or the Tensor method) is run
+on PyTorch's sample inputs converted to ember through NumPy, and checked:
+
+* ``test_forward``      values, shape and dtype against torch, in float64 and float32 (ops without
+                        floating dtypes: their first integer/bool dtype);
+* ``test_backward``     reverse-mode gradients of <cotangent, output> against torch's autograd;
+* ``test_forward_ad``   ``ember.func.jvp`` against ``torch.func.jvp`` (OpInfos with forward AD);
+* ``test_vmap``         ``ember.func.vmap`` over a stacked batch of two against the per-sample loop
+                        (where ember refuses under vmap, torch must refuse too);
+* ``test_error_inputs`` ember raises where PyTorch raises, an exception of the same type.
+
+The default run caps the samples per op (``CAP``); ``EMBER_OPDB_FULL=1`` (or ``pytest
+--opdb-full``) runs every sample and every reference input (``.ci/run`` does);
+``EMBER_OPDB_STRICT=1`` ignores the XFAIL table (to triage, or to count what fails).
+``python tests/test_torch_op_db.py`` prints the coverage per area.
+
+``test_coverage`` lists the OpInfos with no ember counterpart and fails when that list grows beyond
+``NOT_YET`` (ops still to add, issue 15 and the linalg/fft/special/complex issues) plus
+``UNSUPPORTED`` (what ember deliberately does not have, each entry saying why).
+
+Failures that cannot be fixed now are listed in ``XFAIL`` with their reasons; nothing else may
+fail. Samples ember cannot represent (complex or bfloat16 tensors, torch.Generator arguments) are
+skipped with that reason, never silently.
+"""
+import collections
+import math
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+
+# importing torch's test internals freezes torch.backends' global flags (disable_global_flags); other
+# test modules compare `torch.backends.cudnn.benchmark = True` with ember's: unfreeze them again
+if getattr(torch.backends, "flags_frozen", lambda: False)():
+    torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
+
+import ember  # noqa: E402
+
+FULL = os.environ.get("EMBER_OPDB_FULL", "") not in ("", "0") or "--opdb-full" in sys.argv
+CAP = None if FULL else 4          # samples per op and dtype in the default run
+STRICT = os.environ.get("EMBER_OPDB_STRICT", "") not in ("", "0")   # 1: ignore XFAIL (triage, counts)
+
+
+# ----------------------------------------------------------------------------- ember counterparts
+
+
+def _lookup(name):
+    obj = ember
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) and not isinstance(obj, ember.dtype) else None
+
+
+def _method(name):
+    if "." in name or not hasattr(ember.Tensor, name):
+        return None
+    attr = getattr(ember.Tensor, name)
+    if isinstance(attr, property):
+        return lambda self: getattr(self, name)
+
+    def call(self, *args, **kwargs):
+        return attr(self, *args, **kwargs)   # unbound, as torch.Tensor.<name>: a number as self fails
+    return call
+
+
+_SHIM = None
+
+
+def _rebind(fn):
+    """A wrapper function written in torch's test module (a lambda around torch.x), rebound so that
+    its global ``torch`` is ember; None for anything else."""
+    global _SHIM
+    if not isinstance(fn, types.FunctionType) or not (fn.__module__ or "").startswith("torch.testing"):
+        return None
+    if _SHIM is None:
+        _SHIM = {"torch": ember, "F": ember.nn.functional, "wrapper_set_seed": _ember_set_seed}
+    g = dict(fn.__globals__)
+    g.update(_SHIM)
+    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _ember_set_seed(op, *args, **kwargs):
+    ember.manual_seed(42)
+    return op(*args, **kwargs)
+
+
+def counterpart(op):
+    """The ember callable for an OpInfo, or None."""
+    names = [op.name] + [a.name for a in op.aliases]
+    found = None
+    for n in names:
+        found = _lookup(n) or _method(n)
+        if found is not None:
+            break
+    if found is None:
+        return None
+    return _rebind(op.op) or found
+
+
+def _area(op):
+    head = op.name.split(".")[0] if "." in op.name else "torch"
+    return {"nn": "nn.functional"}.get(head, head)
+
+
+def _op_id(op):
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+OPS = [op for op in op_db if counterpart(op) is not None]
+RANDOM = {_op_id(op) for op in op_db
+          if isinstance(op.op, types.FunctionType) and "wrapper_set_seed" in op.op.__code__.co_names}
+# ops whose values are unspecified (uninitialised memory): shape and dtype only
+RANDOM |= {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted",
+           "randint", "randint_like", "rand_like", "randn", "randn_like", "bernoulli", "normal",
+           "normal.number_mean", "normal.in_place", "multinomial", "uniform", "cauchy", "exponential",
+           "geometric", "log_normal", "nn.functional.dropout", "nn.functional.dropout2d",
+           "nn.functional.dropout3d", "nn.functional.alpha_dropout",
+           "nn.functional.feature_alpha_dropout.with_train", "nn.functional.rrelu"}
+
+
+# ----------------------------------------------------------------------------- conversions
+
+
+class Unsupported(Exception):
+    """A sample ember cannot represent (a complex tensor, a Generator argument, ...)."""
+
+
+def _ember_dtype(d):
+    name = str(d).split(".")[-1]
+    e = getattr(ember, name, None)
+    if not isinstance(e, ember.dtype):
+        raise Unsupported(f"dtype {d}")
+    return e
+
+
+def to_ember(x, grad=True):
+    if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided:
+            raise Unsupported(f"{x.layout} tensor")
+        if x.dtype in (torch.bfloat16, torch.complex32) or x.is_complex() or x.dtype.is_floating_point and \
+                x.dtype.itemsize == 1 or str(x.dtype).startswith("torch.uint") and x.dtype != torch.uint8:
+            _ember_dtype(x.dtype)   # raises unless ember has it
+            raise Unsupported(f"{x.dtype} tensor")
+        arr = x.detach().resolve_conj().resolve_neg().numpy().copy()
+        t = ember.from_numpy(arr) if arr.ndim else ember.tensor(arr[()], dtype=_ember_dtype(x.dtype))
+        if grad and x.requires_grad:
+            t.requires_grad_(True)
+        return t
+    if isinstance(x, torch.dtype):
+        return _ember_dtype(x)
+    if isinstance(x, torch.device):
+        return str(x)
+    if isinstance(x, torch.Size):
+        return tuple(x)
+    if isinstance(x, torch.memory_format):
+        return getattr(ember, str(x).split(".")[-1])
+    if isinstance(x, torch.layout):
+        if x != torch.strided:
+            raise Unsupported(f"layout {x}")
+        return getattr(ember, "strided", None)
+    if isinstance(x, torch.Generator):
+        raise Unsupported("torch.Generator argument")
+    if isinstance(x, (list, tuple)):
+        out = [to_ember(v, grad) for v in x]
+        return type(x)(out) if type(x) in (list, tuple) else tuple(out)
+    if isinstance(x, dict):
+        return {k: to_ember(v, grad) for k, v in x.items()}
+    if callable(x) and not isinstance(x, type):
+        r = _rebind(x)
+        if r is None and getattr(x, "__module__", "") and x.__module__.startswith("torch"):
+            raise Unsupported(f"callable argument {x}")
+        return r or x
+    return x
+
+
+def _np(x):
+    if isinstance(x, torch.Tensor):
+        if x._is_zerotensor():
+            return np.zeros(tuple(x.shape), str(x.dtype).split(".")[-1])
+        return x.detach().resolve_conj().resolve_neg().cpu().numpy()
+    return np.asarray(x.detach().numpy())
+
+
+def _flat(x):
+    """Leaves of an output structure (tuples, lists, namedtuples, dicts)."""
+    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+        return [leaf for v in x for leaf in _flat(v)]
+    if isinstance(x, dict):
+        return [leaf for k in sorted(x) for leaf in _flat(x[k])]
+    return [x]
+
+
+def _tensors(x):
+    return [v for v in _flat(x) if isinstance(v, (torch.Tensor, ember.Tensor))]
+
+
+# ----------------------------------------------------------------------------- comparisons
+
+
+TOL = {np.dtype(np.float64): (1e-7, 1e-7), np.dtype(np.float32): (1e-4, 1e-5),
+       np.dtype(np.float16): (1e-3, 1e-3)}
+
+
+def _tols(dtype, tol=None):
+    if tol is not None:
+        return tol
+    return TOL.get(np.dtype(dtype), (0, 0))
+
+
+def compare(expected, actual, what, tol=None, check_dtype=True):
+    """An empty string when ember's ``actual`` matches torch's ``expected``, else why not."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, ember.Tensor):
+            return f"{what}: expected a tensor, got {type(actual).__name__}"
+        if tuple(expected.shape) != tuple(actual.shape):
+            return f"{what}: shape {tuple(actual.shape)}, torch {tuple(expected.shape)}"
+        if check_dtype and str(expected.dtype).split(".")[-1] != str(actual.dtype).split(".")[-1]:
+            return f"{what}: dtype {actual.dtype}, torch {expected.dtype}"
+        e, a = _np(expected), _np(actual)
+        return _close(e, a, what, tol)
+    if isinstance(expected, (list, tuple)) and not isinstance(expected, torch.Size):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            return f"{what}: expected a sequence of {len(expected)}, got {type(actual).__name__}" + \
+                   (f" of {len(actual)}" if isinstance(actual, (list, tuple)) else "")
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            r = compare(e, a, f"{what}[{i}]", tol, check_dtype)
+            if r:
+                return r
+        return ""
+    if isinstance(expected, torch.dtype):
+        return "" if str(expected).split(".")[-1] == str(actual).split(".")[-1] else \
+            f"{what}: {actual}, torch {expected}"
+    if isinstance(expected, (bool, int, float, np.generic)) or expected is None:
+        if isinstance(actual, ember.Tensor):
+            return f"{what}: expected a Python {type(expected).__name__}, got a tensor"
+        if isinstance(expected, float) and isinstance(actual, (int, float)):
+            return _close(np.float64(expected), np.float64(actual), what, tol or (1e-6, 1e-7))
+        return "" if expected == actual and type(expected) is type(actual) or \
+            (isinstance(expected, torch.Size) and tuple(expected) == tuple(actual)) else \
+            f"{what}: {actual!r}, torch {expected!r}"
+    if isinstance(expected, torch.Size):
+        return "" if tuple(expected) == tuple(actual) else f"{what}: {tuple(actual)}, torch {tuple(expected)}"
+    return ""
+
+
+def compare_meta(expected, actual, what):
+    """Shapes, dtypes and structure only: for ops whose values are random or uninitialised."""
+    te, ta = _tensors(expected), _tensors(actual)
+    if len(te) != len(ta):
+        return f"{what}: {len(ta)} tensors, torch {len(te)}"
+    for k, (e, a) in enumerate(zip(te, ta)):
+        if tuple(e.shape) != tuple(a.shape) or str(e.dtype).split(".")[-1] != str(a.dtype).split(".")[-1]:
+            return f"{what}[{k}]: {tuple(a.shape)} {a.dtype}, torch {tuple(e.shape)} {e.dtype}"
+    return ""
+
+
+def _close(e, a, what, tol):
+    e = np.asarray(e)
+    a = np.asarray(a)
+    if e.dtype.kind in "biu" and a.dtype.kind in "biu":
+        if np.array_equal(e, a):
+            return ""
+        bad = np.argwhere(e != a)
+        return f"{what}: {len(bad)} of {e.size} values differ, first at {tuple(bad[0])}: {a[tuple(bad[0])]} vs torch {e[tuple(bad[0])]}"
+    rtol, atol = _tols(e.dtype if e.dtype.kind == "f" else np.float64, tol)
+    e64, a64 = e.astype(np.float64), a.astype(np.float64)
+    ok = np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
+    if ok.all():
+        return ""
+    bad = np.argwhere(~ok) if ok.ndim else [()]
+    i = tuple(bad[0])
+    err = np.nanmax(np.abs(np.where(ok, 0, a64 - e64))) if ok.ndim else abs(a64 - e64)
+    return (f"{what}: {int((~ok).sum())} of {ok.size} values differ (max abs err {err:.3g}), first at {i}: "
+            f"{a64[i]!r} vs torch {e64[i]!r}")
+
+
+# ----------------------------------------------------------------------------- samples
+
+
+def _dtypes(op):
+    sup = op.supported_dtypes("cpu")
+    floats = [d for d in (torch.float64, torch.float32) if d in sup]
+    if floats:
+        return floats
+    for d in (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8):
+        if d in sup:
+            return [d]
+    return []
+
+
+def _samples(op, dtype, requires_grad=False):
+    """(index, SampleInput) pairs: sample_inputs, then reference_inputs in the full sweep."""
+    torch.manual_seed(0)
+    gen = op.reference_inputs("cpu", dtype, requires_grad=requires_grad) if FULL and \
+        op.reference_inputs_func is not None else op.sample_inputs("cpu", dtype, requires_grad=requires_grad)
+    if CAP is None:
+        i = -1
+        try:
+            for i, s in enumerate(gen):
+                yield i, _Frozen(s)
+        except (ValueError, RuntimeError):
+            # torch's reference_inputs cannot make requires_grad samples of every dtype they mix (an
+            # integer operand): the sample_inputs follow instead
+            torch.manual_seed(0)
+            for j, s in enumerate(op.sample_inputs("cpu", dtype, requires_grad=requires_grad)):
+                yield i + 1 + j, _Frozen(s)
+        return
+    allx = list(gen)
+    n = len(allx)
+    pick = sorted({round(k * (n - 1) / (CAP - 1)) for k in range(CAP)}) if n > CAP else range(n)
+    for i in pick:
+        yield i, _Frozen(allx[i])
+
+
+class _Frozen:
+    """A SampleInput read once: some samples build their (non-contiguous) input anew on every
+    access, so torch's call, the gradient's inputs and the conversion must see the same objects."""
+
+    def __init__(self, s):
+        self.input, self.args, self.kwargs = s.input, tuple(s.args), dict(s.kwargs)
+        self.output_process_fn_grad = s.output_process_fn_grad
+
+
+def _describe(s):
+    def d(x):
+        if isinstance(x, torch.Tensor):
+            return f"T{list(x.shape)}:{str(x.dtype)[6:]}"
+        if isinstance(x, (list, tuple)):
+            return "[" + ", ".join(d(v) for v in x) + "]"
+        return repr(x)
+    kw = ", ".join(f"{k}={d(v)}" for k, v in s.kwargs.items())
+    return f"({d(s.input)}, {', '.join(d(a) for a in s.args)}{', ' + kw if kw else ''})"
+
+
+def _call_torch(op, s):
+    return op.op(s.input, *s.args, **s.kwargs)
+
+
+def _call_ember(fn, s_e):
+    inp, args, kwargs = s_e
+    return fn(inp, *args, **kwargs)
+
+
+def _convert(s, grad=True):
+    try:
+        return to_ember(s.input, grad), to_ember(tuple(s.args), grad), to_ember(dict(s.kwargs), grad)
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001 - e.g. a tensor of more dims than NumPy allows
+        raise Unsupported(f"not convertible through NumPy ({type(e).__name__}: {e})") from None
+
+
+def _process(s, out, lib):
+    """sample.output_process_fn_grad, rebound to ember for ember outputs."""
+    f = s.output_process_fn_grad
+    if lib == "ember":
+        f = _rebind(f) or f
+    return f(out)
+
+
+# ----------------------------------------------------------------------------- known failures
+
+# (op id, check) -> why it fails today. check is "forward", "backward", "forward_ad", "vmap",
+# "errors" or "*". Each entry is a known gap to close, never a wrong answer accepted as right.
+def _each_check(reason, ops, checks):
+    return {(o, c): reason for o in ops.split() for c in checks.split()}
+
+
+XFAIL = {
+    # --- harness limits (not ember bugs)
+    **_each_check("the samples are views into a larger storage and as_strided addresses that storage; the "
+                  "harness copies each tensor through NumPy (contiguous, offset 0), so the storage cannot be "
+                  "reproduced (tests/test_views.py covers as_strided on real storage)",
+                  "as_strided.partial_views", "forward backward forward_ad"),
+    **_each_check("an unbound Tensor method called with a Python number as self: ember's Tensor methods are "
+                  "plain functions that do not check the type of self (no program calls them this way)",
+                  "__radd__ __rmul__ __rand__ __ror__ __rxor__", "errors"),
+    ("logcumsumexp", "forward_ad"): "PyTorch's own tangent is off here (about 1e-6 relative in float64): "
+                                    "ember's matches float64 central differences of log(cumsum(exp(x)))",
+    # --- gaps: ember raises a clear error where PyTorch answers
+    **_each_check("a 1-D input of 0 elements: ember requires (N, C, ...) and raises a clear ValueError where "
+                  "PyTorch returns an empty result", "nn.functional.batch_norm", "forward backward forward_ad"),
+    ("nn.functional.batch_norm.without_cudnn", "forward_ad"): "a 1-D input of 0 elements: ember requires (N, C, "
+                                                                "...) and raises a clear ValueError",
+    **_each_check("torch.zero_ (the function form) is not in ember yet (issue 15, missing ops); Tensor.zero_ "
+                  "works", "zero_", "forward backward forward_ad"),
+    **_each_check("tensor start/end are read as Python numbers (.item()): under vmap ember refuses with a clear "
+                  "error where torch.func.vmap runs", "linspace.tensor_overload logspace.tensor_overload", "vmap"),
+    **_each_check("a tensor q is read as Python numbers: with a batched q ember refuses under vmap with a clear "
+                  "error", "quantile nanquantile", "vmap"),
+    **_each_check("logical 0-dim input with a 1-element index under vmap: the batch rule addresses a dim the "
+                  "0-dim sample lacks and raises IndexError (a clear error, never a wrong value)",
+                  "index_add", "vmap"),
+    ("take_along_dim", "vmap"): "negative indices are wrapped only outside vmap (under vmap they reach gather, "
+                                "which raises)",
+    **_each_check("a vmap-batched index tensor is read as data: ember raises (index out of range on vmap's "
+                  "placeholder) where torch.func.vmap runs",
+                  "nn.functional.one_hot nn.functional.embedding nn.functional.embedding_bag repeat_interleave",
+                  "vmap"),
+    ("argwhere", "vmap"): "data-dependent output shape: ember refuses under vmap (torch.func.vmap runs when "
+                          "every sample has the same count)",
+    # --- validation gaps still open: ember answers where PyTorch raises
+    ("arange", "errors"): "arange with out= of an integer dtype and a fractional step: ember does not check the "
+                          "combination",
+    ("nn.functional.max_pool1d", "errors"): "a 2-D input with a 0-size batch: ember returns an empty result where "
+                                            "PyTorch refuses",
+    ("narrow", "errors"): "a bool tensor as start: ember reads it as 0/1 where PyTorch asks for an integral tensor",
+    ("cat", "errors"): "out= that aliases an input: ember does not detect the overlap",
+    # --- generated from the failures, one reason per kind
+    ('nn.functional.adaptive_max_pool2d', 'forward'): 'ember refuses with NotImplementedError: adaptive_max_pool2d: return_indices with windows that do not tile the input',
+    ('nn.functional.interpolate.nearest-exact', 'forward'): "ember refuses with NotImplementedError: interpolate: mode 'nearest-exact' is not supported by ember (nearest, linear, bilinear, tr",
+    ('nn.functional.interpolate.bicubic', 'forward'): "ember refuses with NotImplementedError: interpolate: mode 'bicubic' is not supported by ember (nearest, linear, bilinear, trilinea",
+    ('nn.functional.interpolate.area', 'forward'): "ember refuses with NotImplementedError: interpolate: mode 'area' is not supported by ember (nearest, linear, bilinear, trilinear)",
+    ('randn_like', 'forward'): "keyword argument 'device' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('rand_like', 'forward'): "keyword argument 'device' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('randint_like', 'forward'): "keyword argument 'device' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('normal.number_mean', 'forward'): "keyword argument 'device' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('bucketize', 'forward'): "keyword argument 'out_int32' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('searchsorted', 'forward'): "keyword argument 'out_int32' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('norm.nuc', 'forward'): "ember refuses with NotImplementedError: norm(p='nuc') is not implemented in ember",
+    ('nn.functional.embedding', 'forward'): 'ember refuses with NotImplementedError: embedding: sparse gradients are not supported in ember',
+    ('repeat_interleave', 'forward'): "keyword argument 'output_size' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('scatter_reduce.prod', 'forward'): "ember refuses with NotImplementedError: scatter_reduce(reduce='prod') is not implemented in ember",
+    ('scatter_reduce.amin', 'forward'): "ember refuses with NotImplementedError: scatter_reduce(reduce='amin') is not implemented in ember",
+    ('scatter_reduce.amax', 'forward'): "ember refuses with NotImplementedError: scatter_reduce(reduce='amax') is not implemented in ember",
+    ('linalg.norm', 'forward'): 'ember refuses with NotImplementedError: linalg.matrix_norm(ord=2) needs singular values, which ember does not compute yet',
+    ('linalg.norm.subgradients_at_zero', 'forward'): 'ember refuses with NotImplementedError: linalg.matrix_norm(ord=2) needs singular values, which ember does not compute yet',
+    ('linalg.matrix_norm', 'forward'): 'ember refuses with NotImplementedError: linalg.matrix_norm(ord=-2) needs singular values, which ember does not compute yet',
+    ('nn.functional.adaptive_max_pool2d', 'backward'): 'ember refuses with NotImplementedError: adaptive_max_pool2d: return_indices with windows that do not tile the input',
+    ('nn.functional.interpolate.nearest-exact', 'backward'): "ember refuses with NotImplementedError: interpolate: mode 'nearest-exact' is not supported by ember (nearest, linear, bilinear, tr",
+    ('nn.functional.interpolate.bicubic', 'backward'): "ember refuses with NotImplementedError: interpolate: mode 'bicubic' is not supported by ember (nearest, linear, bilinear, trilinea",
+    ('nn.functional.interpolate.area', 'backward'): "ember refuses with NotImplementedError: interpolate: mode 'area' is not supported by ember (nearest, linear, bilinear, trilinear)",
+    ('norm.nuc', 'backward'): "ember refuses with NotImplementedError: norm(p='nuc') is not implemented in ember",
+    ('repeat_interleave', 'backward'): "keyword argument 'output_size' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('scatter_reduce.prod', 'backward'): "ember refuses with NotImplementedError: scatter_reduce(reduce='prod') is not implemented in ember",
+    ('scatter_reduce.amin', 'backward'): "ember refuses with NotImplementedError: scatter_reduce(reduce='amin') is not implemented in ember",
+    ('scatter_reduce.amax', 'backward'): "ember refuses with NotImplementedError: scatter_reduce(reduce='amax') is not implemented in ember",
+    ('linalg.norm', 'backward'): "ember refuses with NotImplementedError: linalg.matrix_norm(ord='nuc') needs singular values, which ember does not compute yet",
+    ('linalg.matrix_norm', 'backward'): 'ember refuses with NotImplementedError: linalg.matrix_norm(ord=-2) needs singular values, which ember does not compute yet',
+    ('nn.functional.adaptive_max_pool2d', 'forward_ad'): 'ember refuses with NotImplementedError: adaptive_max_pool2d: return_indices with windows that do not tile the input',
+    ('nn.functional.interpolate.nearest-exact', 'forward_ad'): "ember refuses with NotImplementedError: interpolate: mode 'nearest-exact' is not supported by ember (nearest, linear, bilinear, tr",
+    ('nn.functional.interpolate.bicubic', 'forward_ad'): "ember refuses with NotImplementedError: interpolate: mode 'bicubic' is not supported by ember (nearest, linear, bilinear, trilinea",
+    ('nn.functional.interpolate.area', 'forward_ad'): "ember refuses with NotImplementedError: interpolate: mode 'area' is not supported by ember (nearest, linear, bilinear, trilinear)",
+    ('norm.nuc', 'forward_ad'): "ember refuses with NotImplementedError: norm(p='nuc') is not implemented in ember",
+    ('repeat_interleave', 'forward_ad'): "keyword argument 'output_size' not accepted yet (issue 15: the keyword arguments op_db samples pass)",
+    ('scatter_reduce.amin', 'forward_ad'): "ember refuses with NotImplementedError: scatter_reduce(reduce='amin') is not implemented in ember",
+    ('scatter_reduce.amax', 'forward_ad'): "ember refuses with NotImplementedError: scatter_reduce(reduce='amax') is not implemented in ember",
+    ('linalg.norm', 'forward_ad'): "ember refuses with NotImplementedError: linalg.matrix_norm(ord='nuc') needs singular values, which ember does not compute yet",
+    ('linalg.matrix_norm', 'forward_ad'): 'ember refuses with NotImplementedError: linalg.matrix_norm(ord=-2) needs singular values, which ember does not compute yet',
+    ('cummax', 'vmap'): 'no vmap rule for cummax with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('cummin', 'vmap'): 'no vmap rule for cummin with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('isin', 'vmap'): 'no vmap rule for isin with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('masked_scatter', 'vmap'): 'no vmap rule for masked_scatter with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('signbit', 'vmap'): 'no vmap rule for signbit with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('index_fill', 'vmap'): 'no vmap rule for index_fill with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('index_copy', 'vmap'): 'no vmap rule for index_fill with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('index_put', 'vmap'): 'no vmap rule for index_put with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('bincount', 'vmap'): 'no vmap rule for bincount with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
+    ('arange', 'error_types'): "raises OverflowError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('cov', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('kthvalue', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('linspace', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('linspace.tensor_overload', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('logspace', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('logspace.tensor_overload', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('masked_scatter', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('masked_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('aminmax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('nn.functional.adaptive_avg_pool1d', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('nn.functional.adaptive_avg_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
+    ('nn.functional.adaptive_max_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
+    ('narrow', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('roll', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('gather', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('index_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('take', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('eye', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('multinomial', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('bernoulli', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('hstack', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('bucketize', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('vstack', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('dstack', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('amax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+    ('amin', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
+}
+
+
+# Failures only the full sweep (EMBER_OPDB_FULL=1: samples past the default cap, reference inputs)
+# reaches, with their reasons; the default run never consults this table.
+FULL_XFAIL = {
+    **_each_check("ember refuses with NotImplementedError: interpolate: antialias=True when downsampling",
+                  "nn.functional.interpolate.bilinear", "forward backward forward_ad vmap"),
+    **_each_check("a complex Python number as a scalar operand: ember has no complex dtypes yet (complex issue) "
+                  "and refuses it with a TypeError", "where", "forward backward forward_ad vmap"),
+    **_each_check("ember refuses with NotImplementedError: embedding_bag: scale_grad_by_freq and sparse",
+                  "nn.functional.embedding_bag", "forward backward forward_ad vmap"),
+    **_each_check("gradient at NaN/inf inputs (op_db's extremal-value samples): PyTorch passes the incoming "
+                  "gradient through at a NaN input (its masks are 'not <= threshold'), ember's rules give 0 or "
+                  "NaN there; values elsewhere match",
+                  "maximum minimum max.binary min.binary logaddexp nn.functional.elu nn.functional.celu "
+                  "nn.functional.selu nn.functional.softshrink nn.functional.hardshrink nn.functional.hardtanh "
+                  "nn.functional.relu6", "backward forward_ad"),
+    ("index_copy", "backward"): "repeated indices (which PyTorch documents as nondeterministic): ember copies the "
+                                "last slice and sends the gradient to it only, PyTorch to every repeated slice",
+    ("half", "backward"): "the float64 -> float16 cast of a large gradient: a few values (47 of 943593) differ by "
+                          "one float16 ulp",
+    ("xlogy", "backward"): "the gradient w.r.t. other where input and other are both 0: PyTorch's x / y is NaN, "
+                           "ember's 0",
+    ("logit", "backward"): "outside [0, 1], where logit is NaN, PyTorch's gradient is NaN and ember's the "
+                           "formula's finite value",
+    ("linalg.norm.subgradients_at_zero", "backward"): "ember refuses with NotImplementedError: "
+                                                      "linalg.matrix_norm(ord='nuc') needs singular values",
+    **_each_check("tangents at NaN/inf inputs (op_db's extremal-value samples): PyTorch's forward-AD formulas "
+                  "give NaN (or pass the tangent through a NaN) where ember's give 0, or the reverse; values "
+                  "elsewhere match", "clamp_max clamp_min atan2 div.trunc_rounding div.floor_rounding fmax hypot "
+                  "xlogy logit nn.functional.margin_ranking_loss", "forward_ad"),
+    ("logsumexp", "forward_ad"): "over an empty dim: PyTorch's tangent is NaN, ember's 0 (the value is -inf in both)",
+    ("cov", "forward_ad"): "float32 aweights: a 1e-6 relative difference from float32 rounding",
+    ("cat", "forward_ad"): "a float16 input among float64 ones: its tangent is rounded to float16 at a different "
+                           "point (differences of one float16 ulp)",
+    ("linalg.norm.subgradients_at_zero", "forward_ad"): "ember refuses with NotImplementedError: "
+                                                        "linalg.matrix_norm(ord='nuc') needs singular values",
+    ("gather", "vmap"): "a logical 0-dim input with a 1-element index under vmap: the batch rule raises a clear "
+                        "error (the dims do not match) where torch.func.vmap runs",
+    ("cov", "backward"): "float32 aweights: ember's gradient for them is float32 rounding noise (1e-6) where "
+                         "PyTorch's is exactly 0",
+}
+
+
+def _finish(op, check, failures, ran, skipped):
+    key = _op_id(op)
+    reason = None if STRICT else XFAIL.get((key, check)) or XFAIL.get((key, "*")) or \
+        (FULL_XFAIL.get((key, check)) if FULL else None)
+    if failures:
+        msg = f"{key} {check}: {len(failures)} of {ran} samples fail:\n  " + "\n  ".join(failures[:6])
+        log = os.environ.get("EMBER_OPDB_LOG")
+        if log:  # one line per failing (op, check) as the run goes: triage of long sweeps
+            with open(log, "a") as f:
+                f.write(f"{key}\t{check}\t{'XFAIL' if reason else 'FAIL'}\t{failures[0][:300]}\n")
+        if reason:
+            pytest.xfail(f"{reason} ({msg.splitlines()[0]})")
+        pytest.fail(msg, pytrace=False)
+    if ran == 0:
+        pytest.skip(f"{key} {check}: no sample ember can run here" +
+                    (f" ({'; '.join(sorted(set(skipped))[:3])})" if skipped else ""))
+
+
+def _params():
+    return [pytest.param(op, id=_op_id(op)) for op in OPS]
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+@pytest.mark.parametrize("op", _params())
+def test_forward(op):
+    fn = counterpart(op)
+    failures, skipped, ran = [], [], 0
+    random = _op_id(op) in RANDOM
+    for dtype in _dtypes(op):
+        for i, s in _samples(op, dtype):
+            try:
+                s_e = _convert(s)
+            except Unsupported as e:
+                skipped.append(str(e))
+                continue
+            try:
+                expected = _call_torch(op, s)
+            except Exception:       # torch refuses this sample on the CPU: nothing to compare
+                continue
+            ran += 1
+            where = f"{str(dtype)[6:]} sample {i} {_describe(s)}"
+            try:
+                with ember.no_grad():
+                    actual = _call_ember(fn, s_e)
+            except Unsupported as e:
+                skipped.append(str(e))
+                continue
+            except Exception as e:  # noqa: BLE001 - any exception here is the finding
+                failures.append(f"{where}: raised {type(e).__name__}: {str(e)[:200]}")
+                continue
+            r = compare_meta(expected, actual, "out") if random else compare(expected, actual, "out")
+            if r:
+                failures.append(f"{where}: {r}")
+    _finish(op, "forward", failures, ran, skipped)
+
+
+def _diff_leaves(x):
+    return [t for t in _tensors(x) if t.requires_grad]
+
+
+def _float_outs(out):
+    return [t for t in _tensors(out) if t.dtype.is_floating_point]
+
+
+@pytest.mark.parametrize("op", [p for p in _params() if p.values[0].supports_autograd])
+def test_backward(op):
+    if _op_id(op) in RANDOM:
+        pytest.skip("random op: values differ from torch's stream")
+    if torch.float64 not in op.supported_backward_dtypes("cpu"):
+        pytest.skip("no float64 backward in torch")
+    fn = counterpart(op)
+    rng = np.random.default_rng(0)
+    failures, skipped, ran = [], [], 0
+    for i, s in _samples(op, torch.float64, requires_grad=True):
+        try:
+            s_e = _convert(s)
+        except Unsupported as e:
+            skipped.append(str(e))
+            continue
+        # torch's differentiable tensors as fresh leaves (same strides): a sample's input may be a view
+        # marked as a leaf, which autograd.grad cannot differentiate with respect to
+        flat, spec = _tree((s.input, s.args, s.kwargs))
+        flat = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.requires_grad
+                else v for v in flat]
+        s.input, s.args, s.kwargs = _untree(flat, spec)
+        t_in = _diff_leaves((s.input, s.args, s.kwargs))
+        e_in = _diff_leaves(s_e)
+        if not t_in:
+            continue
+        try:
+            t_out = [t for t in _float_outs(_process(s, _call_torch(op, s), "torch")) if t.requires_grad]
+            if not t_out:
+                continue
+            cots = [rng.standard_normal(tuple(t.shape)) for t in t_out]
+            t_grads = torch.autograd.grad(t_out, t_in, [torch.from_numpy(c) for c in cots], allow_unused=True)
+        except Exception:
+            continue
+        ran += 1
+        where = f"sample {i} {_describe(s)}"
+        try:
+            e_out = [t for t in _float_outs(_process(s, _call_ember(fn, s_e), "ember"))]
+            if len(e_out) != len(t_out):
+                failures.append(f"{where}: {len(e_out)} differentiable outputs, torch {len(t_out)}")
+                continue
+            pairs = [(o, c) for o, c in zip(e_out, cots) if o.requires_grad]
+            if not pairs:
+                failures.append(f"{where}: output does not require grad")
+                continue
+            e_grads = ember.autograd.grad([o for o, _ in pairs], e_in,
+                                          [ember.from_numpy(c.copy()) for _, c in pairs], allow_unused=True)
+        except Exception as e:  # noqa: BLE001
+            failures.append(f"{where}: raised {type(e).__name__}: {str(e)[:200]}")
+            continue
+        for k, (tg, eg, x) in enumerate(zip(t_grads, e_grads, t_in)):
+            tg = torch.zeros_like(x) if tg is None or tg._is_zerotensor() else tg
+            eg = ember.zeros(tuple(x.shape), dtype=ember.float64) if eg is None else eg
+            r = compare(tg, eg, f"grad[{k}]", tol=(1e-6, 1e-7))
+            if r:
+                failures.append(f"{where}: {r}")
+                break
+    _finish(op, "backward", failures, ran, skipped)
+
+
+def _split(sample_e, torch_sample):
+    """The differentiable tensors of a sample and a function rebuilding the call from them."""
+    flat_t, spec = _tree(torch_sample)
+    pos = [k for k, v in enumerate(flat_t) if isinstance(v, torch.Tensor) and v.dtype.is_floating_point]
+    return pos, spec
+
+
+def _tree(x):
+    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size) and _tensors(x):
+        leaves, specs = [], []
+        for v in x:
+            lv, sv = _tree(v)
+            leaves += lv
+            specs.append(sv)
+        return leaves, (type(x), specs)
+    if isinstance(x, dict) and _tensors(list(x.values())):
+        leaves, specs = [], []
+        keys = list(x)
+        for k in keys:
+            lv, sv = _tree(x[k])
+            leaves += lv
+            specs.append(sv)
+        return leaves, (dict, keys, specs)
+    return [x], None
+
+
+def _untree(leaves, spec):
+    it = iter(leaves)
+
+    def build(sp):
+        if sp is None:
+            return next(it)
+        if sp[0] is dict:
+            return {k: build(s) for k, s in zip(sp[1], sp[2])}
+        vals = [build(s) for s in sp[1]]
+        return sp[0](vals) if sp[0] in (list, tuple) else tuple(vals)
+    return build(spec)
+
+
+@pytest.mark.parametrize("op", [p for p in _params() if p.values[0].supports_forward_ad])
+def test_forward_ad(op):
+    if _op_id(op) in RANDOM:
+        pytest.skip("random op: values differ from torch's stream")
+    fn = counterpart(op)
+    rng = np.random.default_rng(1)
+    failures, skipped, ran = [], [], 0
+    for i, s in _samples(op, torch.float64, requires_grad=True):
+        try:
+            s_e = _convert(s, grad=False)
+        except Unsupported as e:
+            skipped.append(str(e))
+            continue
+        whole_t = (s.input, tuple(s.args), dict(s.kwargs))
+        flat_t, spec = _tree(whole_t)
+        flat_e, _ = _tree(s_e)
+        # the primals: the sample's differentiable tensors (as in PyTorch's own forward-AD tests)
+        pos = [k for k, v in enumerate(flat_t) if isinstance(v, torch.Tensor) and v.requires_grad]
+        if not pos:
+            continue
+        tans = [rng.standard_normal(tuple(flat_t[k].shape)) for k in pos]
+
+        def make(flat, call, lib, proc):
+            def f(*xs):
+                leaves = list(flat)
+                for k, x in zip(pos, xs):
+                    leaves[k] = x
+                inp, args, kwargs = _untree(leaves, spec)
+                out = proc(call(inp, args, kwargs), lib)
+                return tuple(t for t in _float_outs(out))
+            return f
+
+        try:
+            # fresh contiguous primals: a sample that is a view of a larger storage gets its tangent
+            # laid out through that storage in torch's forward AD
+            flat_t = [v.detach().clone(memory_format=torch.contiguous_format) if isinstance(v, torch.Tensor)
+                      else v for v in flat_t]
+            ft = make(flat_t, lambda a, b, c: op.op(a, *b, **c), "torch", lambda o, lib: _process(s, o, lib))
+            t_p, t_t = torch.func.jvp(ft, tuple(flat_t[k] for k in pos),
+                                      tuple(torch.from_numpy(t) for t in tans))
+            if not t_t:
+                continue
+        except Exception:
+            continue
+        ran += 1
+        where = f"sample {i} {_describe(s)}"
+        try:
+            fe = make(flat_e, lambda a, b, c: fn(a, *b, **c), "ember", lambda o, lib: _process(s, o, lib))
+            e_p, e_t = ember.func.jvp(fe, tuple(flat_e[k] for k in pos),
+                                      tuple(ember.from_numpy(t.copy()) for t in tans))
+        except Exception as e:  # noqa: BLE001
+            failures.append(f"{where}: raised {type(e).__name__}: {str(e)[:200]}")
+            continue
+        r = compare(tuple(t_t), tuple(e_t), "tangent", tol=(1e-6, 1e-7))
+        if r:
+            failures.append(f"{where}: {r}")
+    _finish(op, "forward_ad", failures, ran, skipped)
+
+
+def _flip_all(x):
+    return x.flip(tuple(range(x.dim()))) if x.dim() else x
+
+
+@pytest.mark.parametrize("op", _params())
+def test_vmap(op):
+    if _op_id(op) in RANDOM:
+        pytest.skip("random op: vmap draws differ from a loop by design")
+    fn = counterpart(op)
+    failures, skipped, ran = [], [], 0
+    dtype = _dtypes(op)[:1]
+    for dt in dtype:
+        for i, s in _samples(op, dt):
+            try:
+                s_e = _convert(s, grad=False)
+            except Unsupported as e:
+                skipped.append(str(e))
+                continue
+            whole_t = (s.input, tuple(s.args), dict(s.kwargs))
+            flat_t, spec = _tree(whole_t)
+            flat_e, _ = _tree(s_e)
+            pos = [k for k, v in enumerate(flat_e) if isinstance(v, ember.Tensor)]
+            if not pos:
+                continue
+            try:
+                _call_torch(op, s)
+            except Exception:
+                continue
+            where = f"sample {i} {_describe(s)}"
+
+            def make(flat, call):
+                def f(*xs):
+                    leaves = list(flat)
+                    for k, x in zip(pos, xs):
+                        leaves[k] = x
+                    inp, args, kwargs = _untree(leaves, spec)
+                    return tuple(_tensors(call(inp, args, kwargs)))
+                return f
+
+            fe = make(flat_e, lambda a, b, c: fn(a, *b, **c))
+            try:
+                with ember.no_grad():
+                    rows = [fe(*[flat_e[k] for k in pos]), fe(*[_flip_all(flat_e[k]) for k in pos])]
+            except Exception:
+                continue            # the forward test reports this
+            if not rows[0] or any(r.shape != q.shape for r, q in zip(*rows)) or len(rows[0]) != len(rows[1]):
+                continue            # data-dependent output shapes cannot be batched
+            ran += 1
+            batched = [ember.stack([flat_e[k], _flip_all(flat_e[k])]) for k in pos]
+            try:
+                with ember.no_grad():
+                    got = ember.func.vmap(fe)(*batched)
+            except Exception as e:  # noqa: BLE001
+                # a clear refusal is right where torch refuses too
+                ft = make(flat_t, lambda a, b, c: op.op(a, *b, **c))
+                tb = [torch.stack([flat_t[k], _flip_all(flat_t[k])]) for k in pos]
+                try:
+                    torch.func.vmap(ft)(*tb)
+                except Exception:
+                    continue
+                failures.append(f"{where}: vmap raised {type(e).__name__}: {str(e)[:200]} (torch.func.vmap runs)")
+                continue
+            expected = tuple(ember.stack([a, b]) for a, b in zip(*rows))
+            if len(got) != len(expected):
+                failures.append(f"{where}: {len(got)} outputs under vmap, {len(expected)} in the loop")
+                continue
+            for k, (g, x) in enumerate(zip(got, expected)):
+                if tuple(g.shape) != tuple(x.shape) or g.dtype != x.dtype:
+                    failures.append(f"{where}: out[{k}] {tuple(g.shape)} {g.dtype} under vmap, "
+                                    f"{tuple(x.shape)} {x.dtype} in the loop")
+                    break
+                r = _close(_np(x), _np(g), f"out[{k}]", None)
+                if r:
+                    failures.append(f"{where}: {r} (vmap vs loop)")
+                    break
+    _finish(op, "vmap", failures, ran, skipped)
+
+
+def _error_inputs(op):
+    torch.manual_seed(0)
+    try:
+        return list(enumerate(op.error_inputs("cpu")))
+    except Exception as e:  # noqa: BLE001 - the generator itself fails in this torch build
+        pytest.skip(f"op.error_inputs raises in torch: {type(e).__name__}: {e}")
+
+
+@pytest.mark.parametrize("op", [p for p in _params() if p.values[0].error_inputs_func is not None])
+@pytest.mark.parametrize("check", ["errors", "error_types"])
+def test_error_inputs(op, check):
+    """``errors``: ember raises where PyTorch raises; ``error_types``: the same exception type."""
+    fn = counterpart(op)
+    failures, skipped, ran = [], [], 0
+    for i, ei in _error_inputs(op):
+        s = ei.sample_input
+        try:
+            s_e = _convert(s, grad=False)
+        except Unsupported as e:
+            skipped.append(str(e))
+            continue
+        try:
+            _call_torch(op, s)
+        except ei.error_type:
+            pass
+        except Exception:
+            pass
+        else:
+            continue                # torch does not raise on the CPU here
+        ran += 1
+        where = f"error input {i} {_describe(s)} (torch: {ei.error_type.__name__}: {ei.error_regex[:80]!r})"
+        try:
+            _call_ember(fn, s_e)
+        except Exception as e:  # noqa: BLE001
+            if check == "error_types" and not isinstance(e, ei.error_type):
+                failures.append(f"{where}: ember raised {type(e).__name__}: {str(e)[:120]}")
+            continue
+        if check == "errors":
+            failures.append(f"{where}: ember did not raise")
+    _finish(op, check, failures, ran, skipped)
+
+
+# ----------------------------------------------------------------------------- coverage
+
+def _each(reason, names):
+    return {n: reason for n in names.split()}
+
+
+# OpInfos ember deliberately has no counterpart for; each entry says why.
+UNSUPPORTED = {
+    **_each("sparse layouts: ember tensors are strided only (README: no sparse tensors)",
+            "to_sparse sparse.mm.reduce sparse.sampled_addmm"),
+    **_each("jiterator: a CUDA-only runtime kernel compiler, absent from PyTorch's CPU build too",
+            "jiterator_unary jiterator_binary jiterator_binary_return_by_ref jiterator_2inputs_2outputs "
+            "jiterator_4inputs_with_extra_args"),
+    **_each("CUDA-only kernels (float8 scaled matmul, flash/efficient attention): no CPU implementation "
+            "in PyTorch either", "torch._scaled_mm torch._scaled_mm_v2 torch.ops.aten._efficient_attention_forward "
+            "torch.ops.aten._flash_attention_forward"),
+    **_each("ATen-internal kernels (leading underscore, native_*, *_backward): not part of the documented "
+            "Python API ember mirrors; their public twins (batch_norm, layer_norm, group_norm, softmax, "
+            "interpolate, index/index_put, max_pool2d) are tested",
+            "_batch_norm_with_update _chunk_cat _native_batch_norm_legit _segment_reduce.lengths "
+            "_segment_reduce.offsets _softmax_backward_data _unsafe_masked_index "
+            "_unsafe_masked_index_put_accumulate _upsample_bilinear2d_aa native_batch_norm "
+            "native_dropout_backward native_group_norm native_layer_norm max_pool2d_with_indices_backward "
+            "torch.ops.aten._safe_softmax.default hash_tensor"),
+}
+
+# OpInfos still to add, each with the issue that adds it. This list may only shrink: an OpInfo
+# without an ember counterpart that is in neither table fails test_coverage.
+NOT_YET = {
+    **_each("issue 15, missing pointwise ops", "acosh copysign deg2rad rad2deg sinc logaddexp2 gcd lcm isposinf "
+            "isneginf frexp ldexp nextafter rsub positive __rdiv__ erfc i0 lgamma digamma igamma igammac "
+            "polygamma.polygamma_n_0 polygamma.polygamma_n_1 polygamma.polygamma_n_2 polygamma.polygamma_n_3 "
+            "polygamma.polygamma_n_4 mvlgamma.mvlgamma_p_1 mvlgamma.mvlgamma_p_3 mvlgamma.mvlgamma_p_5"),
+    **_each("issue 15, missing reductions", "histc histogram histogramdd mode nanmedian trapezoid trapz "
+            "cumulative_trapezoid gradient renorm"),
+    **_each("issue 15, missing shape and indexing ops", "atleast_1d atleast_2d atleast_3d hsplit vsplit dsplit "
+            "split_with_sizes split_with_sizes_copy unique_consecutive diagflat select_scatter slice_scatter "
+            "diagonal_scatter as_strided_scatter index_reduce.amax index_reduce.amin index_reduce.mean "
+            "index_reduce.prod put unravel_index combinations slice constant_pad_nd unsafe_chunk unsafe_split "
+            "nonzero_static fill alias_copy as_strided_copy diagonal_copy expand_copy narrow_copy permute_copy "
+            "squeeze_copy t_copy transpose_copy unbind_copy unfold_copy unsqueeze_copy view_copy"),
+    **_each("issue 15, missing creation ops", "scalar_tensor resize_ resize_as_ new_empty_strided empty_permuted"),
+    **_each("issue 15 / random streams: the in-place samplers", "cauchy exponential geometric log_normal uniform"),
+    **_each("complex dtypes issue (complex and bfloat16 tensors)", "angle bfloat16 cdouble cfloat chalf complex conj "
+            "conj_physical imag real isreal polar resolve_conj resolve_neg view_as_complex view_as_real"),
+    **_each("fft issue", "fft.fft fft.fft2 fft.fftn fft.fftshift fft.hfft fft.hfft2 fft.hfftn fft.ifft fft.ifft2 "
+            "fft.ifftn fft.ifftshift fft.ihfft fft.ihfft2 fft.ihfftn fft.irfft fft.irfft2 fft.irfftn fft.rfft "
+            "fft.rfft2 fft.rfftn stft istft signal.windows.bartlett signal.windows.blackman "
+            "signal.windows.cosine signal.windows.exponential signal.windows.gaussian "
+            "signal.windows.general_cosine signal.windows.general_hamming signal.windows.hamming "
+            "signal.windows.hann signal.windows.kaiser signal.windows.nuttall"),
+    **_each("linalg issue", "linalg.cholesky linalg.cholesky_ex linalg.cond linalg.cross linalg.det "
+            "linalg.diagonal linalg.eig linalg.eigh linalg.eigvals linalg.eigvalsh linalg.householder_product "
+            "linalg.inv linalg.inv_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq "
+            "linalg.lstsq.grad_oriented linalg.lu linalg.lu_factor linalg.lu_factor_ex linalg.lu_solve "
+            "linalg.matrix_power linalg.matrix_rank linalg.matrix_rank.hermitian linalg.multi_dot linalg.pinv "
+            "linalg.pinv.hermitian linalg.pinv.singular linalg.qr linalg.slogdet linalg.solve linalg.solve_ex "
+            "linalg.solve_triangular linalg.svd linalg.svdvals linalg.tensorinv linalg.tensorsolve "
+            "linalg.vander linalg.vecdot cholesky cholesky_inverse cholesky_solve geqrf ormqr logdet lu "
+            "lu_solve lu_unpack matrix_exp pinverse qr svd svd_lowrank pca_lowrank triangular_solve"),
+    **_each("special functions issue", "special.airy_ai special.bessel_j0 special.bessel_j1 special.bessel_y0 "
+            "special.bessel_y1 special.chebyshev_polynomial_t special.chebyshev_polynomial_u "
+            "special.chebyshev_polynomial_v special.chebyshev_polynomial_w special.entr special.erfcx "
+            "special.hermite_polynomial_h special.hermite_polynomial_he special.i0e special.i1 special.i1e "
+            "special.laguerre_polynomial_l special.legendre_polynomial_p special.log_ndtr "
+            "special.modified_bessel_i0 special.modified_bessel_i1 special.modified_bessel_k0 "
+            "special.modified_bessel_k1 special.ndtr special.ndtri special.polygamma.special_polygamma_n_0 "
+            "special.scaled_modified_bessel_k0 special.scaled_modified_bessel_k1 "
+            "special.shifted_chebyshev_polynomial_t special.shifted_chebyshev_polynomial_u "
+            "special.shifted_chebyshev_polynomial_v special.shifted_chebyshev_polynomial_w "
+            "special.spherical_bessel_j0 special.xlog1py special.zeta"),
+    **_each("torch.masked (masked reductions) issue", "masked.amax masked.amin masked.argmax masked.argmin "
+            "masked.cumprod masked.cumsum masked.log_softmax masked.logaddexp masked.logsumexp masked.mean "
+            "masked.median masked.norm masked.normalize masked.prod masked.softmax masked.softmin masked.std "
+            "masked.sum masked.var"),
+    **_each("nn.functional issue (3-d kernels, unfold/fold, grid_sample, CTC, ...)",
+            "nn.functional.adaptive_avg_pool3d nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool3d "
+            "nn.functional.avg_pool3d nn.functional.channel_shuffle nn.functional.conv3d "
+            "nn.functional.conv_transpose1d nn.functional.conv_transpose3d nn.functional.ctc_loss "
+            "nn.functional.dropout3d nn.functional.feature_alpha_dropout.with_train "
+            "nn.functional.feature_alpha_dropout.without_train nn.functional.fractional_max_pool2d "
+            "nn.functional.fractional_max_pool3d nn.functional.grid_sample nn.functional.linear_cross_entropy "
+            "nn.functional.linear_cross_entropy.chunked nn.functional.linear_cross_entropy.chunked_none "
+            "nn.functional.local_response_norm nn.functional.max_pool3d nn.functional.max_unpool1d "
+            "nn.functional.max_unpool1d.grad nn.functional.max_unpool2d nn.functional.max_unpool2d.grad "
+            "nn.functional.max_unpool3d nn.functional.max_unpool3d.grad "
+            "nn.functional.multi_head_attention_forward nn.functional.multi_margin_loss "
+            "nn.functional.multilabel_margin_loss nn.functional.prelu nn.functional.rrelu "
+            "nn.functional.triplet_margin_with_distance_loss nn.functional.unfold "
+            "nn.functional.upsample_bilinear nn.functional.upsample_nearest grid_sampler_2d grid_sampler_3d"),
+}
+
+
+def _missing():
+    return sorted({_op_id(op) for op in op_db if counterpart(op) is None})
+
+
+def test_coverage():
+    missing = _missing()
+    new = [m for m in missing if m not in UNSUPPORTED and m not in NOT_YET]
+    assert not new, (f"{len(new)} OpInfos have no ember counterpart and are in neither UNSUPPORTED (with "
+                     f"a reason) nor NOT_YET: {new}")
+
+
+def coverage_table():
+    """{area: (with a counterpart, all)} over op_db: the numbers the issue reports."""
+    tot, hit = collections.Counter(), collections.Counter()
+    for op in op_db:
+        tot[_area(op)] += 1
+        hit[_area(op)] += counterpart(op) is not None
+    return {a: (hit[a], tot[a]) for a in tot}
+
+
+if __name__ == "__main__":
+    for area, (h, t) in sorted(coverage_table().items()):
+        print(f"{area:16s} {h:4d} / {t:4d}")
