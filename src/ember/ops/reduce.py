@@ -528,11 +528,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if keepdim:
         p["keepdim"] = True
     if dtype is not None:
-        if not dtype.is_floating_point:
+        if not (dtype.is_floating_point or dtype.is_complex):
             raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a "
                                f"floating point or complex dtype. Got: {dtype.name.capitalize()}")
         p["dtype"] = dtype.np
-    elif not input.dtype.is_floating_point:
+    elif not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {input.dtype.name.capitalize()}")
     return dispatch(mean_op, (input,), p)
