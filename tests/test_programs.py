@@ -11,7 +11,6 @@ import corpus  # noqa: E402
 
 # programs waiting for a fix outside this corpus (strict: a fix makes the test fail until the mark goes)
 _PENDING = {
-    "dcgan.py": "nn.LeakyReLU(inplace=True) after a conv raises the in-place error in backward (issue 15)",
 }
 
 
