@@ -330,3 +330,11 @@ def test_version(tmp_path):
     import sys
     out = subprocess.run([sys.executable, "-m", "ember", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == f"ember {ember.__version__}"
+
+
+def test_help_texts_have_no_rest_markup():
+    import subprocess
+    import sys
+    for args in ([], ["train"], ["bench"], ["trace-diff"]):
+        out = subprocess.run([sys.executable, "-m", "ember", *args, "--help"], capture_output=True, text=True).stdout
+        assert out and "``" not in out and ":func:" not in out and ":class:" not in out, args

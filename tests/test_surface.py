@@ -216,3 +216,10 @@ def test_default_device_as_a_cpu_build(torch):
         ember.set_default_device("cuda")
     with pytest.raises(NotImplementedError, match="device='meta'"):
         ember.set_default_device("meta")
+
+
+def test_linalg_error_at_pytorchs_names(torch):
+    assert ember._C._LinAlgError is ember.linalg.LinAlgError
+    assert issubclass(ember.linalg.LinAlgError, RuntimeError) and issubclass(torch.linalg.LinAlgError, RuntimeError)
+    with pytest.raises(ember._C._LinAlgError):
+        ember.linalg.cholesky(-ember.eye(2))

@@ -184,7 +184,7 @@ def _lazy(name):
 
 _LAZY = ("nn", "optim", "func", "fx", "profiler", "utils", "models", "datasets", "distributed",
          "trace_analysis", "testing", "cuda", "backends", "jit", "amp", "accelerator", "xpu", "mps",
-         "_dynamo", "functorch", "onnx", "special", "distributions", "masked")
+         "_dynamo", "functorch", "onnx", "special", "distributions", "masked", "_C")
 
 
 def __getattr__(name):

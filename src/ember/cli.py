@@ -1,11 +1,11 @@
-"""The ``ember`` command.
+"""The ember command.
 
     ember train       train a small model on the bundled digits (or MNIST from a folder)
     ember bench       run the benchmark suite side by side with PyTorch (benchmarks/run.py)
     ember trace-diff  compare two profiler traces (ember.trace_analysis)
 
-``ember <command> --help`` lists each command's options. Bad input ends with a one-line error and
-exit status 2 (usage) or 1 (data, checkpoint), never a traceback; ``EMBER_DEBUG=1`` shows it.
+'ember <command> --help' lists each command's options. Bad input ends with a one-line error and
+exit status 2 (usage) or 1 (data, checkpoint), never a traceback; EMBER_DEBUG=1 shows it.
 """
 import argparse
 import os
