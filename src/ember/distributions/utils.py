@@ -83,3 +83,21 @@ def vec_to_tril_matrix(vec, diag=0):
     rows, cols = ember.tril_indices(n, n, offset=diag)
     mat[..., rows, cols] = vec
     return mat
+
+
+class BinaryProbsLogits:
+    """The ``probs``/``logits`` pair of a distribution given either one (the other is derived on
+    first use) and the shape of the one given: shared by Bernoulli, Binomial, NegativeBinomial and
+    LogitRelaxedBernoulli."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
