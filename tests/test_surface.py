@@ -47,7 +47,9 @@ def test_backends_are_importable_submodules_with_flags(torch):
     cudnn.benchmark = True  # programs set it and move on
     cudnn.benchmark = False
     assert ember.backends.cpu.get_cpu_capability() in ("AVX512", "AVX2", "DEFAULT")
-    ember.backends.cuda.matmul.allow_tf32 = True
+    ember.backends.cuda.matmul.allow_tf32 = True  # accepted and kept, as PyTorch's CPU build does
+    assert ember.backends.cuda.matmul.allow_tf32 is True
+    ember.backends.cuda.matmul.allow_tf32 = False  # leave the process as it was (test_config reads it)
     assert ember.backends.mha.get_fastpath_enabled() is True
 
 
