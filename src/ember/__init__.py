@@ -199,3 +199,7 @@ def __getattr__(name):
         from .func import vmap
         return vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+from . import _docs  # noqa: E402  (the registry functions' docstrings, from one table)
+_docs.apply()

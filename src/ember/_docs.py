@@ -39,8 +39,11 @@ def _parse(text):
 
 
 def _resolve(path):
-    """'ember.x.y' or 'Tensor.y' -> the object (None when it is absent)."""
+    """'ember.x.y', 'Tensor.y' or 'ember.ops.module:name' -> the object (None when it is absent)."""
     import ember
+    if ":" in path:  # a family module that ember's namespace does not expose (ops.pool3d, ...)
+        mod, _, name = path.partition(":")
+        return getattr(importlib.import_module(mod), name, None)
     if path.startswith("Tensor."):
         return inspect.getattr_static(ember.Tensor, path[7:], None)
     parts = path.split(".")
@@ -168,20 +171,70 @@ def undocumented():
 
 def differences():
     """(qualified names, paragraph) for every public callable whose docstring has a
-    'Differences from PyTorch:' paragraph, each object once (its names joined), in walk order."""
+    'Differences from PyTorch:' paragraph, each object once (its names joined), in walk order; a
+    method that many classes inherit is named once, by the class that defines it."""
     groups = {}
     order = []
+    fns = {}
     for q, obj, how in public_api():
         doc = inspect.getdoc(obj) if how == "method" else inspect.cleandoc(_own_doc(obj))
         if not doc or DIFF_HEADER not in doc:
             continue
         text = doc.split(DIFF_HEADER, 1)[1]
         text = " ".join(text.split("\n\n")[0].split())
-        key = (id(getattr(obj, "__func__", obj)), text)
+        fn = getattr(obj, "__func__", obj)
+        key = (id(fn), text)
         if key not in groups:
             groups[key] = []
             order.append(key)
-        elif how == "method" and not q.startswith("ember.Tensor."):
-            continue  # (a base class's method: named once, by the first class that has it)
-        groups[key].append(q)
-    return [(groups[k], k[1]) for k in order]
+            fns[key] = fn
+        groups[key].append((q, how))
+    out = []
+    for k in order:
+        names = [q for q, how in groups[k] if how == "own" or q.startswith("ember.Tensor.")]
+        methods = [q for q, how in groups[k] if q not in names]
+        if methods and not any(n.startswith("ember.Tensor.") for n in names):
+            own = [n for n in methods if n.endswith("." + getattr(fns[k], "__qualname__", "?"))]
+            names.append((own or methods)[0])
+        out.append((names, k[1]))
+    return out
+
+
+def _rst_text(text):
+    """Plain docstring text made safe as reST (no markup is meant in it)."""
+    for c in ("\\", "*", "`", "|", "_ "):
+        text = text.replace(c, "\\" + c)
+    return text
+
+
+_SECTIONS = (("ember.Tensor.", "ember.Tensor"), ("ember.nn.functional.", "ember.nn.functional"),
+             ("ember.nn.", "ember.nn"), ("ember.linalg.", "ember.linalg"), ("ember.fft.", "ember.fft"),
+             ("ember.special.", "ember.special"), ("ember.func.", "ember.func"),
+             ("ember.autograd.", "ember.autograd"), ("ember.optim.", "ember.optim"),
+             ("ember.utils.data.", "ember.utils.data"), ("ember.distributions.", "ember.distributions"),
+             ("ember.", "ember"))
+
+
+def differences_rst():
+    """The reST of the reference page "Differences from PyTorch": every docstring's paragraph,
+    grouped by namespace (generated, never edited by hand)."""
+    by_section = {title: [] for _, title in _SECTIONS}
+    for names, text in differences():
+        names = sorted(names, key=lambda n: (n.startswith("ember.Tensor."), n.count("."), n))
+        first = names[0]
+        title = next(t for prefix, t in _SECTIONS if first.startswith(prefix))
+        by_section[title].append((names, text))
+    lines = ["Differences from PyTorch", "========================", "",
+             "Where ember's behaviour on the CPU differs from PyTorch's, the function's docstring says so in a",
+             "paragraph that starts with *Differences from PyTorch*. This page collects those paragraphs (it is",
+             "generated from the docstrings when the reference is built). Everything not listed here behaves",
+             "as PyTorch's CPU build does, or is a gap that raises a clear error naming the op.", ""]
+    for _, title in _SECTIONS:
+        entries = by_section[title]
+        if not entries:
+            continue
+        lines += [title, "-" * len(title), ""]
+        for names, text in entries:
+            refs = ", ".join(f":py:obj:`{n}`" for n in names)
+            lines += [f"* {refs}: {_rst_text(text)}", ""]
+    return "\n".join(lines) + "\n"
