@@ -577,11 +577,15 @@ Tensor.cuda: raises RuntimeError ("ember has no CUDA device") where PyTorch's CP
   AssertionError ("Torch not compiled with CUDA enabled").
 Tensor.to: a device other than 'cpu' and 'meta' raises RuntimeError; PyTorch's CPU-only build raises
   AssertionError for 'cuda'.
-ops.conv3d:conv3d: complex input is refused with a RuntimeError; PyTorch convolves it.
+ops.conv3d:conv3d: complex input is refused with a RuntimeError; PyTorch convolves it. padding='same'
+  with a stride raises ValueError where PyTorch raises RuntimeError.
 ops.conv3d:conv_transpose1d: complex input is refused with a RuntimeError; PyTorch convolves it.
 ops.conv3d:conv_transpose3d: complex input is refused with a RuntimeError; PyTorch convolves it.
 ops.nn:conv1d: complex input is refused with a RuntimeError; PyTorch convolves it.
 ops.nn:conv2d: complex input is refused with a RuntimeError; PyTorch convolves it.
 ops.nn:conv_transpose2d: complex input is refused with a RuntimeError; PyTorch convolves it.
 ops.nn:embedding: sparse=True is refused with NotImplementedError (no sparse gradients).
+native_layer_norm: the mean and inverse-std outputs require grad (they are differentiable);
+  PyTorch's do not.
+dtype: ember has no complex32 (chalf), uint16, uint32, uint64 or float8 dtypes; PyTorch has them.
 """

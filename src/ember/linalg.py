@@ -413,7 +413,8 @@ def geqrf(input, *, out=None):
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output.
 
-    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it."""
+    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it. A 1-D input
+    raises IndexError where PyTorch raises RuntimeError."""
     for t in (input, tau, other):
         if not t.is_floating_point():
             raise RuntimeError(f"torch.ormqr: Expected a floating point or complex tensor as input. Got "
@@ -443,8 +444,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The least-squares solution of A X = B, with residuals, rank and singular values by driver.
 
-    Differences from PyTorch: complex input is refused with NotImplementedError; the residuals are
-    differentiable for every driver (PyTorch's 'gels' returns 2 differentiable outputs)."""
+    Differences from PyTorch: complex input is refused with NotImplementedError."""
     _real_only("linalg.lstsq", A, B)
     _need("linalg.lstsq", A)
     if driver is None:
