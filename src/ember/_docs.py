@@ -23,8 +23,9 @@ PUBLIC_MODULES = ("ember", "ember.nn", "ember.nn.functional", "ember.linalg", "e
                   "ember.func", "ember.autograd", "ember.optim", "ember.utils.data", "ember.distributions")
 
 
-def _parse(text):
-    """``name: text`` lines (a line that starts with spaces continues the one before)."""
+def _parse(text, merge=False):
+    """``name: text`` lines (a line that starts with spaces continues the one before); a name given
+    twice is an error, or with merge its texts are joined (several differences of one function)."""
     out = {}
     key = None
     for line in text.strip("\n").splitlines():
@@ -34,7 +35,13 @@ def _parse(text):
             out[key] += " " + line.strip()
             continue
         key, _, doc = line.partition(": ")
-        out[key.strip()] = doc.strip()
+        key = key.strip()
+        if key in out:
+            if not merge:
+                raise ValueError(f"ember._docs: {key!r} appears twice in the table")
+            out[key] += " " + doc.strip()
+        else:
+            out[key] = doc.strip()
     return out
 
 
@@ -73,7 +80,7 @@ def apply():
     """Bind the table's docstrings (called once, at the end of ember's import)."""
     from . import _docs_table as T
     docs = _parse(T.SUMMARIES)
-    diffs = _parse(T.DIFFERENCES)
+    diffs = _parse(T.DIFFERENCES, merge=True)
     for key in diffs:
         if key not in docs:
             raise RuntimeError(f"ember._docs: a difference for {key!r}, which has no summary line")

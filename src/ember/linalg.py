@@ -138,7 +138,9 @@ def _real_only(name, *tensors):
 
 
 def det(A, *, out=None):
-    """The determinant of a square matrix (or batch)."""
+    """The determinant of a square matrix (or batch).
+
+    Differences from PyTorch: float16 input raises RuntimeError where PyTorch raises NotImplementedError."""
     _need("linalg.det", A)
     return _out(dispatch(_LS.det_op, (A,)), out)
 

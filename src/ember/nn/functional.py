@@ -618,7 +618,9 @@ def adaptive_avg_pool1d(input, output_size):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Every mode of PyTorch's interpolate (nearest, nearest-exact, linear, bilinear, bicubic,
-    trilinear, area; antialias; align_corners): ember.ops.sampling."""
+    trilinear, area; antialias; align_corners): ember.ops.sampling.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     from ..ops.sampling import interpolate as _interpolate
     return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
@@ -891,7 +893,9 @@ def native_channel_shuffle(input, groups):
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta."""
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta.
+
+    Differences from PyTorch: complex input is computed where PyTorch raises NotImplementedError."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:
@@ -1095,7 +1099,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed."""
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed.
+
+    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch computes it."""
     op = "fold"
     if input.dim() not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "

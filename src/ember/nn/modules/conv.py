@@ -127,7 +127,8 @@ class _Conv(_ConvNd):
 class Conv1d(_Conv):
     """1-D convolution over (N, C, L) input (stride, padding, dilation, groups, padding_mode).
 
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch convolves it."""
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 1
     _conv = staticmethod(F.conv1d)
 
@@ -135,7 +136,8 @@ class Conv1d(_Conv):
 class Conv2d(_Conv):
     """2-D convolution over (N, C, H, W) input (stride, padding, dilation, groups, padding_mode).
 
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch convolves it."""
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 2
     _conv = staticmethod(F.conv2d)
 
@@ -164,7 +166,8 @@ class _ConvTransposeNd(_ConvNd):
 class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution (the gradient of Conv2d with respect to its input).
 
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch convolves it."""
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
@@ -186,7 +189,8 @@ class ConvTranspose2d(_ConvTransposeNd):
 class Conv3d(_Conv):
     """3-D convolution over (N, C, D, H, W) input.
 
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch convolves it."""
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 3
     _conv = staticmethod(F.conv3d)
 
@@ -211,7 +215,8 @@ class _ConvTranspose(_ConvTransposeNd):
 class ConvTranspose1d(_ConvTranspose):
     """1-D transposed convolution (the gradient of Conv1d with respect to its input).
 
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch convolves it."""
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 1
     _convt = staticmethod(F.conv_transpose1d)
 
@@ -219,6 +224,7 @@ class ConvTranspose1d(_ConvTranspose):
 class ConvTranspose3d(_ConvTranspose):
     """3-D transposed convolution (the gradient of Conv3d with respect to its input).
 
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch convolves it."""
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 3
     _convt = staticmethod(F.conv_transpose3d)
