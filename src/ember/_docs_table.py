@@ -14,7 +14,7 @@ acosh: Inverse hyperbolic cosine, elementwise.
 add: input + alpha * other, with broadcasting and type promotion.
 addcdiv: input + value * tensor1 / tensor2.
 addcmul: input + value * tensor1 * tensor2.
-allclose: Whether every element satisfies |input - other| <= atol + rtol * |other| (a Python bool).
+allclose: Whether every element satisfies abs(input - other) <= atol + rtol * abs(other) (a Python bool).
 asin: Arcsine, elementwise.
 asinh: Inverse hyperbolic sine, elementwise.
 atan: Arctangent, elementwise.
@@ -50,7 +50,7 @@ frac: The fractional part, x - trunc(x).
 ge: input >= other, elementwise.
 gt: input > other, elementwise.
 hypot: sqrt(input ** 2 + other ** 2), elementwise, without overflow.
-isclose: |input - other| <= atol + rtol * |other|, elementwise (equal_nan).
+isclose: abs(input - other) <= atol + rtol * abs(other), elementwise (equal_nan).
 isfinite: Whether each element is finite.
 isinf: Whether each element is +inf or -inf.
 isnan: Whether each element is NaN.
@@ -101,7 +101,7 @@ relu6: min(max(0, x), 6).
 selu: SELU activation, scale * elu(x, alpha) with the self-normalising constants.
 silu: SiLU (swish) activation, x * sigmoid(x).
 softplus: log(1 + exp(beta * x)) / beta, linear above threshold.
-softsign: x / (1 + |x|).
+softsign: x / (1 + abs(x)).
 where: Elements of input where condition holds and of other elsewhere (with one argument: nonzero(condition, as_tuple=True)).
 as_strided: A view with the given sizes, strides and storage offset.
 broadcast_to: A view of input broadcast to a shape.
@@ -176,9 +176,9 @@ special.entr: The entropy term -x log(x) (0 at 0, -inf for negative x).
 special.erfcx: The scaled complementary error function exp(x^2) erfc(x).
 special.hermite_polynomial_h: The physicists' Hermite polynomial H_n(x).
 special.hermite_polynomial_he: The probabilists' Hermite polynomial He_n(x).
-special.i0e: The exponentially scaled modified Bessel function exp(-|x|) I0(x).
+special.i0e: The exponentially scaled modified Bessel function exp(-abs(x)) I0(x).
 special.i1: The modified Bessel function of the first kind, order 1.
-special.i1e: The exponentially scaled modified Bessel function exp(-|x|) I1(x).
+special.i1e: The exponentially scaled modified Bessel function exp(-abs(x)) I1(x).
 special.laguerre_polynomial_l: The Laguerre polynomial L_n(x).
 special.legendre_polynomial_p: The Legendre polynomial P_n(x).
 special.log_ndtr: The log of the standard normal cumulative distribution function, accurate in the tails.
@@ -190,10 +190,10 @@ special.ndtr: The standard normal cumulative distribution function.
 special.ndtri: The inverse of the standard normal cumulative distribution function.
 special.scaled_modified_bessel_k0: exp(x) K0(x).
 special.scaled_modified_bessel_k1: exp(x) K1(x).
-special.shifted_chebyshev_polynomial_t: The shifted Chebyshev polynomial of the first kind T*_n(x).
-special.shifted_chebyshev_polynomial_u: The shifted Chebyshev polynomial of the second kind U*_n(x).
-special.shifted_chebyshev_polynomial_v: The shifted Chebyshev polynomial of the third kind V*_n(x).
-special.shifted_chebyshev_polynomial_w: The shifted Chebyshev polynomial of the fourth kind W*_n(x).
+special.shifted_chebyshev_polynomial_t: The shifted Chebyshev polynomial of the first kind, T_n(2x - 1).
+special.shifted_chebyshev_polynomial_u: The shifted Chebyshev polynomial of the second kind, U_n(2x - 1).
+special.shifted_chebyshev_polynomial_v: The shifted Chebyshev polynomial of the third kind, V_n(2x - 1).
+special.shifted_chebyshev_polynomial_w: The shifted Chebyshev polynomial of the fourth kind, W_n(2x - 1).
 special.spherical_bessel_j0: The spherical Bessel function of the first kind, order 0.
 special.xlog1py: x * log1p(y), 0 where x is 0.
 special.zeta: The Hurwitz zeta function zeta(x, q).
@@ -341,7 +341,7 @@ is_neg: Whether the negative bit is set (always False: ember negates eagerly).
 isreal: Whether each element has a zero imaginary part.
 resolve_conj: input itself (ember has no lazy conjugate bit to resolve).
 resolve_neg: input itself (ember has no lazy negative bit to resolve).
-sgn: x / |x| (0 at 0): the sign extended to complex numbers.
+sgn: x / abs(x) (0 at 0): the sign extended to complex numbers.
 complex: A complex tensor from real and imaginary parts.
 imag: The imaginary part, as a view.
 is_complex: Whether the dtype is complex.
@@ -508,7 +508,7 @@ IntTensor: The legacy type of int32 tensors: calling it builds one (from a shape
 LongTensor: The legacy type of int64 tensors: calling it builds one (from a shape or data).
 ShortTensor: The legacy type of int16 tensors: calling it builds one (from a shape or data).
 are_deterministic_algorithms_enabled: Whether use_deterministic_algorithms(True) is in effect.
-can_cast: Whether a value of dtype from_ can be cast to dtype to under PyTorch's casting rules.
+can_cast: Whether a value of one dtype can be cast to another under PyTorch's casting rules.
 get_float32_matmul_precision: The value last given to set_float32_matmul_precision ('highest' by default).
 get_num_threads: The number of threads of the BLAS under NumPy.
 is_autocast_enabled: False: ember has no autocast (mixed precision is off).

@@ -99,7 +99,7 @@ class Transform:
         raise NotImplementedError
 
     def log_abs_det_jacobian(self, x, y):
-        """log |dy/dx| for an input x and its image y."""
+        """log abs(dy/dx) for an input x and its image y."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -510,7 +510,7 @@ class TanhTransform(Transform):
 
 
 class AbsTransform(Transform):
-    """y = |x| (not injective)."""
+    """y = abs(x) (not injective)."""
     domain = constraints.real
     codomain = constraints.positive
 

@@ -162,7 +162,7 @@ def logsigmoid(input):
 
 
 def softsign(input):
-    """x / (1 + |x|)."""
+    """x / (1 + abs(x))."""
     return input / (1 + input.abs())
 
 
@@ -403,7 +403,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """Smooth L1 loss: 0.5 x^2 / beta below beta, |x| - 0.5 beta above."""
+    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -748,7 +748,7 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def hardshrink(input, lambd=0.5):
-    """Hard shrinkage: x where |x| > lambd, 0 elsewhere."""
+    """Hard shrinkage: x where abs(x) > lambd, 0 elsewhere."""
     return _ops.where(input.abs() > lambd, input, 0.0 * input)
 
 

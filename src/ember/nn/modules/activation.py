@@ -159,7 +159,7 @@ class LogSigmoid(Module):
 
 
 class Softsign(Module):
-    """x / (1 + |x|)."""
+    """x / (1 + abs(x))."""
     def forward(self, input):
         return F.softsign(input)
 
@@ -285,7 +285,7 @@ class PReLU(Module):
 
 
 class Hardshrink(Module):
-    """Hard shrinkage: x where |x| > lambd, 0 elsewhere."""
+    """Hard shrinkage: x where abs(x) > lambd, 0 elsewhere."""
     def __init__(self, lambd=0.5):
         super().__init__()
         self.lambd = lambd

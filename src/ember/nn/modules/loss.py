@@ -31,7 +31,7 @@ class MSELoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    """Smooth L1 loss: 0.5 x^2 / beta below beta, |x| - 0.5 beta above."""
+    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
