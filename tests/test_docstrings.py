@@ -72,7 +72,7 @@ def test_docstrings_are_valid_rest():
         if id(fn) in seen:
             continue
         seen.add(id(fn))
-        doc = inspect.getdoc(obj) if how == "method" else inspect.cleandoc(D._own_doc(obj))
+        doc = (inspect.getdoc(obj) if how == "method" else inspect.cleandoc(D._own_doc(obj))) or ""
         err = io.StringIO()
         docutils_core.publish_doctree(doc, settings_overrides={"warning_stream": err, "report_level": 2,
                                                                "halt_level": 5})

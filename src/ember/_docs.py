@@ -20,7 +20,9 @@ DIFF_HEADER = "Differences from PyTorch:"
 
 # the public namespaces whose callables must carry a docstring (tests/test_docstrings.py)
 PUBLIC_MODULES = ("ember", "ember.nn", "ember.nn.functional", "ember.linalg", "ember.fft", "ember.special",
-                  "ember.func", "ember.autograd", "ember.optim", "ember.utils.data", "ember.distributions")
+                  "ember.func", "ember.autograd", "ember.optim", "ember.utils.data", "ember.distributions",
+                  "ember.nn.init", "ember.nn.utils", "ember.nn.utils.rnn", "ember.nn.utils.parametrize",
+                  "ember.optim.lr_scheduler", "ember.autograd.functional", "ember.autograd.forward_ad")
 
 
 def _parse(text, merge=False):
