@@ -22,7 +22,8 @@ DIFF_HEADER = "Differences from PyTorch:"
 PUBLIC_MODULES = ("ember", "ember.nn", "ember.nn.functional", "ember.linalg", "ember.fft", "ember.special",
                   "ember.func", "ember.autograd", "ember.optim", "ember.utils.data", "ember.distributions",
                   "ember.nn.init", "ember.nn.utils", "ember.nn.utils.rnn", "ember.nn.utils.parametrize",
-                  "ember.optim.lr_scheduler", "ember.autograd.functional", "ember.autograd.forward_ad")
+                  "ember.optim.lr_scheduler", "ember.autograd.functional", "ember.autograd.forward_ad",
+                  "ember.jit")
 
 
 def _parse(text, merge=False):
@@ -221,6 +222,7 @@ _SECTIONS = (("ember.Tensor.", "ember.Tensor"), ("ember.nn.functional.", "ember.
              ("ember.special.", "ember.special"), ("ember.func.", "ember.func"),
              ("ember.autograd.", "ember.autograd"), ("ember.optim.", "ember.optim"),
              ("ember.utils.data.", "ember.utils.data"), ("ember.distributions.", "ember.distributions"),
+             ("ember.jit.", "ember.jit"),
              ("ember.", "ember"))
 
 
