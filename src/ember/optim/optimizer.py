@@ -224,7 +224,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
-        """Restore the state and group options from state_dict(); PyTorch's optimizer state dicts load too."""
+        """Restore the state and group options from state_dict()."""
         state_dict = dict(state_dict)
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])

@@ -495,7 +495,10 @@ class Module:
         raise RuntimeError("ember has no CUDA device: modules live on the 'cpu' device")
 
     def share_memory(self):
-        """Return this module (NumPy arrays need no move to shared memory)."""
+        """Return this module.
+
+        Differences from PyTorch: the parameters and buffers are not moved to shared memory, so
+        processes forked afterwards (Hogwild-style training) do not share them."""
         return self
 
     # ------------------------------------------------------------------ state dicts
