@@ -162,7 +162,6 @@ igammac: The regularised upper incomplete gamma function Q(input, other).
 lgamma: The log of the absolute value of the gamma function.
 sinc: The normalised sinc, sin(pi x) / (pi x) (1 at 0).
 polygamma: The n-th derivative of the digamma function.
-mvlgamma: The log of the multivariate gamma function of dimension p.
 special.airy_ai: The Airy function Ai.
 special.bessel_j0: The Bessel function of the first kind, order 0.
 special.bessel_j1: The Bessel function of the first kind, order 1.
@@ -364,7 +363,6 @@ corrcoef: The Pearson correlation coefficients of the rows of a matrix.
 cummax: The running maximum along dim and its indices.
 cummin: The running minimum along dim and its indices.
 nanquantile: quantile ignoring NaN.
-quantile: The q-th quantiles along dim (interpolation 'linear', 'lower', 'higher', 'midpoint', 'nearest').
 signbit: Whether the sign bit of each element is set (True for -0.0).
 block_diag: A block-diagonal matrix of the given tensors.
 cartesian_prod: The Cartesian product of 1-D tensors, as rows.
@@ -387,14 +385,6 @@ trapezoid: The trapezoidal integral along dim.
 trapz: trapezoid's old name.
 histc: A histogram with bins equal-width bins over [min, max] (the data's range for 0, 0).
 histogram: A histogram (counts or density) and its bin edges.
-stft: The short-time Fourier transform.
-istft: The inverse short-time Fourier transform.
-diff: The n-th forward difference along dim (with prepend and append).
-logcumsumexp: log(cumsum(exp(x))) along dim, computed stably.
-cov: The covariance matrix of the rows of a matrix (correction, fweights, aweights).
-index_copy: input with the slices of source copied at index along dim.
-isin: Whether each element of elements is in test_elements.
-heaviside: The Heaviside step: 0 below 0, 1 above, values at 0.
 ops.pool3d:adaptive_avg_pool3d: Average pooling to a given output size over 3 spatial dims.
 ops.pool3d:adaptive_max_pool1d: Max pooling to a given output length (return_indices for the argmax).
 ops.pool3d:adaptive_max_pool3d: Max pooling to a given output size over 3 spatial dims.
@@ -538,7 +528,6 @@ fft.rfftn: float32 results differ from PyTorch's by float32 rounding (another FF
 fft.ihfft: float32 results differ from PyTorch's by float32 rounding (another FFT library); float64 agrees.
 fft.ihfft2: float32 results differ from PyTorch's by float32 rounding (another FFT library); float64 agrees.
 fft.ihfftn: float32 results differ from PyTorch's by float32 rounding (another FFT library); float64 agrees.
-stft: float32 results differ from PyTorch's by float32 rounding (another FFT library); float64 agrees.
 special.bessel_j0: float64 values agree with mpmath to 1e-16; PyTorch's kernel is off by up to about
   3e-7 (so the two differ by that much).
 special.bessel_y1: float64 values agree with mpmath to 1e-15; PyTorch's kernel is off by up to about
@@ -551,17 +540,12 @@ minimum: the gradient where an operand is NaN: PyTorch sends the incoming gradie
   operands, ember to the second only (values agree).
 relu6: the gradient at a NaN input is 0 where PyTorch's is the incoming gradient (values agree).
 hardtanh: the gradient at a NaN input is 0 where PyTorch's is the incoming gradient (values agree).
-index_copy: with repeated indices (which PyTorch documents as nondeterministic) ember copies the last
-  slice and sends the gradient to it only; PyTorch sends it to every repeated slice.
 cummax: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
 cummin: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
 signbit: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
 argwhere: under vmap ember refuses (the output shape depends on the data) where torch.func.vmap runs
   when every sample has the same count.
-isin: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
 masked_scatter: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
-quantile: a batched q under vmap is refused with a RuntimeError (q is read as numbers) where
-  torch.func.vmap runs.
 nanquantile: a batched q under vmap is refused with a RuntimeError (q is read as numbers) where
   torch.func.vmap runs.
 take: a non-integer index raises IndexError where PyTorch raises RuntimeError.
