@@ -81,6 +81,25 @@ def test_docstrings_are_valid_rest():
     assert not bad, bad
 
 
+def test_the_table_does_not_override_a_docstring_in_the_code():
+    """A function documented in its own code keeps that text: the table is for those without one."""
+    import ast
+    import textwrap
+    both = []
+    for k in D._parse(T.SUMMARIES):
+        obj = D._resolve(k if k.startswith("Tensor.") else "ember." + k)
+        obj = getattr(obj, "__func__", obj)
+        if not inspect.isfunction(obj) or obj.__name__ == "<lambda>":
+            continue
+        try:
+            node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
+        except (OSError, TypeError, SyntaxError, IndexError):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
+            both.append(k)
+    assert not both, f"documented both in ember/_docs_table.py and in their code: {both}"
+
+
 def test_table_docstrings_are_applied_and_shared_with_the_tensor_methods():
     summaries = D._parse(T.SUMMARIES)
     assert ember.add.__doc__ == summaries["add"]
