@@ -34,7 +34,7 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """Returns ``obj`` unchanged: ember runs it eagerly.
 
     Differences from PyTorch: no TorchScript: the module or function itself comes back (the same
-    numbers, eager speed, nothing to save with torch.jit.save)."""
+    numbers, eager speed; ember.jit has no save or load)."""
     return obj
 
 
