@@ -10,6 +10,16 @@ copyright = "2026, The ember developers"
 import ember  # noqa: E402
 
 release = version = ember.__version__
+
+# the page "Differences from PyTorch", generated from the docstrings' paragraphs of that name
+# (ember._docs.differences_rst); written only when its text changes, so rebuilds stay incremental
+from ember import _docs  # noqa: E402
+
+_diff_page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api", "differences.rst")
+_diff_text = _docs.differences_rst()
+if not os.path.exists(_diff_page) or open(_diff_page, encoding="utf-8").read() != _diff_text:
+    with open(_diff_page, "w", encoding="utf-8") as _f:
+        _f.write(_diff_text)
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
 autosummary_generate = True
 autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}

@@ -114,8 +114,10 @@ def _assert(condition, message):
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
-    """torch.compile's entry point. ember runs eagerly and has no graph compiler, so the model or
-    function comes back unchanged (the same numbers, eager speed); usable as a decorator too."""
+    """torch.compile's entry point; usable as a decorator too.
+
+    Differences from PyTorch: ember runs eagerly and has no graph compiler, so the model or function
+    comes back unchanged (the same numbers, eager speed)."""
     if model is None:
         return lambda m: m
     if not callable(model):
@@ -154,8 +156,11 @@ def get_default_device():
 
 def set_default_device(device):
     """As torch.set_default_device on a CPU-only build: None and 'cpu' are accepted (tensors are
-    created on the CPU already). A CUDA device fails as PyTorch's CPU build fails when it allocates
-    (here at once); 'meta' as a default is not supported: pass ``device='meta'`` to the factories."""
+    created on the CPU already).
+
+    Differences from PyTorch: 'cuda' raises AssertionError at once, where PyTorch's CPU-only build
+    raises it at the first allocation; 'meta' as a default raises NotImplementedError where PyTorch
+    accepts it (pass ``device='meta'`` to the factories instead)."""
     if device is None:
         return
     d = device if isinstance(device, str) else str(device)
@@ -199,3 +204,7 @@ def __getattr__(name):
         from .func import vmap
         return vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+from . import _docs  # noqa: E402  (the registry functions' docstrings, from one table)
+_docs.apply()

@@ -35,6 +35,7 @@ class Generator:
         self._mt = _MT(_DEFAULT_SEED)
 
     def manual_seed(self, seed):
+        """Seed this generator (PyTorch's CPU stream: the same seed gives PyTorch's numbers)."""
         if isinstance(seed, Tensor):
             seed = seed.item()
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -46,18 +47,22 @@ class Generator:
         return self
 
     def seed(self):
+        """Seed this generator from a fresh random seed and return it."""
         import os
         s = int.from_bytes(os.urandom(8), "little")
         self._mt.manual_seed(s)
         return s
 
     def initial_seed(self):
+        """The seed this generator was last seeded with."""
         return self._mt.seed
 
     def get_state(self):
+        """The generator's state as a uint8 tensor (PyTorch's 5056-byte layout)."""
         return _new(np.frombuffer(self._mt.get_state_bytes(), np.uint8).copy())
 
     def set_state(self, new_state):
+        """Restore a state from get_state() (PyTorch's states load too)."""
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype is not dt.uint8:
@@ -67,6 +72,7 @@ class Generator:
         return self
 
     def clone_state(self):
+        """A new Generator in this one's state."""
         g = Generator.__new__(Generator)
         g.device = self.device
         g._mt = _MT(0)
@@ -82,6 +88,8 @@ class Generator:
         return self
 
     def random(self, size=None, dtype=np.float64):
+        """ember's own (not a torch method): uniform [0, 1) floats as a NumPy array, from this generator's
+        stream."""
         shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
         n = math.prod(shape)
         d = np.float64 if np.dtype(dtype) == np.float64 else np.float32
@@ -89,14 +97,17 @@ class Generator:
         return a if size is not None else a[()]
 
     def uniform(self, low=0.0, high=1.0, size=None):
+        """ember's own (not a torch method): uniform [low, high) floats as a NumPy array."""
         return low + (high - low) * self.random(size)
 
     def standard_normal(self, size=None, dtype=np.float64):
+        """ember's own (not a torch method): N(0, 1) samples as a NumPy array."""
         shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
         d = np.float64 if np.dtype(dtype) == np.float64 else np.float32
         return _normal_array(self._mt, shape, d)
 
     def integers(self, low, high=None, size=None):
+        """ember's own (not a torch method): integers in [low, high) as a NumPy array."""
         if high is None:
             low, high = 0, low
         shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
@@ -104,6 +115,7 @@ class Generator:
         return a if size is not None else int(a)
 
     def permutation(self, n):
+        """ember's own (not a torch method): a random permutation of range(n) as a NumPy array."""
         return _randperm_array(self._mt, int(n))
 
 
@@ -133,22 +145,27 @@ def _mt(generator=None):
 
 
 def manual_seed(seed):
+    """Seed the default generator (and return it): the same seed gives PyTorch's CPU random numbers."""
     return default_generator.manual_seed(seed)
 
 
 def seed():
+    """Seed the default generator from a fresh random seed and return it."""
     return default_generator.seed()
 
 
 def initial_seed():
+    """The seed the default generator was last seeded with."""
     return default_generator.initial_seed()
 
 
 def get_rng_state():
+    """The default generator's state as a uint8 tensor (PyTorch's layout)."""
     return default_generator.get_state()
 
 
 def set_rng_state(new_state):
+    """Restore the default generator's state from get_rng_state() (PyTorch's too)."""
     default_generator.set_state(new_state)
 
 
@@ -261,6 +278,12 @@ def _finish(arr, requires_grad=False, device=None):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of data (nested lists, numbers, NumPy arrays, tensors), its dtype inferred as
+    PyTorch infers it.
+
+    Differences from PyTorch: pin_memory=True is accepted and ignored, where PyTorch's CPU-only build raises
+    RuntimeError; a device other than 'cpu' and 'meta' raises RuntimeError where PyTorch's CPU-only build
+    raises AssertionError for 'cuda'."""
     if dtype is None and device is None:
         # fast path: a float or a flat list of floats (the common small-tensor case)
         tp = type(data)
@@ -303,6 +326,7 @@ def _all_floats(xs):
 
 
 def as_tensor(data, dtype=None, device=None):
+    """A tensor from data, sharing memory with a NumPy array or tensor of the right dtype (a copy otherwise)."""
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype is dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
@@ -332,6 +356,7 @@ asarray = as_tensor
 
 
 def from_numpy(ndarray):
+    """A tensor sharing memory with a NumPy array."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt.from_numpy_dtype(ndarray.dtype, "np.ndarray")
@@ -339,6 +364,7 @@ def from_numpy(ndarray):
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0):
+    """A 1-D tensor sharing memory with a Python buffer (bytes-like object)."""
     return _new(np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset))
 
 
@@ -377,6 +403,11 @@ def _out_kw(fn):
 @_out_kw
 def empty(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None,
           layout=None, pin_memory=False):
+    """An uninitialised tensor of the given shape.
+
+    Differences from PyTorch: pin_memory=True is accepted and ignored, where PyTorch's CPU-only build raises
+    RuntimeError; a device other than 'cpu' and 'meta' raises RuntimeError where PyTorch's CPU-only build
+    raises AssertionError for 'cuda'."""
     shape = U.shape_tuple(args, "empty", nonneg=True, kw=size)
     if _is_meta(device):
         return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
@@ -384,6 +415,7 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad=False, memory
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with the given shape and strides."""
     d = np.dtype(_dtype(dtype))
     size = tuple(size)
     if _is_meta(device):
@@ -396,6 +428,10 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
 @_out_kw
 def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
+    """A tensor of zeros.
+
+    Differences from PyTorch: a device other than 'cpu' and 'meta' raises RuntimeError where PyTorch's
+    CPU-only build raises AssertionError for 'cuda'; pin_memory is not a keyword here (TypeError)."""
     shape = U.shape_tuple(args, "zeros", nonneg=True, kw=size)
     if _is_meta(device):
         return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
@@ -405,6 +441,10 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad=False, memory
 
 @_out_kw
 def ones(*args, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None):
+    """A tensor of ones.
+
+    Differences from PyTorch: a device other than 'cpu' and 'meta' raises RuntimeError where PyTorch's
+    CPU-only build raises AssertionError for 'cuda'."""
     shape = U.shape_tuple(args, "ones", nonneg=True, kw=size)
     if _is_meta(device):
         return _meta_new(shape, _dtype(dtype), requires_grad, memory_format)
@@ -414,6 +454,7 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad=False, memory_
 
 @_out_kw
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    """A tensor filled with fill_value (its dtype inferred from the value when none is given)."""
     shape = U.shape_tuple((size,), "full", nonneg=True)
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
@@ -438,30 +479,40 @@ def _like(input, dtype, memory_format, fill=None):
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    """An uninitialised tensor with input's shape (and dtype, layout unless given)."""
     if _is_meta(device or (input.device if input._meta else None)):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format), requires_grad, device or (input.device if input._meta else None))
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    """Zeros with input's shape (and dtype, layout unless given).
+
+    Differences from PyTorch: a device other than 'cpu' and 'meta' raises RuntimeError where PyTorch's
+    CPU-only build raises AssertionError for 'cuda'."""
     if _is_meta(device or (input.device if input._meta else None)):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, 0), requires_grad, device or (input.device if input._meta else None))
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    """Ones with input's shape (and dtype, layout unless given)."""
     if _is_meta(device or (input.device if input._meta else None)):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, 1), requires_grad, device or (input.device if input._meta else None))
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    """fill_value with input's shape (and dtype, layout unless given)."""
     if _is_meta(device or (input.device if input._meta else None)):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
     return _finish(_like(input, dtype, memory_format, fill_value), requires_grad, device)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """An n x m matrix with ones on the diagonal.
+
+    Differences from PyTorch: a negative size raises ValueError where PyTorch raises RuntimeError."""
     if _is_meta(device):
         return _meta_new((n, n if m is None else m), _dtype(dtype), requires_grad)
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad, device)
@@ -469,6 +520,10 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 @_out_kw
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    """Values from start to end (excluded) by step.
+
+    Differences from PyTorch: out= of an integer dtype with a fractional step is not checked: ember fills it
+    where PyTorch raises."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -492,6 +547,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from start to end (included) by step (deprecated in PyTorch; use arange)."""
     if end is None:
         start, end = 0, start
     n = int(np.floor((end - start) / step)) + 1
@@ -514,6 +570,7 @@ def _span(start, end, dtype, name):
 
 @_out_kw
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    """steps values evenly spaced from start to end (both included)."""
     d = _dtype(dtype)
     if steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
@@ -547,6 +604,7 @@ def _spaced_ops(start, end, steps, dtype, base):
 @_out_kw
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None,
              layout=None):
+    """steps values base ** x for x evenly spaced from start to end."""
     d = _dtype(dtype)
     if steps < 0:
         raise RuntimeError(f"logspace(): number of steps must be non-negative, got {steps}")
@@ -559,16 +617,19 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The 2 x N indices of the lower triangle of a row x col matrix."""
     r, c = np.tril_indices(row, offset, col)
     return _new(np.stack([r, c]).astype(_dtype(dtype, dt.int64)))
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The 2 x N indices of the upper triangle of a row x col matrix."""
     r, c = np.triu_indices(row, offset, col)
     return _new(np.stack([r, c]).astype(_dtype(dtype, dt.int64)))
 
 
 def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors (indexing 'ij' or 'xy')."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     n = len(tensors)
@@ -694,6 +755,7 @@ def _fill(arr, make, *args):
 
 @_out_kw
 def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+    """Uniform samples in [0, 1) (PyTorch's CPU stream)."""
     shape = U.shape_tuple(args, "rand", nonneg=True, kw=size)
     r = D.batched_draw(lambda s: rand(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
@@ -711,6 +773,7 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
 
 @_out_kw
 def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+    """Standard normal samples (PyTorch's CPU stream)."""
     shape = U.shape_tuple(args, "randn", nonneg=True, kw=size)
     r = D.batched_draw(lambda s: randn(s, generator=generator, dtype=dtype), shape) if D.state.levels else None
     if r is not None:
@@ -727,6 +790,7 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, **kw):
+    """Integers uniform in [low, high) (PyTorch's CPU stream)."""
     low = kw.pop("low", 0)
     high = kw.pop("high", None)
     args = list(args)
@@ -754,6 +818,7 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """A random permutation of 0..n-1 (PyTorch's CPU stream)."""
     n = int(n)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
@@ -768,6 +833,7 @@ def _like_random(input, dtype, memory_format, make, *args):
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
               layout=None):
+    """Uniform [0, 1) samples with input's shape and dtype."""
     _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
     if input._meta or _is_meta(device):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
@@ -780,6 +846,7 @@ def rand_like(input, *, dtype=None, generator=None, requires_grad=False, memory_
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory_format=None, device=None,
                layout=None):
+    """Standard normal samples with input's shape and dtype."""
     _finish(np.zeros(0), False, device)  # (checks the device: only "cpu" and "meta" exist)
     if input._meta or _is_meta(device):
         return _meta_new(input.shape, (dtype or input.dtype).np, requires_grad)
@@ -794,6 +861,7 @@ def randn_like(input, *, dtype=None, generator=None, requires_grad=False, memory
 
 def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=None, requires_grad=False,
                  memory_format=None, layout=None):
+    """Integers uniform in [low, high) with input's shape and dtype."""
     _finish(np.zeros(0), False, device)
     if high is None:
         low, high = 0, low
@@ -811,6 +879,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=
 @_out_kw
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, out=None, layout=None,
            device=None, pin_memory=False):
+    """Normal samples with the given means and standard deviations (tensors or numbers)."""
     mt = _mt(generator)
     tm, ts = isinstance(mean, Tensor), isinstance(std, Tensor)
     if tm or ts:
@@ -843,6 +912,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
+    """0/1 samples with the probabilities in input (or p).
+
+    Differences from PyTorch: out= of an integer dtype is refused with RuntimeError; PyTorch fills it."""
     if input._wr is not None and getattr(input._wr, "kind", None) == "vmap":
         lvl = input._wr
         if lvl.randomness == "same":
@@ -885,6 +957,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """num_samples category indices per row, drawn with the probabilities in input.
+
+    Differences from PyTorch: out= of a floating dtype is accepted; PyTorch requires int64 (RuntimeError)."""
     if not input.is_floating_point():
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
     if num_samples <= 0:
@@ -935,6 +1010,7 @@ def _exponential_values(mt, n, d, lambd):
 
 
 def poisson(input, generator=None):
+    """Poisson samples with the rates in input."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"poisson: expected a floating point rate tensor, got {input.dtype}")
     if (input._data < 0).any() or np.isnan(input._data).any():

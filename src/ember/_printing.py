@@ -8,6 +8,8 @@ _opts = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sc
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
                      sci_mode=None):
+    """Set how tensors print (precision, threshold, edgeitems, linewidth, profile, sci_mode), as PyTorch's
+    options."""
     if profile == "default":
         _opts.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
     elif profile == "full":

@@ -69,12 +69,14 @@ def _need(name, A, n=2):
 
 
 def inv_ex(A, *, check_errors=False, out=None):
+    """inv without raising on singular input: returns (inverse, info)."""
     _need("linalg.inv_ex", A)
     r = dispatch(_LS.inv_op, (A,), {"check_errors": check_errors})
     return _out(_InvEx(*r), out)
 
 
 def inv(A, *, out=None):
+    """The inverse of a square matrix (or batch); LinAlgError for a singular one."""
     _need("linalg.inv", A)
     return _out(dispatch(_LS.inv_op, (A,), {"check_errors": True})[0], out)
 
@@ -84,6 +86,7 @@ def _vector_case(A, B):
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """solve without raising on singular input: returns (result, info)."""
     _need("linalg.solve", A)
     if not U.is_tensor(B):
         raise TypeError(f"linalg.solve(): argument 'B' must be Tensor, not {type(B).__name__}")
@@ -103,10 +106,12 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 
 
 def solve(A, B, *, left=True, out=None):
+    """The solution X of A X = B (or X A = B with left=False)."""
     return _out(solve_ex(A, B, left=left, check_errors=True)[0], out)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """The solution of a triangular system (upper, left, unitriangular)."""
     _need("linalg.solve_triangular", A)
     if B.dim() < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
@@ -133,18 +138,26 @@ def _real_only(name, *tensors):
 
 
 def det(A, *, out=None):
+    """The determinant of a square matrix (or batch).
+
+    Differences from PyTorch: float16 input raises RuntimeError where PyTorch raises NotImplementedError."""
     _need("linalg.det", A)
     return _out(dispatch(_LS.det_op, (A,)), out)
 
 
 def slogdet(A, *, out=None):
+    """The sign and log of the absolute determinant.
+
+    Differences from PyTorch: complex input is refused with NotImplementedError."""
     _real_only("linalg.slogdet", A)
     _need("linalg.slogdet", A)
     return _out(_Slogdet(*dispatch(_LS.slogdet_op, (A,))), out)
 
 
 def logdet(input):
-    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet)."""
+    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet).
+
+    Differences from PyTorch: complex input is refused with NotImplementedError."""
     _real_only("torch.logdet", input)
     sign, la = slogdet(input)
     from .ops.elementwise import where
@@ -155,6 +168,9 @@ def logdet(input):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """cholesky without raising on failure: returns (L, info), info > 0 where a matrix is not positive-definite.
+
+    Differences from PyTorch: complex input is refused with NotImplementedError."""
     _real_only("linalg.cholesky_ex", A)
     _need("linalg.cholesky", A)
     p = {"check_errors": check_errors}
@@ -164,6 +180,10 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 
 def cholesky(A, *, upper=False, out=None):
+    """The Cholesky factor L (or U with upper=True) of a symmetric positive-definite matrix.
+
+    Differences from PyTorch: complex input is refused with NotImplementedError; PyTorch factors Hermitian
+    matrices."""
     return _out(cholesky_ex(A, upper=upper, check_errors=True)[0], out)
 
 
@@ -184,7 +204,10 @@ def _factor_check(name, L):
 
 
 def cholesky_solve(B, L, upper=False, *, out=None):
-    """torch.cholesky_solve: X with A X = B where A = L L^H (or U^H U)."""
+    """torch.cholesky_solve: X with A X = B where A = L L^H (or U^H U).
+
+    Differences from PyTorch: complex input is refused with NotImplementedError; the derivative along
+    the triangle LAPACK never reads is 0 (finite differences agree), PyTorch's is not."""
     _same_dtype("cholesky_solve", B, L)
     _factor_check("cholesky_solve", L)
     if B.dim() < 2 or L.dim() < 2:
@@ -201,6 +224,10 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
+    """The inverse of A from its Cholesky factor.
+
+    Differences from PyTorch: complex input is refused with NotImplementedError; the derivative along the
+    triangle LAPACK never reads is 0 (finite differences agree), PyTorch's is not."""
     _real_only("torch.cholesky_inverse", L)
     _need("cholesky_inverse", L)
     _factor_check("cholesky_inverse", L)
@@ -212,17 +239,20 @@ def cholesky_inverse(L, upper=False, *, out=None):
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """lu_factor without raising on singular input: returns (LU, pivots, info)."""
     _need("linalg.lu_factor_ex", A)
     return _out(_LUFEx(*dispatch(_LS.lu_op, (A,), {"pivot": pivot, "check_errors": check_errors})), out)
 
 
 def lu_factor(A, *, pivot=True, out=None):
+    """The compact LU factorisation (LU, pivots), LAPACK's layout."""
     _need("linalg.lu_factor", A)
     lu_, piv, _ = dispatch(_LS.lu_op, (A,), {"pivot": pivot, "check_errors": True})
     return _out(_LUF(lu_, piv), out)
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """Unpack lu_factor's output into P, L, U."""
     if LU_data.dim() < 2:
         raise RuntimeError("torch.lu_unpack: LU_data must have at least 2 dimensions")
     if LU_pivots.dtype.name != "int32":
@@ -240,6 +270,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
 
 
 def lu(A, *, pivot=True, out=None):
+    """The LU factorisation with partial pivoting as (P, L, U)."""
     _need("linalg.lu", A)
     lu_, piv, _ = dispatch(_LS.lu_op, (A,), {"pivot": pivot})
     return _out(_LU(*_LS.lu_unpack_parts(lu_, piv)), out)
@@ -276,6 +307,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 
 def qr(A, mode="reduced", *, out=None):
+    """The QR factorisation (mode 'reduced', 'complete' or 'r')."""
     _need("linalg.qr", A)
     return _out(_QR(*_SP.qr(A, mode)), out)
 
@@ -287,23 +319,29 @@ def _no_driver(name, driver):
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
+    """The singular value decomposition U, S, Vh (full_matrices).
+
+    Differences from PyTorch: driver= raises RuntimeError, as PyTorch does for CPU input."""
     _need("linalg.svd", A)
     _no_driver("svd", driver)
     return _out(_SVD(*_SP.svd(A, full_matrices)), out)
 
 
 def svdvals(A, *, driver=None, out=None):
+    """The singular values, in descending order."""
     _need("linalg.svdvals", A)
     _no_driver("svdvals", driver)
     return _out(_SP.svd(A, False)[1], out)
 
 
 def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric or Hermitian matrix (UPLO)."""
     _need("linalg.eigh", A)
     return _out(_Eigh(*_SP.eigh(A, UPLO)), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) of a symmetric or Hermitian matrix."""
     _need("linalg.eigvalsh", A)
     return _out(_SP.eigh(A, UPLO)[0], out)
 
@@ -318,11 +356,17 @@ def _complex_missing(name):
 
 
 def eig(A, *, out=None):
+    """Eigenvalues and eigenvectors of a general square matrix.
+
+    Differences from PyTorch: not implemented yet: raises RuntimeError."""
     _need("linalg.eig", A)
     _complex_missing("linalg.eig")
 
 
 def eigvals(A, *, out=None):
+    """Eigenvalues of a general square matrix.
+
+    Differences from PyTorch: not implemented yet: raises RuntimeError."""
     _need("linalg.eigvals", A)
     _complex_missing("linalg.eigvals")
 
@@ -364,11 +408,15 @@ orgqr = householder_product
 
 
 def geqrf(input, *, out=None):
+    """The QR factorisation in LAPACK's compact form (a, tau)."""
     return _out(_Geqrf(*dispatch(_SP.geqrf_op, (input,))), out)
 
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
-    """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output."""
+    """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output.
+
+    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it. A 1-D input
+    raises IndexError where PyTorch raises RuntimeError."""
     for t in (input, tau, other):
         if not t.is_floating_point():
             raise RuntimeError(f"torch.ormqr: Expected a floating point or complex tensor as input. Got "
@@ -396,6 +444,9 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    """The least-squares solution of A X = B, with residuals, rank and singular values by driver.
+
+    Differences from PyTorch: complex input is refused with NotImplementedError."""
     _real_only("linalg.lstsq", A, B)
     _need("linalg.lstsq", A)
     if driver is None:
@@ -424,6 +475,7 @@ def _tol_value(t):
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
+    """The Moore-Penrose pseudo-inverse (atol, rtol, hermitian)."""
     _need("linalg.pinv", A)
     if rcond is not None:
         rtol = rcond
@@ -439,10 +491,14 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
 
 
 def pinverse(input, rcond=1e-15):
+    """The pseudo-inverse (torch.pinverse: rcond relative to the largest singular value)."""
     return pinv(input, rtol=rcond)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
+    """The numerical rank (singular values above max(atol, rtol * largest)).
+
+    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes the rank."""
     _need("linalg.matrix_rank", A)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -471,11 +527,13 @@ def _no_grad():
 
 
 def matrix_exp(A):
+    """The matrix exponential."""
     _need("linalg.matrix_exp", A)
     return dispatch(_LS.expm_op, (A,))
 
 
 def matrix_power(A, n, *, out=None):
+    """The n-th power of a square matrix (negative n: of its inverse)."""
     _need("linalg.matrix_power", A)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
@@ -622,6 +680,7 @@ def cond(A, p=None, *, out=None):
 
 
 def cross(input, other, *, dim=-1, out=None):
+    """The cross product of 3-vectors along dim."""
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     d = U.wrap_dim(dim, input.dim(), "linalg.cross")
@@ -637,6 +696,9 @@ def cross(input, other, *, dim=-1, out=None):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product along dim, conjugating x: sum(x.conj() * y, dim).
+
+    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it."""
     if not x.is_floating_point() or not y.is_floating_point():
         bad = x if not x.is_floating_point() else y
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
@@ -696,6 +758,7 @@ def multi_dot(tensors, *, out=None):
 
 
 def tensorinv(A, ind=2, *, out=None):
+    """The inverse of a tensor for tensordot over ind leading dims."""
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     out_shape = tuple(A.shape[ind:]) + tuple(A.shape[:ind])
@@ -708,6 +771,7 @@ def tensorinv(A, ind=2, *, out=None):
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
+    """The X with tensordot(A, X, X.ndim) = B."""
     if dims is not None:
         dims = [U.wrap_dim(d, A.dim(), "linalg.tensorsolve") for d in dims]
         rest = [d for d in range(A.dim()) if d not in dims]
@@ -724,7 +788,9 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 def vander(x, N=None):
-    """Columns x^0, x^1, ..., x^(N-1) (increasing powers), through a product scan."""
+    """Columns x^0, x^1, ..., x^(N-1) (increasing powers), through a product scan.
+
+    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it."""
     if x.dim() == 0:
         x = x.unsqueeze(0)
     n = x.shape[-1] if N is None else N
@@ -739,6 +805,7 @@ def vander(x, N=None):
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals along the last two dims (offset), as a view."""
     return A.diagonal(offset, dim1, dim2)
 
 
@@ -746,17 +813,20 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """ldl_factor without raising on failure: returns (LD, pivots, info)."""
     _need("torch.linalg.ldl_factor_ex", A)
     p = {"hermitian": hermitian, "check_errors": check_errors}
     return _out(_LDLEx(*dispatch(_SP.ldl_op, (A,), p)), out)
 
 
 def ldl_factor(A, *, hermitian=False, out=None):
+    """The LDL^T factorisation of a symmetric matrix (LD, pivots), LAPACK's sytrf layout."""
     ld, piv, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
     return _out(_LDL(ld, piv), out)
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """Solve A X = B from ldl_factor's LD and pivots."""
     return _out(dispatch(_SP.ldl_solve_op, (LD, pivots, B), {"hermitian": hermitian}), out)
 
 
@@ -764,6 +834,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
 
 
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: the SVD as (U, S, V) (some, compute_uv), deprecated in PyTorch for linalg.svd."""
     if not compute_uv:
         from ._creation import zeros
         s = svdvals(input)
@@ -775,23 +846,30 @@ def _torch_svd(input, some=True, compute_uv=True, *, out=None):
 
 
 def _torch_qr(input, some=True, *, out=None):
+    """torch.qr: the QR factorisation (some), deprecated in PyTorch for linalg.qr."""
     return _out(_TQR(*qr(input, "reduced" if some else "complete")), out)
 
 
 def _torch_cholesky(input, upper=False, *, out=None):
+    """torch.cholesky: the Cholesky factor (upper), deprecated in PyTorch for linalg.cholesky.
+
+    Differences from PyTorch: complex input is refused with NotImplementedError."""
     return cholesky(input, upper=upper, out=out)
 
 
 def _torch_lu(A, pivot=True, get_infos=False, out=None):
+    """torch.lu: the compact LU factorisation (and infos with get_infos)."""
     r = lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
     return _out(tuple(r) if get_infos else (r[0], r[1]), out)
 
 
 def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """torch.lu_solve: solve A X = b from the LU factorisation of A."""
     return lu_solve(LU_data, LU_pivots, b, out=out)
 
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """torch.triangular_solve: (solution, copy of A) for a triangular A, deprecated for linalg.solve_triangular."""
     _same_dtype("triangular_solve", b, A)
     a = A.mT if transpose else A
     x = _LS.solve_tri(a, b, upper != transpose, unitriangular)
@@ -799,6 +877,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 
 
 def symeig(*args, **kwargs):
+    """Removed in PyTorch 1.9: raises RuntimeError with PyTorch's message (use linalg.eigh)."""
     raise RuntimeError(
         "This function was deprecated since version 1.9 and is now removed. The default behavior has changed "
         "from using the upper triangular portion of the matrix by default to using the lower triangular "
@@ -834,6 +913,7 @@ def svd_lowrank(A, q=6, niter=2, M=None):
 
 
 def pca_lowrank(A, q=None, center=True, niter=2):
+    """Principal components of a low-rank matrix: (U, S, V) from a randomised SVD of the centred input."""
     m, n = A.shape[-2:]
     q = min(6, m, n) if q is None else q
     if not 0 <= q <= min(m, n):

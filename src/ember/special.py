@@ -32,14 +32,17 @@ gammaincc = _SP.igammac
 
 
 def logit(input, eps=None):
+    """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
     return _E.logit(input, eps)
 
 
 def multigammaln(input, p):
+    """The log of the multivariate gamma function of dimension p."""
     return _SP.mvlgamma(input, p)
 
 
 def round(input, *, decimals=0):
+    """Round to the nearest integer (half to even), or to decimals digits."""
     return _E.round(input, decimals=decimals)
 
 

@@ -134,12 +134,14 @@ _stack = []
 
 
 def enter_dual_level():
+    """Open a new forward-mode level and return its index (dual_level does it for a with block)."""
     lvl = D.push_level(_DualLevel())
     _stack.append(lvl)
     return lvl
 
 
 def exit_dual_level(*, level=None):
+    """Close a forward-mode level (the innermost by default)."""
     lvl = _stack[-1] if level is None else level
     if not _stack or _stack[-1] is not lvl:
         raise RuntimeError("forward AD levels must be exited in the reverse order of entry")

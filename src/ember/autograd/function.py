@@ -126,14 +126,17 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """The custom computation; a subclass defines it (with ctx first, or without it and setup_context)."""
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        """Save what backward needs from inputs and output, for a forward defined without ctx."""
         raise NotImplementedError("setup_context is not overridden")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """The gradients of forward's inputs from the gradients of its outputs; a subclass defines it."""
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
@@ -141,6 +144,8 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
+        """The tangents of forward's outputs from the tangents of its inputs (forward mode); a subclass defines
+        it."""
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function to "
                                   "use it with forward mode AD.")
 

@@ -64,10 +64,12 @@ class _FixedMode(_Mode):
 
 
 class no_grad(_FixedMode):
+    """Context manager (and decorator) that turns gradient recording off."""
     _enabled = False
 
 
 class enable_grad(_FixedMode):
+    """Context manager (and decorator) that turns gradient recording on."""
     _enabled = True
 
 
@@ -124,8 +126,10 @@ class inference_mode(_Mode):
 
 
 def is_grad_enabled():
+    """Whether gradient recording is on."""
     return _gm.enabled
 
 
 def is_inference_mode_enabled():
+    """Whether an inference_mode block is active."""
     return _gm.inference

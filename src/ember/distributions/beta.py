@@ -10,7 +10,10 @@ __all__ = ["Beta"]
 
 
 class Beta(ExponentialFamily):
-    """The beta distribution of ``concentration1`` (alpha) and ``concentration0`` (beta)."""
+    """The beta distribution of ``concentration1`` (alpha) and ``concentration0`` (beta).
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (drawn
+    through ember's gamma sampler); the distribution is the same."""
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True

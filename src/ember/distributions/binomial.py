@@ -15,7 +15,10 @@ def _clamp_by_zero(x):
 
 
 class Binomial(BinaryProbsLogits, Distribution):
-    """The number of successes in ``total_count`` Bernoulli trials of probability ``probs``."""
+    """The number of successes in ``total_count`` Bernoulli trials of probability ``probs``.
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (another
+    binomial sampler); the distribution is the same."""
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
     has_enumerate_support = True

@@ -6,7 +6,10 @@ __all__ = ["Chi2"]
 
 
 class Chi2(Gamma):
-    """The chi-squared distribution of ``df`` degrees of freedom: Gamma(df / 2, 1 / 2)."""
+    """The chi-squared distribution of ``df`` degrees of freedom: Gamma(df / 2, 1 / 2).
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (drawn
+    through ember's gamma sampler); the distribution is the same."""
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):

@@ -9,7 +9,10 @@ __all__ = ["Dirichlet"]
 class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution of ``concentration`` (its last dim is the event). rsample
     normalises independent gamma draws: its gradient is the gammas' pathwise gradient carried
-    through the normalisation (an unbiased reparameterisation gradient)."""
+    through the normalisation (an unbiased reparameterisation gradient).
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (drawn
+    through ember's gamma sampler); the distribution is the same."""
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True

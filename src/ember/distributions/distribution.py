@@ -96,25 +96,33 @@ class Distribution:
         raise NotImplementedError
 
     def sample_n(self, n):
+        """n samples (the old form of sample((n,)))."""
         warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning)
         return self.sample(ember.Size((n,)))
 
     def log_prob(self, value):
+        """The log of the density (or probability mass) at value."""
         raise NotImplementedError
 
     def cdf(self, value):
+        """The cumulative distribution function at value."""
         raise NotImplementedError
 
     def icdf(self, value):
+        """The inverse cumulative distribution function at probabilities value."""
         raise NotImplementedError
 
     def enumerate_support(self, expand=True):
+        """Every value of a discrete distribution's support, along a new leading dim (expand=True broadcasts it
+        over the batch)."""
         raise NotImplementedError
 
     def entropy(self):
+        """The entropy, over the batch shape."""
         raise NotImplementedError
 
     def perplexity(self):
+        """exp(entropy())."""
         return ember.exp(self.entropy())
 
     def _extended_shape(self, sample_shape=ember.Size()):

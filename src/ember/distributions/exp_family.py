@@ -7,6 +7,8 @@ __all__ = ["ExponentialFamily"]
 
 
 class ExponentialFamily(Distribution):
+    """Base class of exponential-family distributions (entropy from the log normaliser)."""
+
     @property
     def _natural_params(self):
         raise NotImplementedError

@@ -11,7 +11,10 @@ __all__ = ["Gamma"]
 
 class Gamma(ExponentialFamily):
     """The gamma distribution of shape ``concentration`` and inverse scale ``rate``; rsample has
-    pathwise gradients in both."""
+    pathwise gradients in both.
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (another
+    gamma sampler); the distribution is the same."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

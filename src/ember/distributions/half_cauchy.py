@@ -10,7 +10,7 @@ __all__ = ["HalfCauchy"]
 
 
 class HalfCauchy(TransformedDistribution):
-    """|X| for X ~ Cauchy(0, scale)."""
+    """abs(X) for X ~ Cauchy(0, scale)."""
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

@@ -10,7 +10,7 @@ __all__ = ["HalfNormal"]
 
 
 class HalfNormal(TransformedDistribution):
-    """|X| for X ~ Normal(0, scale)."""
+    """abs(X) for X ~ Normal(0, scale)."""
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

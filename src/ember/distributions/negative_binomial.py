@@ -8,7 +8,10 @@ __all__ = ["NegativeBinomial"]
 
 
 class NegativeBinomial(BinaryProbsLogits, Distribution):
-    """The number of successes before ``total_count`` failures of Bernoulli trials of ``probs``."""
+    """The number of successes before ``total_count`` failures of Bernoulli trials of ``probs``.
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (drawn
+    through ember's gamma sampler); the distribution is the same."""
     arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
                        "logits": constraints.real}
     support = constraints.nonnegative_integer

@@ -10,7 +10,10 @@ __all__ = ["StudentT"]
 
 
 class StudentT(Distribution):
-    """Student's t distribution of ``df`` degrees of freedom, location ``loc``, scale ``scale``."""
+    """Student's t distribution of ``df`` degrees of freedom, location ``loc``, scale ``scale``.
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (drawn
+    through ember's gamma sampler); the distribution is the same."""
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True

@@ -10,7 +10,7 @@ __all__ = ["TransformedDistribution"]
 
 class TransformedDistribution(Distribution):
     """``base_distribution`` pushed through ``transforms``: samples are transformed base samples,
-    log_prob subtracts each transform's log |det J| (change of variables)."""
+    log_prob subtracts each transform's log abs(det J) (change of variables)."""
     arg_constraints = {}
 
     def __init__(self, base_distribution, transforms, validate_args=None):

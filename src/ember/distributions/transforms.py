@@ -59,6 +59,7 @@ class Transform:
         raise NotImplementedError
 
     def with_cache(self, cache_size=1):
+        """This transform with a cache of size cache_size (0 or 1)."""
         if self._cache_size == cache_size:
             return self
         if type(self).__init__ is Transform.__init__:
@@ -98,15 +99,18 @@ class Transform:
         raise NotImplementedError
 
     def log_abs_det_jacobian(self, x, y):
+        """log abs(dy/dx) for an input x and its image y."""
         raise NotImplementedError
 
     def __repr__(self):
         return self.__class__.__name__ + "()"
 
     def forward_shape(self, shape):
+        """The output shape for an input shape."""
         return shape
 
     def inverse_shape(self, shape):
+        """The input shape for an output shape."""
         return shape
 
 
@@ -506,7 +510,7 @@ class TanhTransform(Transform):
 
 
 class AbsTransform(Transform):
-    """y = |x| (not injective)."""
+    """y = abs(x) (not injective)."""
     domain = constraints.real
     codomain = constraints.positive
 

@@ -17,7 +17,10 @@ def _log_modified_bessel_i0(x):
 
 class VonMises(Distribution):
     """The von Mises (circular normal) distribution of mean angle ``loc`` and ``concentration``.
-    Sampling is Best & Fisher's rejection method (in float64); it has no rsample."""
+    Sampling is Best & Fisher's rejection method (in float64); it has no rsample.
+
+    Differences from PyTorch: samples are reproducible under manual_seed but are not PyTorch's draws (another
+    rejection sampler); the distribution is the same."""
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
     has_rsample = False

@@ -261,7 +261,7 @@ def grad(func, argnums=0, has_aux=False):
 
 
 def vjp(func, *primals, has_aux=False):
-    """(func(*primals), vjp_fn): vjp_fn(cotangents) gives the cotangents of the primals."""
+    """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` gives the cotangents of the primals."""
     level = D.push_level(GradLevel())
     prev = D.grad_mode.enabled
     D.grad_mode.enabled = True
@@ -316,7 +316,7 @@ def vjp(func, *primals, has_aux=False):
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """(func(*primals), the directional derivative along tangents), by forward-mode AD."""
+    """``(func(*primals), the directional derivative along tangents)``, by forward-mode AD."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
     pflat, pspec = tree_flatten(tuple(primals))
@@ -360,7 +360,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
 
 def linearize(func, *primals):
-    """(func(*primals), jvp_fn) where jvp_fn(*tangents) evaluates the jvp at the primals."""
+    """``(func(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` evaluates the jvp at the primals."""
     out = func(*primals)
 
     def jvp_fn(*tangents):

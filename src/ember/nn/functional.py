@@ -67,106 +67,129 @@ def _src(input, inplace):
 
 
 def relu(input, inplace=False):
+    """ReLU activation, max(0, x)."""
     return input.relu_() if inplace else _ops.relu(input)
 
 
 def relu_(input):
+    """In-place ReLU."""
     return input.relu_()
 
 
 def relu6(input, inplace=False):
+    """min(max(0, x), 6)."""
     return _maybe_inplace(input, _ops.relu6(_src(input, inplace)), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """Leaky ReLU, x for x >= 0 and negative_slope * x otherwise."""
     return _maybe_inplace(input, _ops.leaky_relu(_src(input, inplace), negative_slope), inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """ELU activation, x for x > 0 and alpha * (exp(x) - 1) otherwise."""
     return _maybe_inplace(input, _ops.elu(_src(input, inplace), alpha), inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val]."""
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
     return _maybe_inplace(input, _ops.hardtanh(_src(input, inplace), min_val, max_val), inplace)
 
 
 def silu(input, inplace=False):
+    """SiLU (swish), x * sigmoid(x)."""
     return _maybe_inplace(input, _ops.silu(_src(input, inplace)), inplace)
 
 
 def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, value elsewhere."""
     x = _src(input, inplace)
     out = _ops.where(x <= threshold, value, x)  # NaN stays NaN (PyTorch)
     return input.copy_(out) if inplace else out
 
 
 def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky ReLU."""
     return leaky_relu(input, negative_slope, True)
 
 
 def elu_(input, alpha=1.0):
+    """In-place ELU."""
     return elu(input, alpha, True)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh."""
     return hardtanh(input, min_val, max_val, True)
 
 
 def selu(input, inplace=False):
+    """SELU activation."""
     out = D.dispatch(_E.elu_op, (_src(input, inplace),), {"alpha": 1.6732632423543772848170429916717,
                                            "scale": 1.0507009873554804934193349852946})
     return input.copy_(out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
+    """CELU activation, max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     out = _ops.celu(_src(input, inplace), alpha)
     return input.copy_(out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
+    """Hard sigmoid, relu6(x + 3) / 6."""
     out = D.dispatch(_E.hardsigmoid_op, (_src(input, inplace),))
     return input.copy_(out) if inplace else out
 
 
 def hardswish(input, inplace=False):
+    """Hard swish, x * relu6(x + 3) / 6."""
     out = D.dispatch(_E.hardswish_op, (_src(input, inplace),))
     return input.copy_(out) if inplace else out
 
 
 def mish(input, inplace=False):
+    """Mish activation, x * tanh(softplus(x))."""
     out = D.dispatch(_E.mish_op, (_src(input, inplace),))
     return input.copy_(out) if inplace else out
 
 
 def logsigmoid(input):
+    """log(sigmoid(x)), computed stably."""
     return D.dispatch(_E.log_sigmoid_op, (input,))
 
 
 def softsign(input):
+    """x / (1 + abs(x))."""
     return input / (1 + input.abs())
 
 
 def tanhshrink(input):
+    """x - tanh(x)."""
     return input - input.tanh()
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
     return softmax(-input, dim, dtype=dtype)
 
 
 def glu(input, dim=-1):
+    """Gated linear unit: a * sigmoid(b), a and b the halves of the input along dim."""
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """Divide by the p-norm along dim (at least eps)."""
     n = _ops.norm(input, p, dim, keepdim=True)
     return U.write_out(input / _ops.clamp_min(n, eps).expand_as(input), out)
 
 
 def one_hot(tensor, num_classes=-1):
+    """One-hot encoding of int64 class indices (num_classes, or the largest index + 1)."""
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     a = tensor._data
@@ -204,6 +227,7 @@ def _scaled_noise(input, shape, p):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p (in training) and scale the rest by 1 / (1 - p)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -218,6 +242,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) input with probability p."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
                            f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
@@ -226,6 +251,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) input with probability p."""
     import warnings
     d = input.dim()
     if d not in (3, 4):
@@ -258,6 +284,7 @@ def _channel_dropout(input, p, training, inplace, nd):
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout: keeps the mean and variance of SELU activations."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -279,18 +306,22 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def pad(input, pad, mode="constant", value=None):
+    """Pad the trailing dims (modes 'constant', 'reflect', 'replicate', 'circular')."""
     return _composite.pad(input, pad, mode, value)
 
 
 def bilinear(input1, input2, weight, bias=None):
+    """y = x1^T A x2 + b."""
     return _ops.bilinear(input1, input2, weight, bias)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """p-norm distance between two batches of vectors (eps added to the difference)."""
     return _ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
 def pdist(input, p=2.0):
+    """p-norm distances between all pairs of rows (the upper triangle, flattened)."""
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     d = _ops.index_select(input, 0, D._new_tensor(i.astype(np.int64))) - \
@@ -299,6 +330,7 @@ def pdist(input, p=2.0):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine similarity along dim."""
     if tuple(x1.shape) != tuple(x2.shape):  # the norms are over the broadcast shape, as PyTorch's
         x1, x2 = _ops.broadcast_tensors(x1, x2)
     n1 = _ops.clamp_min(_ops.norm(x1, 2, dim), eps)
@@ -346,6 +378,7 @@ def _float_operands(name, input, target, dtype=None):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean (or sum) squared error."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
@@ -359,6 +392,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean (or sum) absolute error."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("l1_loss", input, target)
@@ -369,6 +403,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -386,6 +421,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Huber loss: squared error below delta, linear above."""
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got {delta}).")
@@ -401,6 +437,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Binary cross-entropy between probabilities and targets."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy", input, target)
@@ -424,6 +461,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    """Binary cross-entropy on logits (computed stably; pos_weight)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy_with_logits", input, target)
@@ -446,6 +484,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
+    """Negative log-likelihood of class indices under log-probabilities."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _loss.nll_loss(input, target, weight, ignore_index, reduction)
@@ -453,12 +492,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
+    """Cross-entropy between logits and class indices or class probabilities."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _loss.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence from log-probability inputs to targets (log_target)."""
     reduction = _reduction(size_average, reduce, reduction)
     if log_target:
         loss = target.exp() * (target - input)
@@ -471,12 +512,14 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-y * x)), the logistic loss on +-1 targets."""
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce(softplus(-target * input), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
+    """1 - cos(x1, x2) for y = 1, max(0, cos(x1, x2) - margin) for y = -1."""
     reduction = _reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = _ops.where(target > 0, 1 - cos, _ops.clamp_min(cos - margin, 0.0))
@@ -485,12 +528,14 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
+    """max(0, -y * (x1 - x2) + margin)."""
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce(_ops.clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
+    """Negative log-likelihood of a Poisson target given its (log) rate."""
     reduction = _reduction(size_average, reduce, reduction)
     if log_input:
         loss = input.exp() - target * input
@@ -504,6 +549,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Negative log-likelihood of a Gaussian with predicted mean and variance."""
     if not isinstance(var, D.Tensor):  # a float: one variance for every element
         if var < 0:
             raise ValueError("gaussian_nll_loss: var has negative entry/entries")
@@ -536,6 +582,10 @@ def _one(v):
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max pooling over 1 spatial dim.
+
+    Differences from PyTorch: a 2-D input with a batch of 0 gives an empty result where PyTorch raises
+    RuntimeError."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"max_pool1d: expected 2D or 3D input, got {input.dim()}D")
     stride = kernel_size if stride is None or stride == [] else stride
@@ -547,6 +597,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Average pooling over 1 spatial dim."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"avg_pool1d: expected 2D or 3D input, got {input.dim()}D")
     stride = kernel_size if stride is None or stride == [] else stride
@@ -555,6 +606,9 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to a given output length.
+
+    Differences from PyTorch: 0-dim input raises IndexError where PyTorch raises RuntimeError."""
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _one(output_size))).squeeze(-2)
 
 
@@ -564,12 +618,15 @@ def adaptive_avg_pool1d(input, output_size):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Every mode of PyTorch's interpolate (nearest, nearest-exact, linear, bilinear, bicubic,
-    trilinear, area; antialias; align_corners): ember.ops.sampling."""
+    trilinear, area; antialias; align_corners): ember.ops.sampling.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     from ..ops.sampling import interpolate as _interpolate
     return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Resize (interpolate under its old name)."""
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -665,6 +722,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 def pixel_shuffle(input, upscale_factor):
+    """Rearrange (N, C*r*r, H, W) into (N, C, H*r, W*r)."""
     r = upscale_factor
     *lead, C, H, W = input.shape
     if C % (r * r):
@@ -677,6 +735,7 @@ def pixel_shuffle(input, upscale_factor):
 
 
 def pixel_unshuffle(input, downscale_factor):
+    """Rearrange (N, C, H*r, W*r) into (N, C*r*r, H, W)."""
     r = downscale_factor
     *lead, C, H, W = input.shape
     if H % r or W % r:
@@ -689,10 +748,12 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def hardshrink(input, lambd=0.5):
+    """Hard shrinkage: x where abs(x) > lambd, 0 elsewhere."""
     return _ops.where(input.abs() > lambd, input, 0.0 * input)
 
 
 def softshrink(input, lambd=0.5):
+    """Soft shrinkage: x - lambd above lambd, x + lambd below -lambd, 0 between."""
     if not lambd >= 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, 1.79769e+308] for softshrink, but "
                            f"found to be {lambd}.")
@@ -701,6 +762,7 @@ def softshrink(input, lambd=0.5):
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with the p-norm distance."""
     reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"triplet_margin_loss: margin must be greater than 0, got {margin}")
@@ -712,6 +774,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """x for y = 1, max(0, margin - x) for y = -1."""
     reduction = _reduction(size_average, reduce, reduction)
     # PyTorch's rule: the input counts where the target is not -1, the margin term where it is not 1
     pos = _ops.where(target != -1, input, 0.0)   # (0.0, not 0 * input: that is NaN at +-inf)
@@ -720,6 +783,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label one-versus-all loss on logits."""
     reduction = _reduction(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
@@ -738,20 +802,24 @@ from ..ops.pool3d import (max_pool3d, max_pool3d_with_indices, avg_pool3d, adapt
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """Max pooling to a given output length, with the argmax indices."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """Max pooling to a given output size over 3 spatial dims, with the argmax indices."""
     return adaptive_max_pool3d(input, output_size, True)
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
+    """Fractional max pooling over 2 spatial dims, with the indices."""
     return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
+    """Fractional max pooling over 3 spatial dims, with the indices."""
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
@@ -799,10 +867,12 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place randomised leaky ReLU."""
     return rrelu(input, lower, upper, training, True)
 
 
 def channel_shuffle(input, groups):
+    """Shuffle the channels of (N, C, ...) input across groups."""
     groups = int(groups)
     if input.dim() < 3:
         raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
@@ -818,11 +888,14 @@ def channel_shuffle(input, groups):
 
 
 def native_channel_shuffle(input, groups):
+    """channel_shuffle (PyTorch's native variant)."""
     return channel_shuffle(input, groups)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta."""
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta.
+
+    Differences from PyTorch: complex input is computed where PyTorch raises NotImplementedError."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:
@@ -853,7 +926,10 @@ def _margin_target(target, C, op):
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
-    """sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, per sample."""
+    """sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, per sample.
+
+    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError; a weight
+    that is not 1-D raises RuntimeError where PyTorch raises ValueError."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):
@@ -891,7 +967,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over target classes j (up to the first -1) and non-target classes i of
-    max(0, 1 - (x[j] - x[i])) / C, per sample."""
+    max(0, 1 - (x[j] - x[i])) / C, per sample.
+
+    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     op = "multilabel_margin_loss"
@@ -925,6 +1003,7 @@ def _int64():
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
                                       swap=False, reduction="mean"):
+    """Triplet margin loss with any distance function."""
     _check_reduction(reduction)
     if margin <= 0:
         raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
@@ -942,6 +1021,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) input with probability p."""
     if input.dim() not in (4, 5):
         import warnings
         warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is deprecated and will "
@@ -985,7 +1065,9 @@ def _eye_kernel(K, kh, kw, dtype):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns (a convolution
-    with an identity kernel, so its gradient is fold's and both are differentiable to any order)."""
+    with an identity kernel, so its gradient is fold's and both are differentiable to any order).
+
+    Differences from PyTorch: with a batch of 0 the (empty) output does not require grad where PyTorch's does."""
     op = "unfold"
     if input.dim() not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
@@ -1017,7 +1099,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed."""
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed.
+
+    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch computes it."""
     op = "fold"
     if input.dim() not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
@@ -1059,6 +1143,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    """Nearest-neighbour resize (deprecated in PyTorch for interpolate)."""
     import warnings
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
@@ -1066,6 +1151,7 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    """Bilinear resize with align_corners=True (deprecated in PyTorch for interpolate)."""
     import warnings
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
@@ -1218,7 +1304,10 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                          ignore_index=None, label_smoothing=0.0, options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): PyTorch's reference
     definition (``options`` only selects PyTorch's memory-saving chunked evaluation, whose result is
-    the same; ember evaluates the reference)."""
+    the same; ember evaluates the reference).
+
+    Differences from PyTorch: ignore_index with class-probability targets is accepted (and ignored) where
+    PyTorch raises RuntimeError."""
     from ..ops.pool3d import float_only
     float_only("linear_cross_entropy", input, linear_weight, linear_bias)
     if options is not None:

@@ -12,6 +12,7 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 
 
 def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for a nonlinearity ('relu', 'tanh', 'leaky_relu' with its slope, 'selu', ...)."""
     linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                   "conv_transpose3d"]
     if nonlinearity in linear_fns or nonlinearity == "sigmoid":
@@ -54,11 +55,13 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Fill the tensor with uniform samples in [a, b) (in place, without recording gradients)."""
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Fill the tensor with normal samples N(mean, std^2)."""
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
@@ -107,20 +110,24 @@ def _fill(tensor, values):
 
 
 def constant_(tensor, val):
+    """Fill the tensor with val."""
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor):
+    """Fill the tensor with ones."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
+    """Fill the tensor with zeros."""
     return constant_(tensor, 0.0)
 
 
 @_skip_meta
 def eye_(tensor):
+    """Fill a 2-D tensor with the identity matrix."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))
@@ -128,6 +135,7 @@ def eye_(tensor):
 
 @_skip_meta
 def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta (keeps the input channels, per group)."""
     d = tensor.dim()
     if d not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -145,6 +153,7 @@ def dirac_(tensor, groups=1):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -152,6 +161,7 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
@@ -168,6 +178,7 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan), fan from mode."""
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if std is None:
         return tensor
@@ -176,6 +187,7 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """He normal: N(0, std^2) with std = gain / sqrt(fan), fan from mode."""
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if std is None:
         return tensor
@@ -184,6 +196,7 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 @_skip_meta
 def orthogonal_(tensor, gain=1, generator=None):
+    """Fill with a (semi-)orthogonal matrix from the QR factorisation of a normal sample, times gain."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -208,6 +221,7 @@ def orthogonal_(tensor, gain=1, generator=None):
 
 @_skip_meta
 def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std^2) samples and zero a fraction sparsity of each column."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     from .. import _creation as C

@@ -50,7 +50,10 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _ignore_nan=False):
     """The q-th quantiles along dim (of all elements when None); q a number or a 1-D tensor,
-    whose dimension then comes first in the result."""
+    whose dimension then comes first in the result.
+
+    Differences from PyTorch: a batched q under vmap is refused with a RuntimeError (q is read as numbers)
+    where torch.func.vmap runs."""
     from .._creation import as_tensor, tensor
     from .elementwise import where, isnan
     from .indexing import index_select, sort

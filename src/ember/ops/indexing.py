@@ -402,8 +402,12 @@ def scatter_add(input, dim, index, src):
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
-    """'sum' and 'mean', with or without the values of ``input`` at the scattered-to positions
-    (``include_self``), composed from scatter_add (so differentiable)."""
+    """input with src reduced into it at index along dim ('sum', 'prod', 'mean', 'amax', 'amin'),
+    with or without the values of ``input`` at the scattered-to positions (``include_self``); 'sum'
+    and 'mean' are composed from scatter_add (so differentiable).
+
+    Differences from PyTorch: gradients through complex outputs are computed where PyTorch raises
+    RuntimeError (it does not differentiate scatter_reduce for complex dtypes)."""
     if reduce in ("prod", "amax", "amin"):  # a primitive of its own (ops/scatter_reduce.py)
         from .scatter_extreme import _scatter_reduce_extreme
         return _scatter_reduce_extreme(input, dim, index, src, reduce, include_self)
@@ -530,7 +534,10 @@ def index_add(input, dim, index, source, *, alpha=1):
 def index_copy(input, dim, index, source):
     """input with the slices at ``index`` along ``dim`` replaced by source's (index_fill then index_add:
     differentiable in input and source); a repeated index copies one of its slices, as PyTorch
-    (never their sum)."""
+    (never their sum).
+
+    Differences from PyTorch: with repeated indices (which PyTorch documents as nondeterministic) ember copies
+    the last slice and sends the gradient to it only; PyTorch sends it to every repeated slice."""
     if index._wr is None and index.numel() > 1:
         d = U.wrap_dim(dim, input.dim(), "index_copy") if input.dim() else 0
         flat = index._data.reshape(-1)
@@ -853,7 +860,9 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    """Whether each element of ``elements`` is in ``test_elements`` (either may be a number)."""
+    """Whether each element of ``elements`` is in ``test_elements`` (either may be a number).
+
+    Differences from PyTorch: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs."""
     U.check_plain("isin", *(t for t in (elements, test_elements) if U.is_tensor(t)))
     a = elements._data if U.is_tensor(elements) else np.asarray(elements)
     b = test_elements._data if U.is_tensor(test_elements) else np.asarray(test_elements)

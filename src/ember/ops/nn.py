@@ -1846,7 +1846,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
-    """Bags as a padded (B, Lmax) index matrix over the weight plus one sentinel row."""
+    """Sums, means or maxima of bags of embedding rows (offsets or 2-D input, per_sample_weights),
+    computed as a padded (B, Lmax) index matrix over the weight plus one sentinel row.
+
+    Differences from PyTorch: scale_grad_by_freq=True and sparse=True are refused with
+    NotImplementedError."""
     from .._creation import tensor, zeros, full
     from .shape import cat
     if mode not in ("sum", "mean", "max"):

@@ -778,7 +778,8 @@ def repeat(input, *sizes, repeats=None):
 
 
 def tile(input, *args, dims=None):
-    """tile(input, dims) as a function; Tensor.tile(*dims) or .tile(dims) as a method."""
+    """The tensor tiled dims times along each dim: ``tile(input, dims)`` as a function,
+    ``Tensor.tile(*dims)`` or ``.tile(dims)`` as a method."""
     dims = U.shape_tuple(args, "tile", nonneg=True, kw=dims)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims

@@ -249,7 +249,10 @@ def _lengths(name, n_fft, hop_length, win_length, size=None):
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: frames of n_fft samples, hop_length apart, times the window, Fourier-transformed;
-    the result is (freq, frames) or (batch, freq, frames)."""
+    the result is (freq, frames) or (batch, freq, frames).
+
+    Differences from PyTorch: float32 results differ from PyTorch's by float32 rounding (another FFT library);
+    float64 agrees."""
     complex_in = input.is_complex() or (window is not None and window.is_complex())
     if return_complex is None:
         if not complex_in:

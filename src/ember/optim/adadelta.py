@@ -6,6 +6,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state, _s
 
 
 class Adadelta(Optimizer):
+    """Adadelta."""
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps, weight_decay=weight_decay)

@@ -6,6 +6,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
 
 
 class Adagrad(Optimizer):
+    """Adagrad."""
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check_nonnegative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, initial_accumulator_value=initial_accumulator_value, eps=eps)

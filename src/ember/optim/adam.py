@@ -8,6 +8,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
 
 
 class Adam(Optimizer):
+    """Adam (amsgrad, maximize, weight_decay added to the gradient)."""
     _decoupled_default = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
@@ -79,6 +80,7 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
+    """Adam with decoupled weight decay."""
     _decoupled_default = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,

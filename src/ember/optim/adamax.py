@@ -6,6 +6,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state, _s
 
 
 class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm)."""
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         _check_nonnegative(lr=lr, eps=eps, weight_decay=weight_decay)

@@ -7,6 +7,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state, _s
 
 
 class ASGD(Optimizer):
+    """Averaged stochastic gradient descent."""
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         _check_nonnegative(lr=lr, weight_decay=weight_decay)

@@ -5,6 +5,7 @@ from .optimizer import Optimizer, _check_nonnegative
 
 
 class LBFGS(Optimizer):
+    """Limited-memory BFGS (closure required; strong Wolfe line search optional)."""
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
         _check_nonnegative(lr=lr)

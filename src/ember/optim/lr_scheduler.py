@@ -8,6 +8,7 @@ from .optimizer import Optimizer
 
 
 class LRScheduler:
+    """Base class of the learning-rate schedulers: step() sets each parameter group's lr."""
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -30,18 +31,23 @@ class LRScheduler:
         self.step()
 
     def state_dict(self):
+        """The scheduler's state (every attribute but the optimizer)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
     def load_state_dict(self, state_dict):
+        """Restore the scheduler from state_dict()."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self):
+        """The learning rates the last step() set, one per parameter group."""
         return self._last_lr
 
     def get_lr(self):
+        """The learning rates of the current step (each scheduler's rule)."""
         raise NotImplementedError
 
     def step(self, epoch=None):
+        """Advance one epoch (or step) and set the new learning rates."""
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
@@ -60,6 +66,7 @@ _LRScheduler = LRScheduler
 
 
 class LambdaLR(LRScheduler):
+    """Set the learning rate to the initial one times lr_lambda(epoch)."""
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         n = len(optimizer.param_groups)
         if not isinstance(lr_lambda, (list, tuple)):
@@ -75,6 +82,7 @@ class LambdaLR(LRScheduler):
 
 
 class MultiplicativeLR(LRScheduler):
+    """Multiply the learning rate by lr_lambda(epoch) every step."""
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         n = len(optimizer.param_groups)
         self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
@@ -87,6 +95,7 @@ class MultiplicativeLR(LRScheduler):
 
 
 class StepLR(LRScheduler):
+    """Multiply the learning rate by gamma every step_size steps."""
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         self.step_size = step_size
         self.gamma = gamma
@@ -102,6 +111,7 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
+    """Multiply the learning rate by gamma at each milestone."""
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = sorted(milestones)
         self.gamma = gamma
@@ -118,6 +128,7 @@ class MultiStepLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
+    """Multiply the learning rate by factor until total_iters steps, then restore it."""
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
@@ -135,6 +146,7 @@ class ConstantLR(LRScheduler):
 
 
 class LinearLR(LRScheduler):
+    """Scale the learning rate linearly from start_factor to end_factor over total_iters steps."""
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
@@ -155,6 +167,7 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
+    """Multiply the learning rate by gamma every step."""
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -169,6 +182,7 @@ class ExponentialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
+    """Anneal the learning rate from its initial value to eta_min along a cosine over T_max steps."""
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
         self.T_max = T_max
         self.eta_min = eta_min
@@ -193,6 +207,7 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class OneCycleLR(LRScheduler):
+    """The one-cycle policy: warm up to max_lr, then anneal far below the initial rate."""
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
                  anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
                  div_factor=25.0, final_div_factor=1e4, three_phase=False, last_epoch=-1):
@@ -341,6 +356,7 @@ class CyclicLR(LRScheduler):
         self.base_lrs = base_lrs
 
     def scale_fn(self, x):
+        """The amplitude scaling of a cycle position (the mode's rule, or the one given)."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         if self.mode == "triangular":
@@ -382,6 +398,7 @@ def _per_group(name, value, groups):
 
 
 class ReduceLROnPlateau:
+    """Multiply the learning rate by factor when a metric has stopped improving for patience steps."""
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
                  cooldown=0, min_lr=0, eps=1e-8):
         if factor >= 1.0:
@@ -411,6 +428,7 @@ class ReduceLROnPlateau:
         return a > (best * (1 + self.threshold) if self.threshold_mode == "rel" else best + self.threshold)
 
     def step(self, metrics):
+        """Take the metric of this epoch and reduce the learning rates if it has plateaued."""
         current = float(metrics)
         self.last_epoch += 1
         if self._better(current, self.best):
@@ -432,16 +450,20 @@ class ReduceLROnPlateau:
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def get_last_lr(self):
+        """The learning rates the last step() set, one per parameter group."""
         return self._last_lr
 
     def state_dict(self):
+        """The scheduler's state (every attribute but the optimizer)."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
+        """Restore the scheduler from state_dict()."""
         self.__dict__.update(state_dict)
 
 
 class PolynomialLR(LRScheduler):
+    """Decay the learning rate polynomially (power) to 0 over total_iters steps."""
     def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
         self.total_iters = total_iters
         self.power = power
@@ -456,6 +478,7 @@ class PolynomialLR(LRScheduler):
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing restarted every T_0 steps (the period multiplied by T_mult after each restart)."""
     def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
@@ -505,11 +528,15 @@ class _OfSchedulers:
     """State of a scheduler made of schedulers: its own attributes plus each member's state."""
 
     def state_dict(self):
+        """The sequence's state, with each scheduler's own state dict."""
+        """The chain's state, with each scheduler's own state dict."""
         d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         d["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return d
 
     def load_state_dict(self, state_dict):
+        """Restore the sequence and its schedulers from state_dict()."""
+        """Restore the chain and its schedulers from state_dict()."""
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)

@@ -87,12 +87,14 @@ def _with_hooks(step):
 
 
 class Optimizer:
+    """Base class of the optimizers: parameter groups with their options, per-parameter state, hooks."""
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _with_hooks(cls.__dict__["step"])
 
     def register_step_pre_hook(self, hook):
+        """Register hook(optimizer, args, kwargs) run before each step; returns a removable handle."""
         from ..nn.modules.module import RemovableHandle
         hooks = self.__dict__.setdefault("_step_pre_hooks", {})
         h = RemovableHandle(hooks)
@@ -100,6 +102,7 @@ class Optimizer:
         return h
 
     def register_step_post_hook(self, hook):
+        """Register hook(optimizer, args, kwargs) run after each step; returns a removable handle."""
         from ..nn.modules.module import RemovableHandle
         hooks = self.__dict__.setdefault("_step_post_hooks", {})
         h = RemovableHandle(hooks)
@@ -145,6 +148,7 @@ class Optimizer:
         return s + "\n)"
 
     def add_param_group(self, param_group):
+        """Add a group of parameters with its own options (missing ones take the defaults)."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -179,6 +183,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
+        """Reset the parameters' gradients (to None by default, or to zeros with set_to_none=False)."""
         for group in self.param_groups:
             for p in group["params"]:
                 g = p._grad
@@ -198,10 +203,12 @@ class Optimizer:
                     g._bump("zero_grad")
 
     def step(self, closure=None):
+        """Update the parameters from their gradients (closure: re-evaluates the loss and returns it)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ state dicts
     def state_dict(self):
+        """The per-parameter state and the groups' options, parameters named by index (PyTorch's layout)."""
         index = {}
         start = 0
         groups = []
@@ -217,6 +224,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
+        """Restore the state and group options from state_dict()."""
         state_dict = dict(state_dict)
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])

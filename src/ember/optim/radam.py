@@ -8,6 +8,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state, _s
 
 
 class RAdam(Optimizer):
+    """Rectified Adam."""
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):

@@ -6,6 +6,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
 
 
 class RMSprop(Optimizer):
+    """RMSprop (centered, momentum)."""
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)

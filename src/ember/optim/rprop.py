@@ -7,6 +7,7 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state, _s
 
 
 class Rprop(Optimizer):
+    """Resilient backpropagation (signs of the gradient only)."""
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
         _check_nonnegative(lr=lr)

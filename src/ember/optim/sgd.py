@@ -6,6 +6,7 @@ from .optimizer import (Optimizer, required, _writeable, _new_state, _scratch, _
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent (momentum, dampening, Nesterov, weight decay)."""
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if lr is not required and lr < 0.0:

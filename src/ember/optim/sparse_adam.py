@@ -5,6 +5,8 @@ from .optimizer import Optimizer, _params_with_grad, _closure_loss, _check_nonne
 
 
 class SparseAdam(Optimizer):
+    """Adam for sparse gradients; ember has no sparse tensors, so a step with a dense gradient raises, as
+    PyTorch's does."""
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
         _check_nonnegative(lr=lr, eps=eps)
         _check_betas(betas)

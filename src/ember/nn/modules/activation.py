@@ -5,6 +5,7 @@ from ... import ops as _ops
 
 
 class ReLU(Module):
+    """ReLU activation, max(0, x)."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -17,6 +18,7 @@ class ReLU(Module):
 
 
 class ReLU6(Module):
+    """min(max(0, x), 6)."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -29,6 +31,7 @@ class ReLU6(Module):
 
 
 class LeakyReLU(Module):
+    """Leaky ReLU, x for x >= 0 and negative_slope * x otherwise."""
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope = negative_slope
@@ -42,6 +45,7 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """ELU activation, x for x > 0 and alpha * (exp(x) - 1) otherwise."""
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = alpha
@@ -55,6 +59,7 @@ class ELU(Module):
 
 
 class GELU(Module):
+    """GELU activation, x * Phi(x) (approximate='tanh': the tanh formula)."""
     def __init__(self, approximate="none"):
         super().__init__()
         self.approximate = approximate
@@ -67,6 +72,7 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """SiLU (swish) activation, x * sigmoid(x)."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -79,6 +85,7 @@ class SiLU(Module):
 
 
 class Mish(Module):
+    """Mish activation, x * tanh(softplus(x))."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -88,6 +95,7 @@ class Mish(Module):
 
 
 class Hardtanh(Module):
+    """Clamp to [min_val, max_val]."""
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
@@ -100,6 +108,7 @@ class Hardtanh(Module):
 
 
 class Hardsigmoid(Module):
+    """Hard sigmoid, relu6(x + 3) / 6."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -109,6 +118,7 @@ class Hardsigmoid(Module):
 
 
 class Hardswish(Module):
+    """Hard swish, x * relu6(x + 3) / 6."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -118,6 +128,7 @@ class Hardswish(Module):
 
 
 class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, linear above threshold."""
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -130,31 +141,37 @@ class Softplus(Module):
 
 
 class Tanh(Module):
+    """Hyperbolic tangent."""
     def forward(self, input):
         return _ops.tanh(input)
 
 
 class Sigmoid(Module):
+    """Logistic sigmoid, 1 / (1 + exp(-x))."""
     def forward(self, input):
         return _ops.sigmoid(input)
 
 
 class LogSigmoid(Module):
+    """log(sigmoid(x)), computed stably."""
     def forward(self, input):
         return F.logsigmoid(input)
 
 
 class Softsign(Module):
+    """x / (1 + abs(x))."""
     def forward(self, input):
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """x - tanh(x)."""
     def forward(self, input):
         return F.tanhshrink(input)
 
 
 class SELU(Module):
+    """SELU activation, scale * elu(x, alpha) with the self-normalising constants."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -164,6 +181,7 @@ class SELU(Module):
 
 
 class CELU(Module):
+    """CELU activation, max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -173,6 +191,7 @@ class CELU(Module):
 
 
 class GLU(Module):
+    """Gated linear unit: a * sigmoid(b), a and b the halves of the input along dim."""
     def __init__(self, dim=-1):
         super().__init__()
         self.dim = dim
@@ -185,6 +204,7 @@ class GLU(Module):
 
 
 class Threshold(Module):
+    """x where x > threshold, value elsewhere."""
     def __init__(self, threshold, value, inplace=False):
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, inplace
@@ -219,18 +239,22 @@ class _DimSoftmax(Module):
 
 
 class Softmax(_DimSoftmax):
+    """Softmax along dim."""
     _fn = staticmethod(_ops.softmax)
 
 
 class LogSoftmax(_DimSoftmax):
+    """log(softmax(x)) along dim, computed stably."""
     _fn = staticmethod(_ops.log_softmax)
 
 
 class Softmin(_DimSoftmax):
+    """softmax(-x) along dim."""
     _fn = staticmethod(lambda x, d: _ops.softmax(-x, d))
 
 
 class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) input."""
     def forward(self, input):
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
@@ -238,6 +262,7 @@ class Softmax2d(Module):
 
 
 class PReLU(Module):
+    """Leaky ReLU whose negative slope is a learned parameter (one, or one per channel)."""
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         from ..parameter import Parameter
         from ..._creation import full
@@ -247,6 +272,7 @@ class PReLU(Module):
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype))
 
     def reset_parameters(self):
+        """Set the slope(s) back to init."""
         from .. import init as _init
         _init.constant_(self.weight, self.init)
 
@@ -259,6 +285,7 @@ class PReLU(Module):
 
 
 class Hardshrink(Module):
+    """Hard shrinkage: x where abs(x) > lambd, 0 elsewhere."""
     def __init__(self, lambd=0.5):
         super().__init__()
         self.lambd = lambd
@@ -271,11 +298,13 @@ class Hardshrink(Module):
 
 
 class Softshrink(Hardshrink):
+    """Soft shrinkage: x - lambd above lambd, x + lambd below -lambd, 0 between."""
     def forward(self, input):
         return F.softshrink(input, self.lambd)
 
 
 class PixelShuffle(Module):
+    """Rearrange (N, C*r*r, H, W) into (N, C, H*r, W*r)."""
     def __init__(self, upscale_factor):
         super().__init__()
         self.upscale_factor = upscale_factor
@@ -288,6 +317,7 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
+    """Rearrange (N, C, H*r, W*r) into (N, C*r*r, H, W)."""
     def __init__(self, downscale_factor):
         super().__init__()
         self.downscale_factor = downscale_factor
@@ -300,6 +330,7 @@ class PixelUnshuffle(Module):
 
 
 class RReLU(Module):
+    """Randomised leaky ReLU: a random slope in [lower, upper] in training, their mean in evaluation."""
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
         super().__init__()
         self.lower = lower

@@ -47,6 +47,7 @@ class _NormBase(Module):
         self.reset_parameters()
 
     def reset_running_stats(self):
+        """Running mean to zeros, running variance to ones, the batch count to zero."""
         if self.track_running_stats:
             with no_grad():
                 self.running_mean.zero_()
@@ -54,6 +55,7 @@ class _NormBase(Module):
                 self.num_batches_tracked.zero_()
 
     def reset_parameters(self):
+        """Reset the running statistics, the weight to ones and the bias to zeros."""
         self.reset_running_stats()
         _reset_affine(self)
 
@@ -100,18 +102,21 @@ class _BatchNorm(_NormBase):
 
 
 class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) input, with running statistics."""
     def _check_input_dim(self, input):
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: expected 2D or 3D input (got {input.dim()}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) input, with running statistics."""
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"{type(self).__name__}: expected 4D input (got {input.dim()}D input)")
 
 
 class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) input, with running statistics."""
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"{type(self).__name__}: expected 5D input (got {input.dim()}D input)")

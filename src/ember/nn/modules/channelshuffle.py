@@ -4,6 +4,7 @@ from .. import functional as F
 
 
 class ChannelShuffle(Module):
+    """Shuffle the channels of (N, C, ...) input across groups."""
     def __init__(self, groups):
         super().__init__()
         self.groups = groups

@@ -7,6 +7,7 @@ from ..parameter import Parameter
 
 
 class Sequential(Module):
+    """Modules run one after another, each on the previous one's output."""
     def __init__(self, *args):
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
@@ -59,10 +60,12 @@ class Sequential(Module):
         return Sequential(*self, *other)
 
     def append(self, module):
+        """Add a module at the end."""
         self.add_module(str(len(self)), module)
         return self
 
     def insert(self, index, module):
+        """Insert a module before an index."""
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -76,11 +79,13 @@ class Sequential(Module):
         return self
 
     def extend(self, sequential):
+        """Add the modules of an iterable at the end."""
         for m in sequential:
             self.append(m)
         return self
 
     def pop(self, key):
+        """Remove the module at an index and return it."""
         v = self[key]
         del self[key]
         return v
@@ -92,6 +97,7 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
+    """Submodules held in a list, registered under their indices."""
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
@@ -136,6 +142,7 @@ class ModuleList(Module):
         return ModuleList(list(self) + list(other))
 
     def insert(self, index, module):
+        """Insert a module before an index."""
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()
@@ -143,15 +150,18 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
     def append(self, module):
+        """Add a module at the end."""
         self.add_module(str(len(self)), module)
         return self
 
     def pop(self, key):
+        """Remove the module at an index and return it."""
         v = self[key]
         del self[key]
         return v
 
     def extend(self, modules):
+        """Add the modules of an iterable at the end."""
         if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
             raise TypeError("ModuleList.extend should be called with an iterable, but got "
                             + type(modules).__name__)
@@ -182,6 +192,7 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
+    """Submodules held in a dict, registered under their keys."""
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
@@ -206,23 +217,29 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self):
+        """Remove every module."""
         self._modules.clear()
 
     def pop(self, key):
+        """Remove a key and return its module."""
         v = self[key]
         del self[key]
         return v
 
     def keys(self):
+        """The keys."""
         return self._modules.keys()
 
     def items(self):
+        """The (key, module) pairs."""
         return self._modules.items()
 
     def values(self):
+        """The modules."""
         return self._modules.values()
 
     def update(self, modules):
+        """Add the modules of a mapping or of (key, module) pairs."""
         if hasattr(modules, "items"):
             for k, m in modules.items():
                 self[k] = m
@@ -238,6 +255,7 @@ class ModuleDict(Module):
 
 
 class ParameterList(Module):
+    """Parameters held in a list, registered under their indices."""
     def __init__(self, values=None):
         super().__init__()
         self._size = 0
@@ -265,6 +283,7 @@ class ParameterList(Module):
         return (self[i] for i in range(len(self)))
 
     def append(self, value):
+        """Add a parameter at the end."""
         n = self._size
         self._size += 1
         if not isinstance(value, Parameter):
@@ -273,6 +292,7 @@ class ParameterList(Module):
         return self
 
     def extend(self, values):
+        """Add the parameters of an iterable at the end."""
         for v in values:
             self.append(v)
         return self
@@ -290,6 +310,7 @@ class ParameterList(Module):
 
 
 class ParameterDict(Module):
+    """Parameters held in a dict, registered under their keys."""
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
@@ -316,15 +337,19 @@ class ParameterDict(Module):
         return key in self._parameters
 
     def keys(self):
+        """The keys."""
         return self._parameters.keys()
 
     def items(self):
+        """The (key, parameter) pairs."""
         return self._parameters.items()
 
     def values(self):
+        """The parameters."""
         return self._parameters.values()
 
     def update(self, parameters):
+        """Add the parameters of a mapping or of (key, parameter) pairs."""
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v

@@ -71,6 +71,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Kaiming-uniform weight (a = sqrt(5)) and a uniform bias in [-1/sqrt(fan_in), 1/sqrt(fan_in)]."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
@@ -124,11 +125,19 @@ class _Conv(_ConvNd):
 
 
 class Conv1d(_Conv):
+    """1-D convolution over (N, C, L) input (stride, padding, dilation, groups, padding_mode).
+
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 1
     _conv = staticmethod(F.conv1d)
 
 
 class Conv2d(_Conv):
+    """2-D convolution over (N, C, H, W) input (stride, padding, dilation, groups, padding_mode).
+
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 2
     _conv = staticmethod(F.conv2d)
 
@@ -155,6 +164,10 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution (the gradient of Conv2d with respect to its input).
+
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
@@ -174,6 +187,10 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 
 class Conv3d(_Conv):
+    """3-D convolution over (N, C, D, H, W) input.
+
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 3
     _conv = staticmethod(F.conv3d)
 
@@ -196,10 +213,18 @@ class _ConvTranspose(_ConvTransposeNd):
 
 
 class ConvTranspose1d(_ConvTranspose):
+    """1-D transposed convolution (the gradient of Conv1d with respect to its input).
+
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 1
     _convt = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose3d(_ConvTranspose):
+    """3-D transposed convolution (the gradient of Conv3d with respect to its input).
+
+    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
+    PyTorch convolves them."""
     _n = 3
     _convt = staticmethod(F.conv_transpose3d)

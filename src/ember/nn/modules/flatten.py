@@ -3,6 +3,7 @@ from .module import Module
 
 
 class Flatten(Module):
+    """Flatten dims start_dim..end_dim into one."""
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
         self.start_dim = start_dim
@@ -16,6 +17,7 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """Split one dim into the given sizes."""
     def __init__(self, dim, unflattened_size):
         super().__init__()
         self.dim = dim

@@ -4,6 +4,7 @@ from .. import functional as F
 
 
 class Fold(Module):
+    """Sum sliding local blocks (N, C*prod(k), L) into an image (col2im)."""
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
         self.output_size = output_size
@@ -21,6 +22,7 @@ class Fold(Module):
 
 
 class Unfold(Module):
+    """Extract sliding local blocks of an image into (N, C*prod(k), L) (im2col)."""
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
         self.kernel_size = kernel_size

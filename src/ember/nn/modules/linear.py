@@ -19,6 +19,7 @@ def _weight_and_bias(module, weight_shape, bias_size, bias, dtype, device):
 
 
 class Identity(Module):
+    """Return the input unchanged (arguments accepted and ignored)."""
     def __init__(self, *args, **kwargs):
         super().__init__()
 
@@ -27,6 +28,7 @@ class Identity(Module):
 
 
 class Linear(Module):
+    """y = x A^T + b."""
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features = in_features
@@ -36,6 +38,7 @@ class Linear(Module):
 
     def reset_parameters(self):
         # kaiming_uniform_ with a=sqrt(5): U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch does
+        """Kaiming-uniform weight (a = sqrt(5)) and a uniform bias in [-1/sqrt(fan_in), 1/sqrt(fan_in)]."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in = self.in_features
@@ -58,11 +61,13 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 class LazyLinear(Linear):
+    """Linear layer whose in_features is read from the first input."""
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         raise NotImplementedError("LazyLinear is not supported by ember: give in_features to nn.Linear")
 
 
 class Bilinear(Module):
+    """y = x1^T A x2 + b."""
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in1_features = in1_features
@@ -72,6 +77,7 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Weight and bias uniform in [-1/sqrt(in1_features), 1/sqrt(in1_features)]."""
         bound = 1 / math.sqrt(self.weight.size(1))
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

@@ -19,16 +19,19 @@ class _WeightedLoss(_Loss):
 
 
 class L1Loss(_Loss):
+    """Mean (or sum) absolute error."""
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class MSELoss(_Loss):
+    """Mean (or sum) squared error."""
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -38,6 +41,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Huber loss: squared error below delta, linear above."""
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction=reduction)
         self.delta = delta
@@ -47,11 +51,13 @@ class HuberLoss(_Loss):
 
 
 class BCELoss(_WeightedLoss):
+    """Binary cross-entropy between probabilities and targets."""
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy on logits (sigmoid inside, computed stably; pos_weight)."""
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
@@ -63,6 +69,7 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class indices under log-probabilities."""
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
@@ -73,6 +80,8 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    """Cross-entropy between logits and class indices or class probabilities (weights, ignore_index,
+    label_smoothing)."""
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                  label_smoothing=0.0):
         super().__init__(weight, size_average, reduce, reduction)
@@ -85,6 +94,7 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence from log-probability inputs to targets (log_target)."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
@@ -94,11 +104,13 @@ class KLDivLoss(_Loss):
 
 
 class SoftMarginLoss(_Loss):
+    """log(1 + exp(-y * x)), the logistic loss on +-1 targets."""
     def forward(self, input, target):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class PoissonNLLLoss(_Loss):
+    """Negative log-likelihood of a Poisson target given its (log) rate."""
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                  reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -110,6 +122,7 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
+    """Negative log-likelihood of a Gaussian with predicted mean and variance."""
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(reduction=reduction)
         self.full, self.eps = full, eps
@@ -119,6 +132,7 @@ class GaussianNLLLoss(_Loss):
 
 
 class CosineEmbeddingLoss(_Loss):
+    """1 - cos(x1, x2) for y = 1, max(0, cos(x1, x2) - margin) for y = -1."""
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
@@ -128,6 +142,7 @@ class CosineEmbeddingLoss(_Loss):
 
 
 class MarginRankingLoss(_Loss):
+    """max(0, -y * (x1 - x2) + margin)."""
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
@@ -137,6 +152,7 @@ class MarginRankingLoss(_Loss):
 
 
 class TripletMarginLoss(_Loss):
+    """max(d(a, p) - d(a, n) + margin, 0) with the p-norm distance."""
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
@@ -147,6 +163,7 @@ class TripletMarginLoss(_Loss):
 
 
 class HingeEmbeddingLoss(_Loss):
+    """x for y = 1, max(0, margin - x) for y = -1."""
     def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
@@ -156,11 +173,15 @@ class HingeEmbeddingLoss(_Loss):
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all loss on logits."""
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss (p = 1 or 2, margin, weight).
+
+    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError."""
     def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
@@ -176,11 +197,15 @@ class MultiMarginLoss(_WeightedLoss):
 
 
 class MultiLabelMarginLoss(_Loss):
+    """Multi-class multi-label hinge loss over target index lists.
+
+    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError."""
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet margin loss with any distance function."""
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(size_average=None, reduce=None, reduction=reduction)
         if margin <= 0:
@@ -197,6 +222,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 class CTCLoss(_Loss):
+    """Connectionist temporal classification loss over log-probabilities (T, N, C)."""
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(reduction=reduction)
         self.blank = blank

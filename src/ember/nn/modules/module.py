@@ -21,6 +21,7 @@ class RemovableHandle:
             self._extra += list(extra_dict) if isinstance(extra_dict, (list, tuple)) else [extra_dict]
 
     def remove(self):
+        """Remove the hook this handle was returned for."""
         for d in self._dicts + self._extra:
             d.pop(self.id, None)
 
@@ -52,12 +53,14 @@ _global_forward_hooks = OrderedDict()
 
 
 def register_module_forward_pre_hook(hook):
+    """Register a forward pre-hook run for every module (global); returns a removable handle."""
     h = RemovableHandle(_global_forward_pre_hooks)
     _global_forward_pre_hooks[h.id] = hook
     return h
 
 
 def register_module_forward_hook(hook):
+    """Register a forward hook run for every module (global); returns a removable handle."""
     h = RemovableHandle(_global_forward_hooks)
     _global_forward_hooks[h.id] = hook
     return h
@@ -94,6 +97,7 @@ class Module:
         d["_load_state_dict_post_hooks"] = OrderedDict()
 
     def forward(self, *input):
+        """The computation of the module; every subclass defines it (call the module, not forward)."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     # ------------------------------------------------------------------ calling
@@ -150,6 +154,7 @@ class Module:
 
     # ------------------------------------------------------------------ registration
     def register_parameter(self, name, param):
+        """Add a parameter (or None) under a name."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         _check_name(self, name, "parameter")
@@ -168,6 +173,7 @@ class Module:
             self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
+        """Add a buffer (persistent: saved in the state dict, unless persistent=False)."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         _check_name(self, name, "buffer")
@@ -186,6 +192,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
+        """Register a child module under a name (an attribute of this module)."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -285,24 +292,30 @@ class Module:
                 yield (mod_prefix + ("." if mod_prefix else "") + k, v)
 
     def parameters(self, recurse=True):
+        """Iterate over the module's parameters (those of its submodules too when recurse)."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """Iterate over (dotted name, parameter) pairs."""
         return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
+        """Iterate over the module's buffers (those of its submodules too when recurse)."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """Iterate over (dotted name, buffer) pairs."""
         return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def children(self):
+        """Iterate over the immediate child modules."""
         for _, m in self.named_children():
             yield m
 
     def named_children(self):
+        """Iterate over (name, module) pairs of the immediate children."""
         memo = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in memo:
@@ -310,10 +323,12 @@ class Module:
                 yield name, m
 
     def modules(self):
+        """Iterate over every module of the tree, this one first."""
         for _, m in self.named_modules():
             yield m
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Iterate over (dotted name, module) pairs of the whole tree, this one first ('')."""
         if memo is None:
             memo = set()
         if id(self) in memo and remove_duplicate:
@@ -328,6 +343,7 @@ class Module:
             yield from m.named_modules(memo, sub, remove_duplicate)
 
     def get_submodule(self, target):
+        """The submodule at a dotted path ('layer1.0')."""
         if target == "":
             return self
         mod = self
@@ -340,6 +356,7 @@ class Module:
         return mod
 
     def get_parameter(self, target):
+        """The parameter at a dotted path ('layer1.0.weight')."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if name not in mod._parameters:
@@ -347,6 +364,7 @@ class Module:
         return mod._parameters[name]
 
     def get_buffer(self, target):
+        """The buffer at a dotted path ('layer1.0.bn.running_mean')."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if name not in mod._buffers:
@@ -355,6 +373,7 @@ class Module:
 
     # ------------------------------------------------------------------ modes and grads
     def train(self, mode=True):
+        """Set training mode (True) or evaluation mode (False) on the whole tree."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -363,14 +382,17 @@ class Module:
         return self
 
     def eval(self):
+        """Put the module in evaluation mode (train(False)); returns the module."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on every parameter; returns the module."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
+        """Reset the parameters' gradients (to None by default, or to zeros with set_to_none=False)."""
         for p in self.parameters():
             if p._grad is None:
                 continue
@@ -386,6 +408,7 @@ class Module:
                 g._bump("zero_grad")
 
     def apply(self, fn):
+        """Call fn on every submodule (children first) and on this module; returns this module."""
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -412,6 +435,7 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
+        """Move or cast parameters and buffers (dtype, device 'cpu' or 'meta', memory_format)."""
         from ..._tensor_methods import _parse_to
         dtype, dev, mf, _ = _parse_to(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
@@ -439,28 +463,42 @@ class Module:
         return self._apply(convert)
 
     def to_empty(self, *, device=None, recurse=True):
+        """Move the parameters and buffers to a device as uninitialised tensors (from 'meta')."""
         from ..._creation import empty_like
         return self._apply(lambda t: empty_like(t, device=device), recurse)
 
     def float(self):
+        """Cast the floating-point parameters and buffers to float32."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self):
+        """Cast the floating-point parameters and buffers to float64."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self):
+        """Cast the floating-point parameters and buffers to float16."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def type(self, dst_type):
+        """Cast every parameter and buffer to a dtype."""
         return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self):
+        """Return this module: its tensors live on the CPU already."""
         return self
 
     def cuda(self, device=None):
+        """Refuse: there is no CUDA device.
+
+        Differences from PyTorch: raises RuntimeError ("ember has no CUDA device") where PyTorch's CPU-only
+        build raises AssertionError ("Torch not compiled with CUDA enabled")."""
         raise RuntimeError("ember has no CUDA device: modules live on the 'cpu' device")
 
     def share_memory(self):
+        """Return this module.
+
+        Differences from PyTorch: the parameters and buffers are not moved to shared memory, so
+        processes forked afterwards (Hogwild-style training) do not share them."""
         return self
 
     # ------------------------------------------------------------------ state dicts
@@ -476,14 +514,17 @@ class Module:
             destination[prefix + "_extra_state"] = self.get_extra_state()
 
     def get_extra_state(self):
+        """Extra state to put in the state dict; a module that has some overrides it."""
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be "
                            "called.")
 
     def set_extra_state(self, state):
+        """Restore extra state from the state dict; a module that has some overrides it."""
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be "
                            "called.")
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An ordered dict of the parameters and persistent buffers by dotted name."""
         if args:  # the old positional form state_dict(destination, prefix, keep_vars)
             destination = args[0]
             if len(args) > 1:
@@ -568,6 +609,8 @@ class Module:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy parameters and buffers from a state dict into this module; returns the missing and unexpected
+        keys."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
@@ -601,6 +644,7 @@ class Module:
 
     # ------------------------------------------------------------------ hooks
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Register hook(module, args) to run before forward; returns a removable handle."""
         h = RemovableHandle(self._forward_pre_hooks, extra=())
         self._forward_pre_hooks[h.id] = hook
         if with_kwargs:
@@ -611,6 +655,7 @@ class Module:
         return h
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """Register hook(module, args, output) to run after forward; returns a removable handle."""
         h = RemovableHandle(self._forward_hooks)
         self._forward_hooks[h.id] = hook
         if with_kwargs:
@@ -624,6 +669,8 @@ class Module:
         return h
 
     def register_full_backward_hook(self, hook, prepend=False):
+        """Register hook(module, grad_input, grad_output) run when the gradients of the module's inputs are
+        computed."""
         h = RemovableHandle(self._backward_hooks)
         self._backward_hooks[h.id] = hook
         if prepend:
@@ -631,6 +678,7 @@ class Module:
         return h
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Register hook(module, grad_output) run before the gradients of the module's inputs are computed."""
         h = RemovableHandle(self._backward_pre_hooks)
         self._backward_pre_hooks[h.id] = hook
         if prepend:
@@ -638,11 +686,13 @@ class Module:
         return h
 
     def register_state_dict_pre_hook(self, hook):
+        """Register hook(module, prefix, keep_vars) run before state_dict."""
         h = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[h.id] = hook
         return h
 
     def register_state_dict_post_hook(self, hook):
+        """Register hook(module, state_dict, prefix, local_metadata) run after state_dict."""
         h = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[h.id] = hook
         return h
@@ -650,18 +700,21 @@ class Module:
     _register_state_dict_hook = register_state_dict_post_hook
 
     def register_load_state_dict_pre_hook(self, hook):
+        """Register a hook run before load_state_dict loads this module's entries."""
         h = RemovableHandle(self._load_state_dict_pre_hooks)
         self._load_state_dict_pre_hooks[h.id] = \
             lambda sd, prefix, meta, strict, mk, uk, em: hook(self, sd, prefix, meta, strict, mk, uk, em)
         return h
 
     def register_load_state_dict_post_hook(self, hook):
+        """Register hook(module, incompatible_keys) run after load_state_dict."""
         h = RemovableHandle(self._load_state_dict_post_hooks)
         self._load_state_dict_post_hooks[h.id] = hook
         return h
 
     # ------------------------------------------------------------------ repr
     def extra_repr(self):
+        """The text inside the module's repr parentheses (its settings)."""
         return ""
 
     def _get_name(self):

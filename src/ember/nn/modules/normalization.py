@@ -21,10 +21,12 @@ class _ShapeNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set the weight to ones and the bias to zeros."""
         _reset_affine(self)
 
 
 class LayerNorm(_ShapeNorm):
+    """Normalise over the trailing normalized_shape dims, with an elementwise affine transform."""
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
                  dtype=None):
         super().__init__(normalized_shape, eps, elementwise_affine, bias, device, dtype)
@@ -38,6 +40,7 @@ class LayerNorm(_ShapeNorm):
 
 
 class RMSNorm(_ShapeNorm):
+    """Divide by the root mean square over the trailing normalized_shape dims, times a weight."""
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__(normalized_shape, eps, elementwise_affine, False, device, dtype)
 
@@ -49,6 +52,7 @@ class RMSNorm(_ShapeNorm):
 
 
 class GroupNorm(Module):
+    """Normalise over groups of channels, with a per-channel affine transform."""
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *,
                  bias=True):
         super().__init__()
@@ -62,6 +66,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set the weight to ones and the bias to zeros."""
         _reset_affine(self)
 
     def forward(self, input):
@@ -90,14 +95,17 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
+    """Normalise each channel of each sample over its length (optionally affine, running stats)."""
     _dims = 3
 
 
 class InstanceNorm2d(_InstanceNorm):
+    """Normalise each channel of each sample over its spatial dims (optionally affine, running stats)."""
     _dims = 4
 
 
 class LocalResponseNorm(Module):
+    """Normalise each value by the sum of squares of its neighbours across channels."""
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
         self.size = size

@@ -27,18 +27,22 @@ class _PadNd(Module):
 
 
 class ConstantPad1d(_PadNd):
+    """Pad the last dim with a constant."""
     _n = 1
 
 
 class ConstantPad2d(_PadNd):
+    """Pad the last 2 dims with a constant."""
     _n = 2
 
 
 class ConstantPad3d(_PadNd):
+    """Pad the last 3 dims with a constant."""
     _n = 3
 
 
 class ZeroPad1d(ConstantPad1d):
+    """Pad the last dim with zeros."""
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -47,6 +51,7 @@ class ZeroPad1d(ConstantPad1d):
 
 
 class ZeroPad2d(ConstantPad2d):
+    """Pad the last 2 dims with zeros."""
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -55,6 +60,7 @@ class ZeroPad2d(ConstantPad2d):
 
 
 class ReflectionPad1d(_PadNd):
+    """Pad the last dim with its reflection (the edge not repeated)."""
     _mode, _n = "reflect", 1
 
     def __init__(self, padding):
@@ -62,6 +68,7 @@ class ReflectionPad1d(_PadNd):
 
 
 class ReflectionPad2d(_PadNd):
+    """Pad the last 2 dims with their reflection (the edge not repeated)."""
     _mode, _n = "reflect", 2
 
     def __init__(self, padding):
@@ -69,6 +76,7 @@ class ReflectionPad2d(_PadNd):
 
 
 class ReplicationPad1d(_PadNd):
+    """Pad the last dim by repeating its edge values."""
     _mode, _n = "replicate", 1
 
     def __init__(self, padding):
@@ -76,6 +84,7 @@ class ReplicationPad1d(_PadNd):
 
 
 class ReplicationPad2d(_PadNd):
+    """Pad the last 2 dims by repeating their edge values."""
     _mode, _n = "replicate", 2
 
     def __init__(self, padding):
@@ -83,6 +92,7 @@ class ReplicationPad2d(_PadNd):
 
 
 class CircularPad1d(_PadNd):
+    """Pad the last dim circularly (wrapping around)."""
     _mode, _n = "circular", 1
 
     def __init__(self, padding):
@@ -90,6 +100,7 @@ class CircularPad1d(_PadNd):
 
 
 class CircularPad2d(_PadNd):
+    """Pad the last 2 dims circularly (wrapping around)."""
     _mode, _n = "circular", 2
 
     def __init__(self, padding):

@@ -27,14 +27,17 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
+    """Max pooling over 1 spatial dim."""
     _pool = staticmethod(F.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
+    """Max pooling over 2 spatial dims."""
     _pool = staticmethod(F.max_pool2d)
 
 
 class AvgPool2d(Module):
+    """Average pooling over 2 spatial dims."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -54,6 +57,7 @@ class AvgPool2d(Module):
 
 
 class AvgPool1d(Module):
+    """Average pooling over 1 spatial dim."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
         self.kernel_size = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
@@ -86,14 +90,17 @@ class _AdaptiveAvgPoolNd(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Average pooling to a given output length."""
     _pool = staticmethod(F.adaptive_avg_pool1d)
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Average pooling to a given output size."""
     _pool = staticmethod(F.adaptive_avg_pool2d)
 
 
 class Upsample(Module):
+    """Resize by size or scale_factor (interpolate as a module)."""
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
                  recompute_scale_factor=None):
         super().__init__()
@@ -117,11 +124,13 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling."""
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class AdaptiveMaxPool2d(Module):
+    """Max pooling to a given output size (return_indices for the argmax)."""
     def __init__(self, output_size, return_indices=False):
         super().__init__()
         self.output_size = output_size
@@ -135,6 +144,7 @@ class AdaptiveMaxPool2d(Module):
 
 
 class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling with align_corners=True."""
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
@@ -144,10 +154,12 @@ class UpsamplingBilinear2d(Upsample):
 
 
 class MaxPool3d(_MaxPoolNd):
+    """Max pooling over 3 spatial dims."""
     _pool = staticmethod(F.max_pool3d)
 
 
 class AvgPool3d(Module):
+    """Average pooling over 3 spatial dims."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -167,6 +179,7 @@ class AvgPool3d(Module):
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Average pooling to a given output size, over 3 spatial dims."""
     _pool = staticmethod(F.adaptive_avg_pool3d)
 
 
@@ -186,10 +199,12 @@ class _AdaptiveMaxPoolNd(Module):
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling to a given output length (return_indices for the argmax)."""
     _pool = staticmethod(F.adaptive_max_pool1d)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling to a given output size, over 3 spatial dims."""
     _pool = staticmethod(F.adaptive_max_pool3d)
 
 
@@ -221,11 +236,13 @@ class _FractionalMaxPoolNd(Module):
 
 
 class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over 2 spatial dims (pseudo-random windows)."""
     _pool = staticmethod(F.fractional_max_pool2d)
     _n = 2
 
 
 class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling over 3 spatial dims (pseudo-random windows)."""
     _pool = staticmethod(F.fractional_max_pool3d)
     _n = 3
 
@@ -252,15 +269,18 @@ class _MaxUnpoolNd(Module):
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool1d: values put back at their indices, zeros elsewhere."""
     _unpool = staticmethod(F.max_unpool1d)
     _n = 1
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool2d: values put back at their indices, zeros elsewhere."""
     _unpool = staticmethod(F.max_unpool2d)
     _n = 2
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool3d: values put back at their indices, zeros elsewhere."""
     _unpool = staticmethod(F.max_unpool3d)
     _n = 3

@@ -43,6 +43,7 @@ def _rnn_step(xw, h, w_hh, b_hh, relu):
 
 
 class RNNBase(Module):
+    """Base class of the multi-layer recurrent modules (RNN, LSTM, GRU): weights named as PyTorch's."""
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
@@ -82,6 +83,7 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Draw every weight and bias uniformly in [-1/sqrt(hidden_size), 1/sqrt(hidden_size)]."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
@@ -92,6 +94,7 @@ class RNNBase(Module):
                 for i in range(0, len(self._flat_weights_names), 4 if self.bias else 2)]
 
     def flatten_parameters(self):
+        """Does nothing (PyTorch compacts cuDNN weights here; the CPU has none to compact)."""
         pass
 
     def extra_repr(self):
@@ -216,6 +219,7 @@ class RNNBase(Module):
 
 
 class RNN(RNNBase):
+    """Multi-layer Elman RNN (tanh or relu), optionally bidirectional; packed sequences accepted."""
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
@@ -227,6 +231,9 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
+    """Multi-layer LSTM, optionally bidirectional, with proj_size; packed sequences accepted.
+
+    Differences from PyTorch: complex input and weights are refused with a RuntimeError; PyTorch runs them."""
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
@@ -234,6 +241,7 @@ class LSTM(RNNBase):
 
 
 class GRU(RNNBase):
+    """Multi-layer GRU, optionally bidirectional; packed sequences accepted."""
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, device=None, dtype=None):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
@@ -241,6 +249,7 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
+    """Base class of the single-step recurrent cells."""
     _gates = 1
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
@@ -260,6 +269,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Draw every weight and bias uniformly in [-1/sqrt(hidden_size), 1/sqrt(hidden_size)]."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
@@ -285,6 +295,7 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One step of an Elman RNN (tanh or relu)."""
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
@@ -299,6 +310,7 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One step of an LSTM: returns (h', c')."""
     _gates = 4
 
     def forward(self, input, hx=None):
@@ -313,6 +325,7 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One step of a GRU."""
     _gates = 3
 
     def forward(self, input, hx=None):

@@ -8,6 +8,10 @@ from ...autograd.grad_mode import no_grad
 
 
 class Embedding(Module):
+    """A lookup table of num_embeddings vectors (padding_idx, max_norm).
+
+    Differences from PyTorch: sparse=True is refused with NotImplementedError at the first forward (no sparse
+    gradients)."""
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
@@ -36,6 +40,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
+        """Draw the weight from N(0, 1) (the padding row zeroed)."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -65,6 +70,7 @@ class Embedding(Module):
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
                         scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is the given 2-D tensor (frozen by default)."""
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
@@ -74,6 +80,9 @@ class Embedding(Module):
 
 
 class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings (offsets or 2-D input, per_sample_weights).
+
+    Differences from PyTorch: scale_grad_by_freq=True and sparse=True are refused with NotImplementedError."""
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None,
                  device=None, dtype=None):
@@ -101,6 +110,7 @@ class EmbeddingBag(Module):
             self.weight = Parameter(_weight)
 
     def reset_parameters(self):
+        """Draw the weight from N(0, 1) (the padding row zeroed)."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with no_grad():
@@ -127,6 +137,7 @@ class EmbeddingBag(Module):
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                         mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
+        """An EmbeddingBag whose weight is the given 2-D tensor (frozen by default)."""
         rows, cols = embeddings.shape
         bag = cls(rows, cols, _weight=embeddings, max_norm=max_norm, norm_type=norm_type,
                   scale_grad_by_freq=scale_grad_by_freq, mode=mode, sparse=sparse,

@@ -25,6 +25,7 @@ def _float_mask(mask, dtype):
 
 
 class MultiheadAttention(Module):
+    """Multi-head attention: scaled dot products of projected queries, keys and values (masks, batch_first)."""
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         super().__init__()
@@ -110,6 +111,7 @@ def _activation(name):
 
 
 class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block, each with a residual and a norm."""
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
@@ -146,6 +148,7 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerEncoder(Module):
+    """A stack of TransformerEncoderLayer copies."""
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
@@ -162,6 +165,7 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention to the memory and a feed-forward block, each with a residual and a norm."""
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
@@ -209,6 +213,7 @@ class TransformerDecoderLayer(Module):
 
 
 class TransformerDecoder(Module):
+    """A stack of TransformerDecoderLayer copies."""
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
         self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
@@ -228,6 +233,7 @@ class TransformerDecoder(Module):
 
 
 class Transformer(Module):
+    """The encoder-decoder Transformer of Vaswani et al."""
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
                  dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
@@ -271,6 +277,7 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """An (sz, sz) float mask with -inf above the diagonal and 0 elsewhere."""
         import numpy as np
         from ... import _dispatch as D
         from ... import _dtype as dt

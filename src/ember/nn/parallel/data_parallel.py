@@ -5,6 +5,10 @@ from ..modules.module import Module
 
 
 class DataParallel(Module):
+    """Runs the module in-process on the CPU (no replicas).
+
+    Differences from PyTorch: with device_ids of a GPU it raises AssertionError, as PyTorch's CPU-only build
+    does; with none it calls the module directly."""
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
         if device_ids:

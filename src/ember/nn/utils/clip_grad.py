@@ -21,6 +21,7 @@ def _as_list(x):
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of the norms of a list of tensors (their norm as one vector)."""
     tensors = _as_list(tensors)
     norm_type = float(norm_type)
     if not tensors:
@@ -60,6 +61,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients in place by max_norm / (total_norm + 1e-6) where that is below 1."""
     grads = _grads(parameters)
     if not grads:
         return
@@ -88,12 +90,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The deprecated name of ``clip_grad_norm_``."""
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient to [-clip_value, clip_value] in place."""
     clip_value = float(clip_value)
     for g in _grads(parameters):
         if not g._data.flags.writeable:

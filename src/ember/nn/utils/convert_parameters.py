@@ -9,6 +9,7 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
+    """Copy the slices of one vector into the parameters (the inverse of parameters_to_vector)."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     parameters = list(parameters)

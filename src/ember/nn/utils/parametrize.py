@@ -162,6 +162,7 @@ def _inject_property(module, tensor_name):
 
 
 def is_parametrized(module, tensor_name=None):
+    """Whether a module (or one of its tensors) has a parametrization."""
     parametrizations = getattr(module, "parametrizations", None)
     if parametrizations is None or not isinstance(parametrizations, ModuleDict):
         return False
@@ -171,6 +172,7 @@ def is_parametrized(module, tensor_name=None):
 
 
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+    """Replace a tensor of a module by the output of a parametrization module applied to an original."""
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
         if not unsafe:
@@ -213,6 +215,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
 
 
 def remove_parametrizations(module, tensor_name, leave_parametrized=True):
+    """Remove the parametrizations of a tensor (keeping its parametrized value, or the original)."""
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
     parametrizations = module.parametrizations[tensor_name]
@@ -248,12 +251,14 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
 
 
 def type_before_parametrizations(module):
+    """The module's class before parametrization changed it."""
     if is_parametrized(module):
         return module.__class__.__bases__[0]
     return type(module)
 
 
 def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Copy the parametrizations and their originals from one module to another."""
     if not is_parametrized(from_module):
         raise ValueError("transfer_parametrizations_and_params: from_module is not parametrized")
     names = [tensor_name] if isinstance(tensor_name, str) else list(tensor_name or from_module.parametrizations)

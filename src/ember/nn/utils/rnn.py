@@ -11,6 +11,7 @@ from ..._tensor import Tensor
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """Pad a list of variable-length sequences to one tensor (batch_first, padding_value, padding_side)."""
     if padding_side not in ("left", "right"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = list(sequences)
@@ -29,6 +30,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """Split a padded batch into the list of its sequences of the given lengths."""
     x = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
     return [x[i, :int(n)] for i, n in enumerate(lengths)]
 
@@ -43,6 +45,7 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
+        """The packed sequence with its data converted (dtype, device)."""
         return type(self)(self.data.to(*args, **kwargs), self.batch_sizes, self.sorted_indices,
                           self.unsorted_indices)
 
@@ -51,6 +54,7 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return False
 
     def is_pinned(self):
+        """False: there is no pinned memory on the CPU."""
         return False
 
 
@@ -66,6 +70,7 @@ def _lengths_array(lengths):
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+    """Pack a padded batch of sequences with the given lengths (enforce_sorted)."""
     lens = _lengths_array(lengths)
     if enforce_sorted:
         if np.any(lens[:-1] < lens[1:]):
@@ -114,6 +119,7 @@ def _padded_sorted(sequence, padding_value=0.0, total_length=None):
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+    """Unpack a PackedSequence into a padded batch and its lengths."""
     x, lens = _padded_sorted(sequence, padding_value, total_length)
     lengths = _tensor(lens)
     if sequence.unsorted_indices is not None:
@@ -123,10 +129,12 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 
 def pack_sequence(sequences, enforce_sorted=True):
+    """Pack a list of variable-length sequences."""
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpack_sequence(packed_sequences):
+    """Unpack a PackedSequence into the list of its sequences."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

@@ -85,6 +85,7 @@ class SpectralNorm:
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+    """Reparameterise a module's weight as weight / sigma, sigma its largest singular value (power iteration)."""
     if dim is None:
         from ..modules.conv import _ConvTransposeNd
         dim = 1 if isinstance(module, _ConvTransposeNd) else 0
@@ -93,6 +94,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 
 def remove_spectral_norm(module, name="weight"):
+    """Undo spectral_norm: the module's weight becomes a plain parameter again."""
     for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)

@@ -49,11 +49,13 @@ class WeightNorm:
 
 
 def weight_norm(module, name="weight", dim=0):
+    """Reparameterise a module's weight as g * v / norm(v) (weight_g and weight_v)."""
     WeightNorm.apply(module, name, dim)
     return module
 
 
 def remove_weight_norm(module, name="weight"):
+    """Undo weight_norm: the module's weight becomes a plain parameter again."""
     for hook in list(module._forward_pre_hooks.values()):
         if isinstance(hook, WeightNorm) and hook.name == name:
             hook.remove(module)

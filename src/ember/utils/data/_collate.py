@@ -10,6 +10,7 @@ _np_str = re.compile(r"[SaUO]")
 
 
 def default_convert(data):
+    """Convert NumPy arrays in a sample to tensors (the collate of DataLoader(batch_size=None))."""
     from ..._creation import as_tensor
     if isinstance(data, Tensor):
         return data
@@ -29,6 +30,8 @@ def default_convert(data):
 
 
 def default_collate(batch):
+    """Stack a list of samples into a batch (tensors, NumPy arrays and numbers stack; dicts, tuples and lists by
+    key or position)."""
     from ..._creation import tensor, as_tensor
     from ... import ops, _dtype as dt
     elem = batch[0]

@@ -8,6 +8,10 @@ from ._collate import default_collate, default_convert
 
 
 class DataLoader:
+    """Iterate over a dataset in batches: sampling, shuffling, collation, worker processes.
+
+    Differences from PyTorch: pin_memory=True is accepted and ignored without the warning PyTorch's
+    CPU-only build gives (there is no accelerator to pin memory for)."""
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None,

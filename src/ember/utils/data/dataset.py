@@ -48,6 +48,7 @@ class TensorDataset(Dataset):
 
 
 class StackDataset(Dataset):
+    """Samples that are tuples (or dicts) of the same index from several datasets."""
     def __init__(self, *args, **kwargs):
         if args and kwargs:
             raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
@@ -68,6 +69,7 @@ class StackDataset(Dataset):
 
 
 class ConcatDataset(Dataset):
+    """The concatenation of several map-style datasets."""
     def __init__(self, datasets):
         self.datasets = list(datasets)
         if not self.datasets:
@@ -95,6 +97,7 @@ class ConcatDataset(Dataset):
 
 
 class ChainDataset(IterableDataset):
+    """Chain iterable datasets one after another."""
     def __init__(self, datasets):
         self.datasets = datasets
 
@@ -107,6 +110,7 @@ class ChainDataset(IterableDataset):
 
 
 class Subset(Dataset):
+    """The elements of a dataset at the given indices."""
     def __init__(self, dataset, indices):
         self.dataset = dataset
         self.indices = indices

@@ -3,6 +3,7 @@ from ..._tensor import Tensor
 
 
 class Sampler:
+    """Base class of the samplers: iterables over dataset indices."""
     def __init__(self, data_source=None):
         pass
 
@@ -11,6 +12,7 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
+    """Yield 0, 1, ..., len(data_source) - 1 in order."""
     def __init__(self, data_source):
         self.data_source = data_source
 
@@ -61,6 +63,7 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
+    """Yield the given indices in a random order (from the generator, or ember's default)."""
     def __init__(self, indices, generator=None):
         self.indices = indices
         self.generator = generator
@@ -75,6 +78,7 @@ class SubsetRandomSampler(Sampler):
 
 
 class WeightedRandomSampler(Sampler):
+    """Draw num_samples indices with probabilities proportional to weights (with or without replacement)."""
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
@@ -94,6 +98,7 @@ class WeightedRandomSampler(Sampler):
 
 
 class BatchSampler(Sampler):
+    """Wrap a sampler to yield lists of batch_size indices (the last one shorter unless drop_last)."""
     def __init__(self, sampler, batch_size, drop_last):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
             raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
