@@ -1093,7 +1093,7 @@ def _canonical_mask(mask, dtype):
     if mask.dtype.name == "bool":
         from .._creation import zeros
         return _ops.masked_fill(zeros(tuple(mask.shape), dtype=dtype), mask, float("-inf"))
-    if mask.dtype.np.kind != "f":
+    if not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of masks are supported, got {mask.dtype}")
     return mask
 

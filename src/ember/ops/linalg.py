@@ -35,8 +35,9 @@ def _matmul_impl(xp, a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{', '.join(map(str, b.shape[:-2]))}, {ka}] but got: "
                            f"[{', '.join(map(str, b.shape[:-1]))}].")
-    if U.is_lowp(a) and a.dtype == b.dtype:  # float32 products and sums (BLAS), rounded once, as PyTorch's
-        return U.lowp_f32(_matmul_impl, xp, a, b)                 # CPU kernels for float16 and bfloat16
+    if a.dtype.itemsize == 2 and U.is_lowp(a) and a.dtype == b.dtype:
+        # float16/bfloat16: float32 products and sums (BLAS), rounded once, as PyTorch's CPU kernels
+        return U.lowp_f32(_matmul_impl, xp, a, b)
     if b.ndim == 2 and a.ndim > 2:
         # (..., k) @ (k, n) as one 2-D product: NumPy's stacked matmul with a broadcast 2-D operand
         # loops outside BLAS (10-40x slower for a GPT block's projections)
