@@ -181,6 +181,11 @@ XFAIL = {
     **_each("PyTorch's float16/bfloat16 gradient overflows on op_db's large-magnitude sample (entries near "
             "1e4: exp in the low dtype) and is off by up to 5; ember's matches float64", "logcumsumexp", "*",
             "backward"),
+    **_each("GAP: grid_sample's gradients (the grid's for bicubic sampling, the input's for 3-d) differ from "
+            "PyTorch's beyond a few ulps (up to 10%): ember's composite runs its weights and their derivatives "
+            "in the low dtype, rounding every step, where PyTorch's kernel computes them in float32; running the "
+            "composite in float32 for these dtypes is open work", "grid_sampler_2d grid_sampler_3d", "*",
+            "backward"),
     **_each("ties: op_db's 8000-element (3000 for mode) float16/bfloat16 samples repeat values, and PyTorch's "
             "sort orders equal values neither stably nor as NumPy does (the order is unspecified); the sorted "
             "values match, the indices (and the gradients routed through them) differ",
