@@ -344,6 +344,8 @@ def _foreign_array(data):
     as a NumPy array, or None for plain Python data."""
     if isinstance(data, (list, tuple, int, float, bool, complex, range)) or data is None:
         return None
+    if isinstance(data, np.ndarray) and data.dtype == dt.bfloat16.np:  # (NumPy's DLPack export refuses it)
+        return data
     if hasattr(data, "__dlpack__"):
         from .utils.dlpack import from_dlpack
         return from_dlpack(data)._data

@@ -374,6 +374,7 @@ def eigvals(A, *, out=None):
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's orgqr), in ember ops."""
     _need("torch.linalg.householder_product", A)
+    U.no_lowp("orgqr_cpu", A)
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     if m < n:
@@ -417,6 +418,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
     Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it. A 1-D input
     raises IndexError where PyTorch raises RuntimeError."""
+    U.no_lowp("ormqr_cpu", input)
     for t in (input, tau, other):
         if not t.is_floating_point():
             raise RuntimeError(f"torch.ormqr: Expected a floating point or complex tensor as input. Got "
@@ -529,6 +531,8 @@ def _no_grad():
 def matrix_exp(A):
     """The matrix exponential."""
     _need("linalg.matrix_exp", A)
+    if A.dtype.is_floating_point and A.dtype.itemsize == 2:  # float16/bfloat16 (PyTorch computes them):
+        return matrix_exp(A.float()).to(A.dtype)              # in float32, rounded once
     return dispatch(_LS.expm_op, (A,))
 
 
@@ -611,6 +615,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return _out(_R.norm(A, 2, (d0, d1), keepdim), out)
     if ord in ("nuc", 2, -2):
+        if A.is_floating_point() and A.dtype.itemsize == 2:  # (float16/bfloat16: as PyTorch)
+            raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                               f"{'Half' if A.dtype.name == 'float16' else 'BFloat16'}")
         if not A.is_floating_point():
             raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_LS.torch_dtype_name(A.dtype.np)}")
@@ -791,6 +798,9 @@ def vander(x, N=None):
     """Columns x^0, x^1, ..., x^(N-1) (increasing powers), through a product scan.
 
     Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it."""
+    if x.dtype.is_floating_point and x.dtype.itemsize == 2:
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{'Half' if x.dtype.name == 'float16' else 'BFloat16'}")
     if x.dim() == 0:
         x = x.unsqueeze(0)
     n = x.shape[-1] if N is None else N

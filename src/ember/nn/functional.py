@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import _dispatch as D
+from .. import _dtype as _dtype_mod
 from .. import ops as _ops
 from ..ops import gelu, softplus, sigmoid, tanh, softmax, log_softmax  # noqa: F401
 from ..ops import loss as _loss
@@ -322,6 +323,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def pdist(input, p=2.0):
     """p-norm distances between all pairs of rows (the upper triangle, flattened)."""
+    U.no_lowp("pdist", input)
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     d = _ops.index_select(input, 0, D._new_tensor(i.astype(np.int64))) - \
@@ -692,9 +694,13 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if weight is not None and tuple(weight.shape) != shape:
         raise RuntimeError(f"rms_norm: expected weight of shape {list(shape)}, got {U.fmt_shape(weight.shape)}")
     if eps is None:
-        eps = np.finfo(input.dtype.np).eps
+        eps = _dtype_mod.finfo(input.dtype).eps
     dims = tuple(range(input.dim() - k, input.dim()))
-    y = input * _ops.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    low = input.dtype in (_dtype_mod.float16, _dtype_mod.bfloat16)
+    x = input.float() if low else input  # float32 inside, rounded once, as PyTorch
+    y = x * _ops.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    if low:
+        y = y.to(input.dtype)
     return y * weight if weight is not None else y
 
 
@@ -707,17 +713,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     rm = running_mean.repeat(N) if running_mean is not None else None
     rv = running_var.repeat(N) if running_var is not None else None
     x = input.reshape((1, N * C) + tuple(input.shape[2:]))
-    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps).reshape(tuple(input.shape))
+    # the affine step inside the batch norm (as PyTorch's kernel): one rounding for float16/bfloat16
+    w = weight.repeat(N) if weight is not None else None
+    b = bias.repeat(N) if bias is not None else None
+    y = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps).reshape(tuple(input.shape))
     if running_mean is not None and use_input_stats:
         from ..autograd.grad_mode import no_grad
         with no_grad():  # the per-sample updates averaged back into the per-channel statistics
             running_mean.copy_(rm.reshape(N, C).mean(0))
             running_var.copy_(rv.reshape(N, C).mean(0))
-    shape = (1, C) + (1,) * (input.dim() - 2)
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
     return y
 
 
@@ -856,6 +860,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     (lower + upper) / 2 in evaluation."""
     from ..ops.pool3d import float_only
     float_only("rrelu", input)
+    if training and input.dtype is _dtype_mod.float16:  # (PyTorch's CPU build: bfloat16 only)
+        U.no_lowp("rrelu_with_noise_out_cpu", input)
     if not training:  # (leaky_relu's slope, in the input's dtype: a float64 input keeps a float64 slope)
         out = _ops.where(input > 0, input, input * ((lower + upper) / 2))
         return input.copy_(out) if inplace else out
@@ -909,7 +915,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     for j in range(size):  # the window's offsets (size of them), each a whole-tensor slice
         t = sp.narrow(1, j, C)
         acc = t if acc is None else acc + t
-    if input.dtype.np.kind != "f":  # integers: PyTorch averages with its truncating integer pooling
+    if not input.dtype.is_floating_point:  # integers: PyTorch averages with its truncating integer pooling
         div = ((acc.double() / size).trunc() * alpha + k) ** beta
         return input / div.float()
     div = (acc * (alpha / size) + k) ** beta
@@ -935,6 +941,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     op = "multi_margin_loss"
+    U.no_lowp("multi_margin_loss_cpu_kernel", input)
     if input.dim() not in (1, 2) or (input.dim() == 2 and input.shape[1] == 0) or input.numel() == 0 and input.dim() < 2:
         raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{U.fmt_shape(input.shape)}")
@@ -973,6 +980,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     op = "multilabel_margin_loss"
+    U.no_lowp("multilabel_margin_loss_forward_out_frame", input)
     if input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
                            f"{U.fmt_shape(input.shape)}")
@@ -1171,7 +1179,7 @@ def _canonical_mask(mask, dtype):
     if mask.dtype.name == "bool":
         from .._creation import zeros
         return _ops.masked_fill(zeros(tuple(mask.shape), dtype=dtype), mask, float("-inf"))
-    if mask.dtype.np.kind != "f":
+    if not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of masks are supported, got {mask.dtype}")
     return mask
 
@@ -1188,7 +1196,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     fl = [t for t in (query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v, out_proj_weight, out_proj_bias,
                       q_proj_weight, k_proj_weight, v_proj_weight) if t is not None]
     kinds = sorted({t.dtype.name for t in fl})
-    if len(kinds) > 1 or fl[0].dtype.np.kind != "f":
+    if len(kinds) > 1 or not fl[0].dtype.is_floating_point:
         raise RuntimeError(f"multi_head_attention_forward: expected floating point query, key, value and weights "
                            f"of one dtype, got {', '.join(kinds)}")
     batched = query.dim() == 3

@@ -19,6 +19,48 @@ def bf16_f32(fn, *arrays, **kw):
     return r.astype(BF16) if hasattr(r, "astype") and r.dtype == _F32 else r
 
 
+_F16 = np.dtype(np.float16)
+
+
+def is_lowp(a):
+    """float16 or bfloat16: PyTorch's CPU kernels compute these in float32 (its opmath type)."""
+    return a.dtype == _F16 or a.dtype == BF16
+
+
+def no_lowp(kernel, *arrays):
+    """PyTorch's CPU build has no float16/bfloat16 kernel named ``kernel``: its NotImplementedError."""
+    for a in arrays:
+        a = getattr(a, "_data", a)  # (tensors or arrays)
+        if type(a) is _ndarray and (a.dtype == _F16 or a.dtype == BF16):
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{'Half' if a.dtype == _F16 else 'BFloat16'}'")
+
+
+def refuse_lowp(op, kernel):
+    """Wrap a registry op's impl so that float16/bfloat16 arrays get PyTorch's NotImplementedError
+    for ``kernel`` (ops whose CPU kernels PyTorch builds for float32/float64 only)."""
+    impl = op.impl
+
+    def checked(xp, *arrays, **kw):
+        no_lowp(kernel, *arrays)
+        return impl(xp, *arrays, **kw)
+    op.impl = checked
+    return op
+
+
+def lowp_f32(fn, *arrays, **kw):
+    """fn on the float16/bfloat16 arrays cast to float32 (others as they are), each float32 result
+    (or tuple member) rounded once to that dtype: PyTorch's opmath for accumulating kernels (sums,
+    products, norms, convolutions, pooling) on these dtypes."""
+    low = next(x.dtype for x in arrays if type(x) is _ndarray and (x.dtype == _F16 or x.dtype == BF16))
+    r = fn(*(x.astype(_F32) if type(x) is _ndarray and x.dtype == low else x for x in arrays), **kw)
+
+    def back(v):
+        if isinstance(v, np.float32):  # (NumPy's scalar result of a 0-dim reduction or 1-D product)
+            return np.asarray(v).astype(low)
+        return v.astype(low) if type(v) is _ndarray and v.dtype == _F32 else v
+    return tuple(back(v) for v in r) if type(r) is tuple else back(r)
+
+
 def _key(x):
     t = type(x)
     if t is _ndarray:

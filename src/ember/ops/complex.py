@@ -304,6 +304,7 @@ def sgn(input):
 
 
 def polar(abs, angle, *, out=None):
+    U.no_lowp("polar_cpu", abs, angle)
     if abs.dtype is not angle.dtype:
         raise RuntimeError(f"Expected object of scalar type {scalar_name(abs._data.dtype)} but got scalar type "
                            f"{scalar_name(angle._data.dtype)} for second argument")

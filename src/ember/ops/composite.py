@@ -33,6 +33,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M)."""
+    U.no_lowp("cdist", x1, x2)
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, "
                            f"X2 got: {x2.dim()}D")
@@ -61,7 +62,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _igno
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
                          f"Got '{interpolation}'")
-    if not input.is_floating_point():
+    if not input.is_floating_point() or input.dtype.itemsize == 2:  # (float16/bfloat16 too, as PyTorch)
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     scalar_q = not U.is_tensor(q)
     qt = as_tensor(q, dtype=input.dtype).reshape(-1)
@@ -281,9 +282,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = w_sum - correction
     else:
         norm = w_sum - correction * (w * aweights.reshape(-1)).sum() / w_sum
-    norm = norm.clamp_min(0).to(x.dtype)  # (PyTorch: a non-positive normalization gives inf/nan, as here)
-    w = w.to(x.dtype)
-    avg = (x * w).sum(1, keepdim=True) / w_sum.to(x.dtype)
+    rt = U.dt.promote_types(x.dtype, w.dtype)  # (float32 aweights lift a float16/bfloat16 input, as PyTorch)
+    norm = norm.clamp_min(0).to(rt)  # (PyTorch: a non-positive normalization gives inf/nan, as here)
+    w = w.to(rt)
+    avg = (x * w).sum(1, keepdim=True) / w_sum.to(rt)
     xc = x - avg
     c = ((xc * w) @ _conj_t(xc)) / norm
     return c.reshape(()) if input.dim() < 2 or x.shape[0] == 1 else c

@@ -52,7 +52,7 @@ def _out_sp(in_sp, k, stride, pad, dilation):
 
 def _num_check(op, *arrs):
     for a in arrs:
-        if a is not None and a.dtype.kind not in "fiu":
+        if a is not None and a.dtype.kind not in "fiu" and a.dtype != U.BF16:
             raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[a.dtype].name}'")
 
 
@@ -61,6 +61,8 @@ def _conv_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
         raise RuntimeError(f"conv3d: expected input, weight and bias to have the same dtype, got {x.dtype}, "
                            f"{w.dtype}" + ("" if b is None else f", {b.dtype}"))
+    if U.is_lowp(x):  # float32 products and sums, rounded once (PyTorch's CPU kernels for these dtypes)
+        return U.lowp_f32(_conv_impl, xp, x, w, b, stride=stride, pad=pad, dilation=dilation, groups=groups)
     N = x.shape[0]
     Cout = w.shape[0]
     k = tuple(w.shape[2:])
@@ -82,6 +84,9 @@ def _conv_input_impl(xp, g, w, *, in_sp, stride, pad, dilation, groups):
     if g.dtype != w.dtype:
         raise RuntimeError(f"conv_transpose3d: Input type ({dt.FROM_NP[g.dtype].name}) and weight type "
                            f"({dt.FROM_NP[w.dtype].name}) should be the same")
+    if U.is_lowp(g):
+        return U.lowp_f32(_conv_input_impl, xp, g, w, in_sp=in_sp, stride=stride, pad=pad, dilation=dilation,
+                          groups=groups)
     N, Cout = g.shape[:2]
     out_sp = tuple(g.shape[2:])
     k = tuple(w.shape[2:])
@@ -107,6 +112,9 @@ def _conv_input_impl(xp, g, w, *, in_sp, stride, pad, dilation, groups):
 
 
 def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups):
+    if U.is_lowp(x):
+        return U.lowp_f32(_conv_weight_impl, xp, x, g, ksize=ksize, stride=stride, pad=pad, dilation=dilation,
+                          groups=groups)
     N, C = x.shape[:2]
     Cout = g.shape[1]
     out_sp = tuple(g.shape[2:])
@@ -319,7 +327,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     p = _tuple(padding, 1, "padding", op)[0]
     o = _tuple(output_padding, 1, "output_padding", op)[0]
     d = _tuple(dilation, 1, "dilation", op)[0]
-    if input.dtype.np.kind != "f" or weight.dtype.np.kind != "f":  # (the 2-d kernels are floating point only)
+    if not input.dtype.is_floating_point or not weight.dtype.is_floating_point:  # (the 2-d kernels are floating point only)
         out = conv_transpose3d(input.unsqueeze(-2).unsqueeze(-2), weight.unsqueeze(2).unsqueeze(2), bias,
                                (1, 1, s), (0, 0, p), (0, 0, o), groups, (1, 1, d))
         return out.squeeze(-2).squeeze(-2)

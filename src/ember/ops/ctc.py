@@ -205,6 +205,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if log_probs.dim() not in (2, 3):
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (T, C) or 3-D (T, N, C), got "
                            f"{U.fmt_shape(log_probs.shape)}")
+    U.no_lowp("ctc_loss_cpu", log_probs)
     if log_probs.dtype.np.kind != "f":
         raise RuntimeError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for '{log_probs.dtype.name}' (log_probs must "
                            f"be floating point)")

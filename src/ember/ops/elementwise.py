@@ -582,7 +582,7 @@ def _leaky_relu(xp, a, negative_slope=0.01):
 
 
 leaky_relu_op = defop("leaky_relu", _leaky_relu, save=("inputs",), family=EW)
-leaky_relu_op.vjp = lambda ctx, g: g * where(ctx.inputs[0] > 0, 1.0, ctx.params.get("negative_slope", 0.01))
+leaky_relu_op.vjp = lambda ctx, g: where(ctx.inputs[0] > 0, g, g * ctx.params.get("negative_slope", 0.01))
 leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.get("negative_slope", 0.01))
 
 
@@ -627,6 +627,8 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 def _gelu(xp, a, approximate="none"):
     a = U.float_only("gelu", a)
+    if U.is_lowp(a):  # float32 inside, rounded once (PyTorch's opmath)
+        return U.lowp_f32(_gelu, xp, a, approximate)
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1.0 + xp.tanh(inner))
@@ -659,6 +661,8 @@ def _gelu_bwd(xp, g, x, approximate="none"):
     """g * gelu'(x) in one pass over raw arrays (the fused backward; no graph is recorded through
     it): the same formulas as _gelu_deriv, with two temporaries instead of a dozen."""
     x = U.float_only("gelu", x)
+    if U.is_lowp(x):
+        return U.lowp_f32(_gelu_bwd, xp, g, x, approximate)
     if approximate == "tanh":
         th = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
         d = 0.5 * x * (1 - th * th) * (_SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x))
@@ -706,6 +710,8 @@ gelu_op.jvp = lambda ctx, t: t * _gelu_deriv(ctx)
 
 def _silu(xp, a):
     a = U.float_only("silu", a, complex_ok=True)
+    if U.is_lowp(a):
+        return U.lowp_f32(_silu, xp, a)
     return a * _sigmoid(xp, a)
 
 
@@ -768,9 +774,9 @@ log_sigmoid_op = _float_unary("log_sigmoid", _log_sigmoid, lambda c: (-c.inputs[
 mish_op = _float_unary("mish", _mish, _mish_deriv)
 hardswish_op = _float_unary("hardswish", lambda xp, a: a * xp.clip(a + 3, 0, 6) / 6,
                             lambda c: where(c.inputs[0] <= -3, 0.0,  # (PyTorch's one-sided values at +-3)
-                                            where(c.inputs[0] < 3, (2 * c.inputs[0] + 3) / 6, 1.0)))
+                                            where(c.inputs[0] < 3, (2 * c.inputs[0] + 3) / 6, 1.0)).to(c.inputs[0].dtype))
 hardsigmoid_op = _float_unary("hardsigmoid", lambda xp, a: xp.clip(a / 6 + 0.5, 0, 1),
-                              lambda c: where((c.inputs[0] > -3) & (c.inputs[0] < 3), 1 / 6, 0.0))
+                              lambda c: where((c.inputs[0] > -3) & (c.inputs[0] < 3), 1 / 6, 0.0).to(c.inputs[0].dtype))
 
 
 def _clamp(xp, a, min=None, max=None):
@@ -1241,14 +1247,46 @@ bitwise_right_shift = _mk_cmp(bitwise_right_shift_op, number_input=True)
 
 
 def lerp(input, end, weight):
+    if U.is_tensor(input) and U.is_lowp(input._data):  # PyTorch's float32 formula, rounded once
+        r = _lowp_opmath(_lerp_opmath, input, end, weight) if U.is_tensor(weight) else \
+            _lowp_opmath(lambda a, b: _lerp_opmath(a, b, weight), input, end)
+        if r is not None:
+            return r
     return input + weight * (end - input)
 
 
+def _lerp_opmath(a, b, w):
+    # a + w (b - a) for |w| < 0.5, b - (b - a)(1 - w) otherwise: exact at both ends
+    d = b - a
+    if not U.is_tensor(w):
+        return a + w * d if abs(w) < 0.5 else b - d * (1 - w)
+    return where(w.abs() < 0.5, a + w * d, b - d * (1 - w))
+
+
+def _lowp_opmath(f, *ts):
+    """f of the tensors in float32 when their result dtype is float16/bfloat16, rounded once, as
+    PyTorch's CPU kernels of fused pointwise ops compute these dtypes; None otherwise."""
+    if not all(U.is_tensor(t) for t in ts):
+        return None
+    r = U.result_dtype(*(t._data for t in ts))
+    if r is not U.dt.float16 and r is not U.dt.bfloat16:
+        return None
+    return f(*(t.float() if t.dtype is r else t for t in ts)).to(r)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1):
+    if U.is_tensor(input) and U.is_lowp(input._data):
+        r = _lowp_opmath(lambda a, b, c: addcmul(a, b, c, value=value), input, tensor1, tensor2)
+        if r is not None:
+            return r
     return input + value * tensor1 * tensor2 if value != 1 else input + tensor1 * tensor2
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    if U.is_tensor(input) and U.is_lowp(input._data):
+        r = _lowp_opmath(lambda a, b, c: addcdiv(a, b, c, value=value), input, tensor1, tensor2)
+        if r is not None:
+            return r
     return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
 
 

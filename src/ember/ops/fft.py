@@ -223,6 +223,8 @@ def _r2c(name, x, s, dim, norm, forward=True, default_all=True):
     """rfftn (forward) or ihfftn (not forward: the conjugate of rfftn with the dual norm)."""
     norm = _check_norm(norm)
     x = _as_input(name, x, real=True)
+    if x.dtype is U.dt.bfloat16:  # (PyTorch's CPU FFTs take float16 but not bfloat16)
+        raise RuntimeError("Unsupported dtype BFloat16")
     dims, sizes = _dims_and_sizes(name, x, s, dim, default_all)
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")

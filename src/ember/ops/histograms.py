@@ -83,6 +83,8 @@ def _histc(xp, a, bins=100, min=0, max=0, rows=False):
     if rows:  # under vmap: one histogram per leading index
         return np.stack([_histc(xp, r, bins, min, max) for r in a]) if a.shape[0] else \
             np.zeros((0, bins), a.dtype)
+    if a.dtype == U.BF16:  # (float32 holds bfloat16 exactly)
+        return _histc(xp, a.astype(np.float32), bins, min, max).astype(U.BF16)
     if a.dtype.kind != "f":
         raise RuntimeError(f"torch.histc: input tensor and weight tensor must be floating point, got {a.dtype}")
     if bins <= 0:
@@ -145,6 +147,7 @@ def _(op, vals, bd, params, size):
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
+    U.no_lowp("histogramdd", input)
     if U.is_tensor(bins):
         r = dispatch(histogram_op, (input, bins, weight), {"density": density})
     else:
@@ -158,6 +161,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
 def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     """A D-dimensional histogram of the points in input's last dimension (N, D): NumPy's, on plain
     tensors (no autograd, as PyTorch)."""
+    U.no_lowp("histogramdd", input)
     U.check_plain("histogramdd", input, weight)
     a = input._data
     if a.dtype.kind != "f":

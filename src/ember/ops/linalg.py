@@ -35,6 +35,9 @@ def _matmul_impl(xp, a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{', '.join(map(str, b.shape[:-2]))}, {ka}] but got: "
                            f"[{', '.join(map(str, b.shape[:-1]))}].")
+    if a.dtype.itemsize == 2 and U.is_lowp(a) and a.dtype == b.dtype:
+        # float16/bfloat16: float32 products and sums (BLAS), rounded once, as PyTorch's CPU kernels
+        return U.lowp_f32(_matmul_impl, xp, a, b)
     if b.ndim == 2 and a.ndim > 2:
         # (..., k) @ (k, n) as one 2-D product: NumPy's stacked matmul with a broadcast 2-D operand
         # loops outside BLAS (10-40x slower for a GPT block's projections)
@@ -261,7 +264,16 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return p + (input if beta == 1 else input * beta) if beta != 0 else p
 
 
+def _lowp_fused(f, input, batch1, batch2, beta, alpha):
+    """float16/bfloat16 products, scaling and sum in float32, rounded once (PyTorch's CPU kernels)."""
+    d = batch1.dtype
+    up = (lambda t: t.float() if U.is_tensor(t) and t.dtype is d else t)
+    return f(up(input), up(batch1), up(batch2), beta=beta, alpha=alpha).to(d)
+
+
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    if U.is_lowp(batch1._data) and batch2.dtype is batch1.dtype:
+        return _lowp_fused(baddbmm, input, batch1, batch2, beta, alpha)
     p = bmm(batch1, batch2)
     if alpha != 1:
         p = p * alpha
@@ -269,6 +281,16 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    if U.is_lowp(batch1._data) and batch2.dtype is batch1.dtype and U.is_tensor(input) and \
+            input.dtype is batch1.dtype and batch1.dim() == 3 and batch2.dim() == 3:
+        # PyTorch's CPU kernel: the input scaled, then one float32 product added per batch and
+        # rounded to float16/bfloat16 after each
+        d = batch1.dtype
+        r = input.expand(batch1.shape[1], batch2.shape[2])
+        r = r * 0 if beta == 0 else (r * beta if beta != 1 else r)
+        for k in range(batch1.shape[0]):
+            r = (r.float() + alpha * (batch1[k].float() @ batch2[k].float())).to(d)
+        return r if batch1.shape[0] else r.clone()
     p = bmm(batch1, batch2).sum(0)
     if alpha != 1:
         p = p * alpha
@@ -296,8 +318,8 @@ def _linear_impl(xp, x, w, b=None):
         lead = int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
                            f"{w.shape[1]}x{w.shape[0]})")
-    if x.dtype is U.BF16:  # float32 products, sums and bias, rounded once, as PyTorch's CPU addmm
-        return U.bf16_f32(_linear_impl, xp, x, w, b)
+    if U.is_lowp(x):  # float32 products, sums and bias, rounded once, as PyTorch's CPU addmm
+        return U.lowp_f32(_linear_impl, xp, x, w, b)
     if x.ndim > 2:  # one 2-D GEMM (a strided input is copied once: NumPy would loop over small GEMMs)
         y = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:
@@ -352,7 +374,10 @@ def linear(input, weight, bias=None):
 
 
 def bilinear(input1, input2, weight, bias=None):
-    y = einsum("...i,oij,...j->...o", input1, weight, input2)
+    if U.is_lowp(input1._data):  # PyTorch's two products, the first rounded to float16/bfloat16
+        y = einsum("...oj,...j->...o", einsum("...i,oij->...oj", input1, weight), input2)
+    else:
+        y = einsum("...i,oij,...j->...o", input1, weight, input2)
     return y + bias if bias is not None else y
 
 
@@ -400,6 +425,8 @@ def _parse_einsum(eq, shapes):
 
 
 def _einsum_impl(xp, *arrs, eq):
+    if arrs and U.is_lowp(arrs[0]):  # float32 products and sums, rounded once (NumPy has no bfloat16 einsum)
+        return U.lowp_f32(lambda *a: _einsum_impl(xp, *a, eq=eq), *arrs)
     try:
         return xp.einsum(eq, *arrs, optimize=len(arrs) > 2)
     except ValueError as e:

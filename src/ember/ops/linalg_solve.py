@@ -61,8 +61,17 @@ def torch_dtype_name(npdt):
     return f"{_TORCH_DT[name]} ({name})" if name in _TORCH_DT else name
 
 
+# PyTorch's CPU build has no float16/bfloat16 LAPACK kernels: its NotImplementedError names the kernel
+_LOWP_KERNEL = {"linalg.cholesky": "cholesky_cpu", "linalg.solve_triangular": "triangular_solve_cpu",
+                "geqrf": "geqrf_cpu", "linalg.qr": "geqrf_cpu", "linalg.lu_factor": "lu_cpu", "linalg.solve": "lu_cpu",
+                "linalg.det": "lu_cpu", "linalg.svd": "linalg_svd_cpu", "linalg.eigh": "linalg_eigh_cpu",
+                "torch.linalg.ldl_factor_ex": "ldl_factor_kernel_cpu", "torch.linalg.ldl_solve": "ldl_solve_kernel_cpu"}
+
+
 def check_float(name, a):
     if a.dtype.kind not in "fc" or a.dtype.itemsize < 4:
+        if name in _LOWP_KERNEL:
+            U.no_lowp(_LOWP_KERNEL[name], a)
         if a.dtype.kind == "f" or (a.dtype.kind == "V" and a.dtype.itemsize == 2):
             raise err(f"{name}: Low precision dtypes not supported. Got {torch_dtype_name(a.dtype)}")
         raise err(f"{name}: Expected a floating point or complex tensor as input. "

@@ -15,6 +15,7 @@ from .._dispatch import defop, dispatch
 from . import reduce as _R
 from . import indexing as _I
 from . import elementwise as _E
+from . import _util as U
 
 
 def _long_check(op, target):
@@ -550,11 +551,15 @@ def _(ctx, tx, tt):
 
 
 def _smooth_l1_impl(xp, a, b, reduction="mean", beta=1.0):
+    if U.is_lowp(a):  # float32 inside, rounded once (PyTorch's opmath)
+        return U.lowp_f32(_smooth_l1_impl, xp, a, b, reduction, beta)
     d = xp.abs(a - b)
     return _reduce_arr(xp, xp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
 
 
 def _huber_impl(xp, a, b, reduction="mean", delta=1.0):
+    if U.is_lowp(a):
+        return U.lowp_f32(_huber_impl, xp, a, b, reduction, delta)
     d = xp.abs(a - b)
     return _reduce_arr(xp, xp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 

@@ -79,7 +79,11 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
     d = U.wrap_dim(dim, max(output.dim(), 1), "_softmax_backward_data")
     if output.dim() == 0:
         return grad_output * 0
-    g = output * (grad_output - (grad_output * output).sum(d, keepdim=True))
+    if U.is_lowp(output._data) and grad_output.dtype is output.dtype:  # float32 inside, rounded once
+        y, go = output.float(), grad_output.float()
+        g = (y * (go - (go * y).sum(d, keepdim=True))).to(output.dtype)
+    else:
+        g = output * (grad_output - (grad_output * output).sum(d, keepdim=True))
     return g if input_dtype is None or g.dtype == input_dtype else g.to(input_dtype)
 
 

@@ -89,7 +89,7 @@ def _tuple(v, n, name, op):
 
 def _float_check(op, *arrs):
     for a in arrs:
-        if a is not None and a.dtype.kind != "f":
+        if a is not None and a.dtype.kind != "f" and a.dtype != U.BF16:
             raise RuntimeError(f"{op}: expected a floating point tensor, got {dt.FROM_NP[a.dtype].name}")
 
 
@@ -474,6 +474,8 @@ def _conv_check(op, x, w, groups):
 
 def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     _conv_check("conv2d", x, w, groups)
+    if U.is_lowp(x):  # float32 products and sums, rounded once (PyTorch's CPU kernels for these dtypes)
+        return U.lowp_f32(_conv2d_impl, xp, x, w, b, stride=stride, pad=pad, dilation=dilation, groups=groups)
     N, C, H, W = x.shape
     Cout, Cg, kh, kw = w.shape
     Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dilation[0])
@@ -515,6 +517,9 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
 def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     """Gradient of conv2d w.r.t. its input (= conv_transpose2d of g)."""
     _conv_check("conv2d_backward_input", g, w, groups)
+    if U.is_lowp(g):
+        return U.lowp_f32(_conv_input_impl, xp, g, w, in_hw=in_hw, stride=stride, pad=pad, dilation=dilation,
+                          groups=groups, nhwc=nhwc)
     N, Cout, Ho, Wo = g.shape
     _, Cg, kh, kw = w.shape
     H, W = in_hw
@@ -578,6 +583,9 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
 def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, wcl):
     """Gradient of conv2d w.r.t. its weight."""
     _conv_check("conv2d_backward_weight", x, g, groups)
+    if U.is_lowp(x):
+        return U.lowp_f32(_conv_weight_impl, xp, x, g, ksize=ksize, stride=stride, pad=pad, dilation=dilation,
+                          groups=groups, nhwc=nhwc, wcl=wcl)
     N, C, H, W = x.shape
     _, Cout, Ho, Wo = g.shape
     kh, kw = ksize
@@ -866,7 +874,7 @@ def _pool_geometry(x, kernel, stride, pad, dilation, ceil):
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if dtype.kind == "f" or dtype == U.BF16 else np.iinfo(dtype).min
 
 
 def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
@@ -1049,6 +1057,9 @@ def _avg_scale(xp, H, W, k, s, p, Ho, Wo, cip, dov, dtype, nhwc):
 
 def _avg_pool_impl(xp, x, *, kernel, stride, pad, ceil_mode, count_include_pad, divisor_override):
     _float_check("avg_pool2d", x)
+    if U.is_lowp(x):  # a float32 window sum, rounded once
+        return U.lowp_f32(_avg_pool_impl, xp, x, kernel=kernel, stride=stride, pad=pad, ceil_mode=ceil_mode,
+                          count_include_pad=count_include_pad, divisor_override=divisor_override)
     N, C, H, W = x.shape
     kh, kw = kernel
     sh, sw = stride
@@ -1069,6 +1080,10 @@ def _avg_pool_impl(xp, x, *, kernel, stride, pad, ceil_mode, count_include_pad, 
 
 def _avg_pool_bwd_impl(xp, g, *, in_shape, nhwc, kernel, stride, pad, ceil_mode, count_include_pad,
                        divisor_override):
+    if U.is_lowp(g):
+        return U.lowp_f32(_avg_pool_bwd_impl, xp, g, in_shape=in_shape, nhwc=nhwc, kernel=kernel, stride=stride,
+                          pad=pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                          divisor_override=divisor_override)
     N, C, H, W = in_shape
     Ho, Wo = g.shape[2:]
     gs = _phys(g, nhwc) * _avg_scale(xp, H, W, kernel, stride, pad, Ho, Wo, count_include_pad,
@@ -1203,7 +1218,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def _upsample_nearest_impl(xp, x, src):
     """src: per trailing spatial dim, the input index each output position reads."""
-    if x.dtype.kind != "f" and x.dtype != np.uint8:
+    if x.dtype.kind != "f" and x.dtype != np.uint8 and x.dtype != U.BF16:
         raise RuntimeError(f"upsample_nearest: not implemented for {dt.FROM_NP[x.dtype].name} input "
                            f"(floating point or uint8 is expected)")
     k = len(src)
@@ -1259,6 +1274,13 @@ def _bcast(v, two_d):
 
 def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     _float_check("batch_norm", x)
+    if U.is_lowp(x):  # float32 statistics and normalisation, rounded once; running stats updated in place
+        f32 = [None if v is None else v.astype(np.float32) for v in (rm, rv)]
+        r = U.lowp_f32(_bn_impl, xp, x, w, b, *f32, training=training, momentum=momentum, eps=eps)
+        for v, v32 in zip((rm, rv), f32):
+            if v is not None and training and momentum:
+                v[...] = v32
+        return r
     a, axes, restore = _bn_view(xp, x)
     two_d = len(axes) == 1
     C = x.shape[1]
@@ -1295,6 +1317,8 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
 
 def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
     """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    if U.is_lowp(x):
+        return U.lowp_f32(_bn_bwd_impl, xp, g, x, w, mean, invstd, training=training)
     a, axes, restore = _bn_view(xp, x)
     two_d = len(axes) == 1
     ga = _bn_view(xp, g)[0] if g.ndim != 4 or is_channels_last(g) == is_channels_last(x) else \
@@ -1471,6 +1495,8 @@ def _row_norm_input_grad(xp, gg, xhat, rstd, own=False):
 
 def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
     _float_check("layer_norm", x)
+    if U.is_lowp(x):  # float32 statistics and normalisation, rounded once
+        return U.lowp_f32(_ln_impl, xp, x, w, b, normalized_shape=normalized_shape, eps=eps)
     k = math.prod(normalized_shape)
     y, rstd = _row_stats(xp, x.reshape(x.size // k if k else 0, k), eps)
     y *= rstd
@@ -1484,6 +1510,8 @@ def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
 
 def _ln_bwd_impl(xp, g, x, w, *, normalized_shape, eps):
     """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    if U.is_lowp(x):
+        return U.lowp_f32(_ln_bwd_impl, xp, g, x, w, normalized_shape=normalized_shape, eps=eps)
     k = math.prod(normalized_shape)
     rows = x.size // k if k else 0
     xhat, rstd = _row_stats(xp, x.reshape(rows, k), eps)
@@ -1605,6 +1633,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
 
 def _gn_impl(xp, x, w, b, *, groups, eps):
     _float_check("group_norm", x)
+    if U.is_lowp(x):  # float32 statistics and normalisation, rounded once
+        return U.lowp_f32(_gn_impl, xp, x, w, b, groups=groups, eps=eps)
     N, C = x.shape[:2]
     y, rstd = _row_stats(xp, x.reshape(N * groups, (C // groups) * math.prod(x.shape[2:])), eps)
     y *= rstd
@@ -1619,6 +1649,8 @@ def _gn_impl(xp, x, w, b, *, groups, eps):
 
 def _gn_bwd_impl(xp, g, x, w, *, groups, eps):
     """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
+    if U.is_lowp(x):
+        return U.lowp_f32(_gn_bwd_impl, xp, g, x, w, groups=groups, eps=eps)
     N, C = x.shape[:2]
     L = math.prod(x.shape[2:])
     xhat, rstd = _row_stats(xp, x.reshape(N * groups, (C // groups) * L), eps)

@@ -75,7 +75,7 @@ def _nextafter(xp, a, b):
     if not (type(a) is _nd and type(b) is _nd and a.dtype is b.dtype):
         a, b = U.promote(a, b)
     for x in (a, b):
-        if type(x) is _nd and x.dtype.kind != "f":
+        if type(x) is _nd and x.dtype.kind != "f" and x.dtype != U.BF16:  # (ml_dtypes steps bfloat16's ulps)
             raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{x.dtype.name}': nextafter expects "
                                f"floating point tensors")
     try:
@@ -93,7 +93,7 @@ nextafter_op.jvp = lambda ctx, ta, tb: (ta * (ctx.inputs[0] != ctx.inputs[1]) if
 
 
 def _frexp(xp, a):
-    if a.dtype.kind != "f":
+    if a.dtype.kind != "f" and a.dtype != U.BF16:
         raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {a.dtype.name}")
     m, e = xp.frexp(a)
     return m, e.astype(np.int32)

@@ -27,6 +27,8 @@ def _argmax_core(xp, x, tables, op):
     nsp = len(tables)
     lead = x.shape[:x.ndim - nsp]
     sp = x.shape[x.ndim - nsp:]
+    if x.dtype == U.BF16:  # (float32 holds bfloat16 exactly: the same maxima)
+        x = x.astype(np.float32)
     if x.dtype.kind not in "fiu":
         raise RuntimeError(f"{op}: not implemented for {dt.FROM_NP[x.dtype].name} input")
     P = int(np.prod(lead)) if lead else 1
@@ -47,7 +49,7 @@ def _argmax_core(xp, x, tables, op):
         ix.append(xp.maximum(tt, 0))
     vals = xf[tuple(ix)]
     if not bool(valid.all()):
-        low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        low = -np.inf if x.dtype.kind == "f" or x.dtype == U.BF16 else np.iinfo(x.dtype).min
         vals = xp.where(valid, vals, xp.asarray(low, x.dtype))
     # (P, O0, K0, O1, K1, ...) -> (P, O0, O1, ..., K0, K1, ...)
     perm = (0,) + tuple(1 + 2 * d for d in range(nsp)) + tuple(2 + 2 * d for d in range(nsp))
@@ -123,7 +125,7 @@ def _(op, vals, bd, params, size):
 def float_only(op, *ts, name=None):
     """PyTorch's error for a kernel without integer support, naming the op and the dtype."""
     for t in ts:
-        if t is not None and t.dtype.np.kind != "f":
+        if t is not None and not t.dtype.is_floating_point:  # (bfloat16 included)
             raise RuntimeError(f"\"{name or op}\" not implemented for '{t.dtype.name}' ({op} expects floating point "
                                f"inputs)")
 
@@ -250,7 +252,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 def adaptive_avg_pool3d(input, output_size):
     op = "adaptive_avg_pool3d"
     sp, out = _adaptive_out(op, input, output_size, 3)
-    if input.dtype.np.kind != "f":
+    if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}: not implemented for '{input.dtype}' (a floating point input is expected)")
     from .._creation import tensor
     y = input
@@ -332,6 +334,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     op = "avg_pool3d"
     nsp = 3
     _check_dims(op, input, nsp)
+    U.no_lowp("avg_pool3d_out_frame", input)
     if input.dtype.np.kind not in "fiu":
         raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[input.dtype.np].name}'")
     k = _tuple(kernel_size, nsp, "kernel_size", op)

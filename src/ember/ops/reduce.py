@@ -26,11 +26,16 @@ def _dim_overload_name(op):
     return lambda args, params: over_dims if "dims" in params else full
 
 
+_F16 = np.dtype(np.float16)
+
+
 def _sum_impl(xp, a, dims=None, keepdim=False, dtype=None):
     if dtype is None and a.dtype.kind in "buiV" and a.dtype != np.int64:
         if a.dtype == U.BF16:  # a float32 sum, rounded once (as PyTorch)
             return U.bf16_f32(xp.sum, a, axis=dims, keepdims=keepdim)
         dtype = np.int64
+    elif a.dtype is _F16 and dtype is None:  # a float32 sum, rounded once (NumPy's rounds every step)
+        return xp.asarray(xp.sum(a, axis=dims, keepdims=keepdim, dtype=np.float32)).astype(_F16)
     return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
@@ -90,6 +95,8 @@ def _prod_impl(xp, a, dims=None, keepdim=False, dtype=None):
         if a.dtype == U.BF16:
             return U.bf16_f32(xp.prod, a, axis=dims, keepdims=keepdim)
         dtype = np.int64
+    elif a.dtype is _F16 and dtype is None:
+        return xp.asarray(xp.prod(a, axis=dims, keepdims=keepdim, dtype=np.float32)).astype(_F16)
     return xp.prod(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
@@ -423,6 +430,8 @@ def _(ctx, t):
 def _cumsum_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
+    if dtype is not None and (np.dtype(dtype) == np.float16 or np.dtype(dtype) == U.BF16):
+        a, dtype = a.astype(dtype), None
     if dtype is None and (a.dtype == np.float16 or a.dtype == U.BF16):  # a float32 running sum, as PyTorch
         r = xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)        # (float16 stalls at 2048)
     else:
@@ -445,6 +454,8 @@ cumsum_op.jvp = lambda ctx, t: t.cumsum(ctx.params["dim"])
 def _cumprod_impl(xp, a, dim, dtype=None):
     if dtype is None and a.dtype.kind in "bui":
         dtype = np.int64
+    if dtype is not None and (np.dtype(dtype) == np.float16 or np.dtype(dtype) == U.BF16):
+        a, dtype = a.astype(dtype), None
     if dtype is None and (a.dtype == np.float16 or a.dtype == U.BF16):
         r = xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
     else:
@@ -740,6 +751,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")
     if input.dtype is dt.float16 or input.dtype is dt.bfloat16:  # float32 accumulation, as PyTorch (float16 squares overflow at 65504)
+        if p == "nuc":  # (singular values: PyTorch has no float16/bfloat16 kernel)
+            raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                               f"{'Half' if input.dtype is dt.float16 else 'BFloat16'}")
         return norm(input.float(), p, dim, keepdim).to(input.dtype)
     if p == "fro" or p is None:
         p = 2

@@ -182,9 +182,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(o <= 0 for o in out_sizes):
         raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, in_sizes))}) and output ({', '.join(map(str, out_sizes))})")
-    if mode != "nearest" and mode != "nearest-exact" and input.dtype.np.kind != "f":
+    if mode != "nearest" and mode != "nearest-exact" and not input.dtype.is_floating_point:
         raise RuntimeError(f"interpolate (upsample_{mode}): \"{mode}\" mode not implemented for '{input.dtype.name}' (floating point "
                            f"input expected)")
+    if mode != "nearest" and mode != "nearest-exact" and U.is_lowp(input._data):
+        # float16/bfloat16: the weighted sums in float32, rounded once (PyTorch's opmath)
+        return interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor,
+                           antialias).to(input.dtype)
     if mode == "area":
         from ..nn import functional as F
         pool = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}[nsp]
@@ -355,7 +359,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            f"{input.dtype} and grid has {grid.dtype}")
     if mode == "bicubic" and nsp != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-    if input.dtype.np.kind != "f":
+    if not input.dtype.is_floating_point:
         raise RuntimeError(f"grid_sampler(): \"grid_sample\" not implemented for '{input.dtype.name}'")
     if any(s == 0 for s in input.shape[2:]):
         raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes "

@@ -19,7 +19,7 @@ _REDUCERS = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
 def _identity(reduce, dtype):
     if reduce == "prod":
         return 1
-    if dtype.kind == "f":
+    if dtype.kind == "f" or dtype == U.BF16:
         return -np.inf if reduce == "amax" else np.inf
     if dtype.kind == "b":
         return reduce == "amin"

@@ -261,6 +261,10 @@ _POLY = {
 }
 _poly_ops = {n: _binary("special_" + n, f, differentiable=False) for n, f in _POLY.items()}
 
+# PyTorch's CPU build has float32/float64 kernels only for these: float16/bfloat16 get its error
+for _op in (erfcx_op, ndtri_op, log_ndtr_op, zeta_op, *_nondiff_ops.values(), *_poly_ops.values()):
+    U.refuse_lowp(_op, _op.name[len("special_"):] + "_cpu")
+
 # ----------------------------------------------------------------------------- public functions
 
 _out = U.write_out
