@@ -37,10 +37,11 @@ _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
 class MT:
     """The mt19937 stream with PyTorch's per-generator normal cache."""
 
-    __slots__ = ("bg", "seed", "normal_cache", "_fresh_key")
+    __slots__ = ("bg", "seed", "normal_cache", "_fresh_key", "_gen")
 
     def __init__(self, seed):
         self.bg = np.random.MT19937(0)
+        self._gen = np.random.Generator(self.bg)  # its full-range uint32 integers: one draw each
         self.manual_seed(seed)
 
     def manual_seed(self, seed):
@@ -60,6 +61,10 @@ class MT:
     def u32(self, n):
         """n 32-bit draws (uint64 array)."""
         return self.bg.random_raw(n)
+
+    def draws32(self, n):
+        """n 32-bit draws as a uint32 array (half the memory of u32's, and faster)."""
+        return self._gen.integers(0, 1 << 32, n, dtype=np.uint32)
 
     def u64(self, n):
         r = self.bg.random_raw(2 * n)
