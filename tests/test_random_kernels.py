@@ -125,3 +125,12 @@ def test_normal_fill_chunking(n, dtype):
         R._CHUNK = chunk
     assert got.dtype == want.dtype and np.array_equal(got, want)
     assert a.next32() == b.next32()
+
+
+@pytest.mark.parametrize("n", [0, 1, 8191, 8192, 8193, 20000])
+def test_fma32_in_chunks(n):
+    """fma32_ (in place, a chunk at a time) is the one-shot fused multiply-add."""
+    u = np.random.default_rng(n).random(n, dtype=np.float32)
+    want = R._fma(u, f32(2.5), f32(-1.25))
+    got = R.fma32_(u.copy(), f32(2.5), f32(-1.25))
+    assert got.dtype == np.float32 and np.array_equal(got, want)

@@ -285,6 +285,23 @@ def _fma(a, b, c):
     return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + c).astype(_f32)
 
 
+def fma32_(a, b, c):
+    """a (a contiguous float32 array) <- a * b + c rounded once, b and c float32 scalars; a cache-
+    sized chunk at a time through float64 scratch (no full-size temporaries)."""
+    flat = a.reshape(-1)
+    b, c = float(b), float(c)
+    step = _CHUNK * 8
+    w64 = _work(min(step, flat.size))[1][0]
+    for i in range(0, flat.size, step):
+        part = flat[i:i + step]
+        t = w64[:part.size]
+        np.copyto(t, part)
+        t *= b
+        t += c
+        np.copyto(part, t, casting="unsafe")
+    return a
+
+
 _LOG_P = [float(_f32(v)) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
                                    1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
                                    3.3333331174E-1)]

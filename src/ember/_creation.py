@@ -7,7 +7,7 @@ import numpy as np
 from . import _dispatch as D
 from . import _dtype as dt
 from ._memory_format import empty_array
-from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm, _fma as _fma32
+from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm, fma32_ as _fma32_
 from ._tensor import Tensor, device as _device_cls
 from .ops import _util as U
 
@@ -625,12 +625,12 @@ def _uniform_values(mt, n, d, low=0.0, high=1.0):
     else:
         # the bounds in float32 (for float16 too), one fused multiply-add
         lo, hi = np.float32(low), np.float32(high)
-        v = _fma32(u, hi - lo, lo).astype(d, copy=False)
+        v = _fma32_(u, hi - lo, lo).astype(d, copy=False)
     # a value rounded up to the upper bound becomes the lower one: the range stays [low, high)
     top = np.asarray(high).astype(d)
-    hit = v == top
-    if hit.any():
-        v[hit] = np.asarray(low).astype(d)
+    big = v.max() if v.size else top
+    if not big < top:  # (no value is above it: the rounding is monotonic; NaN checks them all)
+        v[v == top] = np.asarray(low).astype(d)
     return v
 
 
