@@ -4,7 +4,6 @@ emulation written here: every fused multiply-add rounded once, everything else i
 optimised kernels take shortcuts (plain float32 steps where a product is exact); this checks they
 give the same bits. By default a stride of the 2**24 inputs the sampler can produce plus both ends;
 EMBER_RNG_EXHAUSTIVE=1 checks all of them (about a minute)."""
-import math
 import os
 
 import numpy as np
@@ -134,3 +133,10 @@ def test_fma32_in_chunks(n):
     want = R._fma(u, f32(2.5), f32(-1.25))
     got = R.fma32_(u.copy(), f32(2.5), f32(-1.25))
     assert got.dtype == np.float32 and np.array_equal(got, want)
+
+
+def test_fma32_in_place_on_a_strided_array():
+    u = np.random.default_rng(1).random((300, 40), dtype=f32)
+    want = R._fma(u.T, f32(3), f32(1))
+    got = R.fma32_(u.T, f32(3), f32(1))
+    assert np.array_equal(got, want) and np.array_equal(u.T, want)

@@ -288,6 +288,9 @@ def _fma(a, b, c):
 def fma32_(a, b, c):
     """a (a contiguous float32 array) <- a * b + c rounded once, b and c float32 scalars; a cache-
     sized chunk at a time through float64 scratch (no full-size temporaries)."""
+    if not a.flags.c_contiguous:
+        a[...] = _fma(a, b, c)
+        return a
     flat = a.reshape(-1)
     b, c = float(b), float(c)
     step = _CHUNK * 8
