@@ -144,9 +144,35 @@ def test_randint(torch, low, high):
         check(torch, lambda L: L.randint(low, high, (5, 3), dtype=L.float32))
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 5, 16, 100, 1433, 20000])
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 16, 63, 64, 65, 100, 1433, 20000, 100003])
 def test_randperm(torch, n):
+    # below _PERM_LOOP (64) the swaps run in a Python loop, from there on vectorised
     check(torch, lambda L: L.randperm(n))
+
+
+def _swap_loop(z, n):
+    perm = list(range(n))
+    for i, j in enumerate(z):
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 64, 300])
+def test_swaps_to_perm_matches_the_loop(n):
+    """The vectorised Fisher-Yates (no sequential loop) against the loop itself, on swap targets
+    drawn at random and on the extreme patterns: no moves, every swap to the end, chains of
+    neighbours, every target hit many times."""
+    from ember._creation import _swaps_to_perm
+    rng = np.random.default_rng(n)
+    i = np.arange(n - 1)
+    cases = [i, np.full(n - 1, n - 1), np.minimum(i + 1, n - 1), np.maximum(i, n - 3)]
+    cases += [i + rng.integers(0, n - i) for _ in range(20)]
+    cases += [np.where(rng.random(n - 1) < 0.5, i, i + rng.integers(0, n - i)) for _ in range(5)]
+    for z in cases:
+        for dt in (np.int32, np.int64):
+            got = _swaps_to_perm(z.astype(dt), i.astype(dt), n)
+            assert got.dtype == np.int64
+            assert got.tolist() == _swap_loop(z.tolist(), n), z
 
 
 def test_like_factories(torch):

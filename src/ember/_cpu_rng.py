@@ -18,6 +18,7 @@ bisect):
 """
 import math
 import struct
+import threading
 
 import numpy as np
 
@@ -28,7 +29,6 @@ _F24 = np.float32(2.0 ** -24)
 _F53 = 2.0 ** -53
 _F24_PY = 2.0 ** -24
 _M53_PY = (1 << 53) - 1
-_LOW = 0 if np.little_endian else 1
 _SMALL = 32  # up to this many values, per-element Python beats a sequence of NumPy calls
 STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-state layout
 _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
@@ -37,10 +37,11 @@ _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
 class MT:
     """The mt19937 stream with PyTorch's per-generator normal cache."""
 
-    __slots__ = ("bg", "seed", "normal_cache", "_fresh_key")
+    __slots__ = ("bg", "seed", "normal_cache", "_fresh_key", "_gen")
 
     def __init__(self, seed):
         self.bg = np.random.MT19937(0)
+        self._gen = np.random.Generator(self.bg)  # its full-range uint32 integers: one draw each
         self.manual_seed(seed)
 
     def manual_seed(self, seed):
@@ -61,6 +62,10 @@ class MT:
         """n 32-bit draws (uint64 array)."""
         return self.bg.random_raw(n)
 
+    def draws32(self, n):
+        """n 32-bit draws as a uint32 array (half the memory of u32's, and faster)."""
+        return self._gen.integers(0, 1 << 32, n, dtype=np.uint32)
+
     def u64(self, n):
         r = self.bg.random_raw(2 * n)
         return (r[0::2] << _S32) | r[1::2]
@@ -76,10 +81,11 @@ class MT:
     def uniform_f32(self, n):
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
             return np.array([(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()], np.float32)
-        # the low 32 bits of each draw (little-endian words), masked to 24 bits as int32: an int32
-        # to float32 conversion is much cheaper than NumPy's uint64 one
-        r = self.bg.random_raw(n).view(np.uint32)[_LOW::2].view(np.int32)
-        out = np.bitwise_and(r, 0xFFFFFF).astype(np.float32)
+        # the draws masked to 24 bits as int32: an int32 to float32 conversion is much cheaper than
+        # NumPy's uint64 one
+        r = self.draws32(n).view(np.int32)
+        np.bitwise_and(r, 0xFFFFFF, out=r)
+        out = r.astype(np.float32)
         out *= _F24
         return out
 
@@ -147,7 +153,7 @@ class MT:
         blocks_out = out[:nblocks * 16].reshape(nblocks, 16)
         for i in range(0, nblocks, _CHUNK):
             k = min(_CHUNK, nblocks - i)
-            blocks_out[i:i + k] = bm(draw(16 * k).reshape(k, 16), mean, std)
+            bm(draw(16 * k).reshape(k, 16), mean, std, blocks_out[i:i + k])
         if n % 16:
             if f32 or f64:
                 draw(n % 16)  # the uniforms of the partial block, overwritten before use
@@ -257,12 +263,13 @@ def fma64(a, b, c):
     return s + (t + e)
 
 
-def _bm_f64(blocks, mean, std):
+def _bm_f64(blocks, mean, std, out=None):
     u1 = 1.0 - blocks[:, :8]
     u2 = blocks[:, 8:]
     r = np.sqrt(-2.0 * libm_log(u1))
     th = 2.0 * math.pi * u2
-    out = np.empty_like(blocks)
+    if out is None:
+        out = np.empty(blocks.shape, blocks.dtype)
     out[:, :8] = fma64(r * np.cos(th), std, mean)
     out[:, 8:] = fma64(r * np.sin(th), std, mean)
     return out
@@ -278,57 +285,104 @@ def _fma(a, b, c):
     return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + c).astype(_f32)
 
 
+def fma32_(a, b, c):
+    """a (a contiguous float32 array) <- a * b + c rounded once, b and c float32 scalars; a cache-
+    sized chunk at a time through float64 scratch (no full-size temporaries)."""
+    if not a.flags.c_contiguous:
+        a[...] = _fma(a, b, c)
+        return a
+    flat = a.reshape(-1)
+    b, c = float(b), float(c)
+    step = _CHUNK * 8
+    w64 = _work(min(step, flat.size))[1][0]
+    for i in range(0, flat.size, step):
+        part = flat[i:i + step]
+        t = w64[:part.size]
+        np.copyto(t, part)
+        t *= b
+        t += c
+        np.copyto(part, t, casting="unsafe")
+    return a
+
+
 _LOG_P = [float(_f32(v)) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
                                    1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
                                    3.3333331174E-1)]
-_SQRTHF_BITS = _f32(0.707106781186547524).view(np.int32)
 _i32 = np.int32
 
 
-def _r32(x, buf):
-    """Round the float64 array x to float32 precision, in place (buf: a float32 scratch array)."""
-    np.copyto(buf, x, casting="unsafe")
-    np.copyto(x, buf)
-    return x
+# The float32 math below follows PyTorch's AVX2 kernel: float32 arithmetic whose multiply-adds are
+# fused (one rounding). A fused a * b + c of float32 values is computed in float64 (the product is
+# exact there) and rounded once to float32; where the product is exact in float32 too (a halving, a
+# small integer times a constant of few bits) or there is no addition, plain float32 arithmetic is
+# the same thing and one pass instead of four. Both functions were checked bit for bit against the
+# step-by-step emulation on all 2**24 inputs the normal sampler can give them (test_random_kernels).
+# No np.where (slow on random masks): selections are bit operations.
+
+_SQRTHF = _f32(0.707106781186547524)
+_LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
 
 
-# The float32 math below runs in float64 arrays holding float32 values, each step rounded back to
-# float32: the product of two float32 values is exact in float64, so ``a * b + c`` rounded once to
-# float32 is the fused multiply-add of the AVX2 kernel. Both functions were checked against a plain
-# float32 emulation on all 2**24 inputs the normal sampler can give them. No np.where (slow on
-# random masks): selections are bit operations.
+class _Work(threading.local):
+    """Scratch arrays of the float32 kernels, kept per thread: NumPy's fresh temporaries of 128 KiB
+    and more come from mmap and page-fault on every call, which cost more than the arithmetic."""
+    n = 0
+    f32 = f64 = i32 = ()
 
-def logf(x, buf=None):
-    """Natural log of positive normal float32 values, Cephes' logf evaluated with FMAs."""
-    if buf is None:
-        buf = np.empty(x.shape, _f32)
-    bits = x.view(_i32)
-    mb = (bits & _i32(0x007FFFFF)) | _i32(0x3F000000)  # the mantissa in [0.5, 1)
-    small = (mb < _SQRTHF_BITS).astype(np.float64)      # below sqrt(1/2): doubled, exponent - 1
-    e = ((bits >> 23) - 126).astype(np.float64)
-    e -= small
-    m = mb.view(_f32).astype(np.float64)
-    m *= small + 1.0
-    m -= 1.0
-    z = _r32(m * m, buf)
-    y = m * _LOG_P[0]
-    y += _LOG_P[1]
-    _r32(y, buf)
-    for p in _LOG_P[2:]:
-        y *= m
-        y += p
-        _r32(y, buf)
-    _r32(np.multiply(y, m, out=y), buf)
-    t = _r32(e * float(_f32(-2.12194440e-4)), buf)
-    y *= z
-    y += t
-    _r32(y, buf)
-    y -= 0.5 * z
-    _r32(y, buf)
+
+_WORK = _Work()
+
+
+def _work(n):
+    """Scratch views of n elements: 12 float32, 7 float64, 5 int32 (grown as needed)."""
+    w = _WORK
+    if w.n < n:
+        w.f32 = [np.empty(n, _f32) for _ in range(12)]
+        w.f64 = [np.empty(n, np.float64) for _ in range(7)]
+        w.i32 = [np.empty(n, _i32) for _ in range(5)]
+        w.n = n
+    return [a[:n] for a in w.f32], [a[:n] for a in w.f64], [a[:n] for a in w.i32]
+
+
+def logf(x, work=None):
+    """Natural log of positive normal float32 values, Cephes' logf evaluated with FMAs. The result
+    is one of work's scratch arrays (float32 0 to 4, float64 0 to 2, int32 0 and 1 are used)."""
+    f, d, i = work or _work(x.size)
+    m, e, z, y, t = f[:5]
+    m64, y64, z64 = d[:3]
+    ex, k = i[:2]
+    np.frexp(x, out=(m, ex))                 # x = m * 2**ex, m in [0.5, 1)
+    np.less(m, _SQRTHF, out=k, casting="unsafe")  # below sqrt(1/2): doubled, exponent - 1
+    k <<= 23
+    m.view(_i32)[...] += k                   # (doubled through the exponent bits)
+    k >>= 23
+    ex -= k
+    m -= _f32(1)                             # exact
+    np.copyto(e, ex, casting="unsafe")
+    np.copyto(m64, m)
+    np.multiply(m, m, out=z)                 # float32 products: rounded once, as fused
+    np.multiply(m64, _LOG_P[0], out=y64)
+    y64 += _LOG_P[1]
+    np.copyto(y, y64, casting="unsafe")
+    for p in _LOG_P[2:]:                     # Horner with fused steps
+        np.copyto(y64, y)
+        y64 *= m64
+        y64 += p
+        np.copyto(y, y64, casting="unsafe")
+    y *= m
+    np.copyto(y64, y)
+    np.copyto(z64, z)
+    y64 *= z64
+    np.multiply(e, _LOG_Q1, out=t)
+    np.copyto(m64, t)
+    y64 += m64
+    np.copyto(y, y64, casting="unsafe")      # fma(y, z, e * q1)
+    z *= _f32(0.5)
+    y -= z                                   # fma(-0.5, z, y): the product is exact
     m += y
-    _r32(m, buf)
-    m += e * 0.693359375
-    return m.astype(_f32)
+    e *= _LOG_Q2                             # exact (9-bit constant, small integer)
+    m += e
+    return m
 
 
 _SC = [float(_f32(v)) for v in (2.443315711809948E-005, -1.388731625493765E-003, 4.166664568298827E-002,
@@ -337,73 +391,108 @@ _DP = [float(_f32(v)) for v in (-0.78515625, -2.4187564849853515625e-4, -3.77489
 _FOPI = _f32(1.27323954473516)
 
 
-def sincosf(x, buf=None):
+_DP12 = [_f32(v) for v in _DP[:2]]  # few bits: their products with the octant (0..8) are exact
+
+
+def sincosf(x, work=None):
     """(sin, cos) of non-negative float32 values, Cephes' single-precision reduction and
-    polynomials evaluated with FMAs."""
-    if buf is None:
-        buf = np.empty(x.shape, _f32)
-    j = (x * _FOPI).astype(_i32)
+    polynomials evaluated with FMAs. The results are two of work's scratch arrays (float32 5 to 9,
+    float64 3 to 6, int32 2 to 4 are used)."""
+    f, d, i = work or _work(x.size)
+    y, xr, z, c, s = f[5:10]
+    xr64, c64, z64, s64 = d[3:7]
+    j, sw, diff = i[2:5]
+    np.multiply(x, _FOPI, out=y)
+    np.copyto(j, y, casting="unsafe")        # truncated
     j += 1
     j &= ~1
-    y = j.astype(np.float64)
-    xr = x.astype(np.float64)
-    for dp in _DP:  # Cody-Waite reduction by j * pi/4 in three parts
-        xr += y * dp
-        _r32(xr, buf)
-    z = _r32(xr * xr, buf)
-    c = z * _SC[0]
-    c += _SC[1]
-    _r32(c, buf)
+    np.copyto(y, j, casting="unsafe")
+    np.multiply(y, _DP12[0], out=xr)
+    xr += x
+    np.multiply(y, _DP12[1], out=z)
+    xr += z                                  # Cody-Waite reduction by j * pi/4 in three parts
+    np.copyto(xr64, y)
+    xr64 *= _DP[2]
+    np.copyto(c64, xr)
+    xr64 += c64
+    np.copyto(xr, xr64, casting="unsafe")
+    np.copyto(xr64, xr)
+    np.multiply(xr, xr, out=z)
+    np.copyto(z64, z)
+    np.multiply(z64, _SC[0], out=c64)
+    c64 += _SC[1]
+    np.copyto(c, c64, casting="unsafe")
+    np.copyto(c64, c)
+    c64 *= z64
+    c64 += _SC[2]
+    np.copyto(c, c64, casting="unsafe")
     c *= z
-    c += _SC[2]
-    _r32(c, buf)
-    _r32(np.multiply(c, z, out=c), buf)
-    c *= z
-    c -= 0.5 * z
-    _r32(c, buf)
-    c += 1.0
-    s = z * _SC[3]
-    s += _SC[4]
-    _r32(s, buf)
+    np.copyto(c64, c)
+    c64 *= z64
+    z64 *= 0.5
+    c64 -= z64
+    np.copyto(c, c64, casting="unsafe")      # fma(c, z, -0.5 * z)
+    c += _f32(1)
+    z64 *= 2.0
+    np.multiply(z64, _SC[3], out=s64)
+    s64 += _SC[4]
+    np.copyto(s, s64, casting="unsafe")
+    np.copyto(s64, s)
+    s64 *= z64
+    s64 += _SC[5]
+    np.copyto(s, s64, casting="unsafe")
     s *= z
-    s += _SC[5]
-    _r32(s, buf)
-    _r32(np.multiply(s, z, out=s), buf)
-    s *= xr
-    s += xr
-    c32 = c.astype(_f32).view(_i32)
-    s32 = s.astype(_f32).view(_i32)
-    swap = ((j & 2) != 0).astype(_i32)
-    np.negative(swap, out=swap)                 # all ones where sin and cos trade polynomials
-    diff = (s32 ^ c32) & swap
-    sn = s32 ^ diff
-    cs = c32 ^ diff
-    sn ^= (j & 4) << 29                         # the quadrants' signs, on bit 31
-    cs ^= ((~(j - 2)) & 4) << 29
-    return sn.view(_f32), cs.view(_f32)
+    np.copyto(s64, s)
+    s64 *= xr64
+    s64 += xr64
+    np.copyto(s, s64, casting="unsafe")      # fma(s, xr, xr)
+    c32 = c.view(_i32)
+    s32 = s.view(_i32)
+    np.bitwise_and(j, 2, out=sw)
+    sw >>= 1
+    np.negative(sw, out=sw)                  # all ones where sin and cos trade polynomials
+    np.bitwise_xor(s32, c32, out=diff)
+    diff &= sw
+    s32 ^= diff
+    c32 ^= diff
+    np.bitwise_and(j, 4, out=sw)             # the quadrants' signs, on bit 31
+    sw <<= 29
+    s32 ^= sw
+    j -= 2
+    np.invert(j, out=j)
+    j &= 4
+    j <<= 29
+    c32 ^= j
+    return s, c
 
 
 _TWO_PI_F = _f32(2 * math.pi)
 
 
-_CHUNK = 4096  # blocks per pass: the temporaries stay in the cache (twice as fast as one pass)
+_CHUNK = 1024  # blocks per pass: the scratch arrays stay in the cache, the draws below mmap's threshold
 
 
-def _bm_f32(blocks, mean, std):
-    buf = np.empty(blocks.shape[0] * 8, _f32)
-    u1 = (_f32(1) - blocks[:, :8]).ravel()
-    r = np.sqrt(_f32(-2) * logf(u1, buf))
-    s, c = sincosf((_TWO_PI_F * blocks[:, 8:]).ravel(), buf)
-    out = np.empty_like(blocks)
+def _bm_f32(blocks, mean, std, out=None):
+    """Blocks of 16 float32 uniforms (k, 16) to normals: the first 8 of each block give the radii,
+    the last 8 the angles (written into out, (k, 16) float32, when given)."""
+    k = blocks.shape[0]
+    work = _work(8 * k)
+    r, th = work[0][10:12]
+    np.subtract(_f32(1), blocks[:, :8], out=r.reshape(k, 8))
+    r = logf(r, work)
+    r *= _f32(-2)
+    np.sqrt(r, out=r)
+    np.multiply(_TWO_PI_F, blocks[:, 8:], out=th.reshape(k, 8))
+    s, c = sincosf(th, work)
+    if out is None:
+        out = np.empty_like(blocks)
+    r = r.reshape(k, 8)
     if mean == 0.0:  # fma(r * c, std, 0) is (r * c) * std, one rounding each
-        c *= r
-        s *= r
+        np.multiply(c.reshape(k, 8), r, out=out[:, :8])
+        np.multiply(s.reshape(k, 8), r, out=out[:, 8:])
         if std != 1.0:
-            c *= _f32(std)
-            s *= _f32(std)
-        out[:, :8] = c.reshape(-1, 8)
-        out[:, 8:] = s.reshape(-1, 8)
+            out *= _f32(std)
         return out
-    out[:, :8] = _fma(r * c, _f32(std), _f32(mean)).reshape(-1, 8)
-    out[:, 8:] = _fma(r * s, _f32(std), _f32(mean)).reshape(-1, 8)
+    out[:, :8] = _fma(r * c.reshape(k, 8), _f32(std), _f32(mean))
+    out[:, 8:] = _fma(r * s.reshape(k, 8), _f32(std), _f32(mean))
     return out

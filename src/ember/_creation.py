@@ -7,7 +7,7 @@ import numpy as np
 from . import _dispatch as D
 from . import _dtype as dt
 from ._memory_format import empty_array
-from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm, _fma as _fma32
+from ._cpu_rng import MT as _MT, fma64 as _fma64, libm as _libm, fma32_ as _fma32_
 from ._tensor import Tensor, device as _device_cls
 from .ops import _util as U
 
@@ -688,12 +688,12 @@ def _uniform_values(mt, n, d, low=0.0, high=1.0):
     else:
         # the bounds in float32 (for float16 too), one fused multiply-add
         lo, hi = np.float32(low), np.float32(high)
-        v = _fma32(u, hi - lo, lo).astype(d, copy=False)
+        v = _fma32_(u, hi - lo, lo).astype(d, copy=False)
     # a value rounded up to the upper bound becomes the lower one: the range stays [low, high)
     top = np.asarray(high).astype(d)
-    hit = v == top
-    if hit.any():
-        v[hit] = np.asarray(low).astype(d)
+    big = v.max() if v.size else top
+    if not big < top:  # (no value is above it: the rounding is monotonic; NaN checks them all)
+        v[v == top] = np.asarray(low).astype(d)
     return v
 
 
@@ -723,16 +723,77 @@ def _randint_array(mt, low, high, n, d):
     return v.astype(d)
 
 
+_PERM_LOOP = 64  # below this n the swap loop in Python costs less than the vectorised form
+
+
 def _randperm_array(mt, n):
-    """Fisher-Yates as PyTorch's CPU randperm runs it: position i swaps with i + (32-bit draw % (n - i))."""
+    """Fisher-Yates as PyTorch's CPU randperm runs it: step i (0 <= i < n - 1) swaps positions i and
+    z[i] = i + (32-bit draw % (n - i)). From _PERM_LOOP elements on, the swaps are resolved without a
+    sequential loop (_swaps_to_perm)."""
     if n <= 0:
         return np.zeros(0, np.int64)
-    z = (mt.u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
-    z += np.arange(n - 1)
-    perm = list(range(n))
-    for i, j in enumerate(z.tolist()):
-        perm[i], perm[j] = perm[j], perm[i]
-    return np.array(perm, np.int64)
+    if n < _PERM_LOOP:
+        raw = mt.u32(n - 1).tolist()
+        perm = list(range(n))
+        for i, r in enumerate(raw):
+            j = i + r % (n - i)
+            perm[i], perm[j] = perm[j], perm[i]
+        return np.array(perm, np.int64)
+    # r % (n - i) through float64: r < 2**32 and n - i < 2**53 are exact, the quotient's floor is the
+    # true one or one too many (then the remainder comes out negative and is put right)
+    r = mt.draws32(n - 1).astype(np.float64)
+    d = np.arange(n, 1, -1, dtype=np.float64)
+    q = np.divide(r, d)
+    np.floor(q, out=q)
+    q *= d
+    r -= q
+    np.less(r, 0, out=q, casting="unsafe")
+    q *= d
+    r += q
+    it = np.int32 if n < 1 << 30 else np.int64
+    idx = np.arange(n - 1, dtype=it)
+    z = r.astype(it)
+    z += idx
+    return _swaps_to_perm(z, idx, n)
+
+
+def _swaps_to_perm(z, idx, n):
+    """The permutation left by swapping positions i and z[i] (z[i] >= i; idx: 0..n-2 in z's dtype) for
+    i = 0, 1, ..., n - 2 in turn, starting from 0..n-1, without a sequential loop. Position i is final
+    after step i: it receives the value then at position z[i]. With W[k] the value at position k just
+    before step k (for k = n - 1: at the end), a position p >= i at time i holds W[k] for the last
+    step k < i that swapped into p (k -> p moved W[k] there), or p itself if none; so
+      W[k] = W[last step before k with target k] (else k)   -- chains resolved by pointer jumping,
+      perm[i] = W[i] for a self-swap (z[i] == i), else W[previous step with target z[i]] (else z[i]),
+    the previous step with the same target coming from one sort of (target, step) pairs."""
+    moved = z != idx
+    s = idx[moved]
+    zs = z[moved]
+    w = np.full(n, -1, z.dtype)
+    w[zs] = s  # the last step hitting each target: repeated indices assign in order, checked below
+    if not (w[zs] >= s).all():
+        np.maximum.at(w, zs, s)
+    roots = np.flatnonzero(w < 0)
+    w[roots] = roots
+    nxt = np.empty_like(w)
+    while True:
+        np.take(w, w, out=nxt)
+        if np.array_equal(nxt, w):
+            break
+        w, nxt = nxt, w
+    key = zs.astype(np.int64)
+    key *= n
+    key += s
+    key.sort()
+    kz = key // n
+    key -= kz * n  # the steps in order of (target, step)
+    ks = key.astype(z.dtype)
+    same = kz[1:] == kz[:-1]
+    perm = np.empty(n, np.int64)
+    perm[...] = w
+    perm[s] = zs
+    perm[ks[1:][same]] = w[ks[:-1][same]]
+    return perm
 
 
 def _numpy_rng(generator=None):
