@@ -223,10 +223,6 @@ def test_complex_functions_match_torch(torch, case):
 # ----------------------------------------------------------------------------- every op on complex inputs
 
 _EXPECTED_GAPS = {
-    # ember's convolutions are real-only (NumPy GEMM kernels); PyTorch's CPU build convolves complex input
-    "conv2d": "complex convolution", "conv_transpose2d": "complex convolution",
-    "conv3d": "complex convolution", "conv_transpose3d": "complex convolution",
-    "conv_transpose1d": "complex convolution",
     "lstm_layer": "the fused LSTM layer is real-only (PyTorch's LSTM takes complex input)",
     # linalg rules not yet verified for complex input: they raise NotImplementedError (or PyTorch's
     # dtype error) instead of answering
