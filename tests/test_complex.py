@@ -232,13 +232,6 @@ _EXPECTED_GAPS = {
     "linalg_lstsq_residuals": "complex linalg", "linalg_matrix_norm_svd": "complex linalg",
     "linalg_householder_product": "complex linalg", "ormqr": "complex linalg", "linalg_vecdot": "complex linalg",
     "linalg_vander": "complex linalg",
-    # scatter_reduce's prod/amax/amin primitive refuses complex gradients where PyTorch computes them
-    "scatter_reduce_prod_self": "complex scatter_reduce gradients", "scatter_reduce_prod_noself":
-    "complex scatter_reduce gradients", "scatter_reduce_amax_self": "complex scatter_reduce gradients",
-    "scatter_reduce_amin_self": "complex scatter_reduce gradients",
-    # PyTorch refuses complex input here and ember computes it (a permissive gap, not a wrong value)
-    "fold": "ember accepts complex input PyTorch refuses",
-    "local_response_norm": "ember accepts complex input PyTorch refuses",
 }
 
 
@@ -523,3 +516,46 @@ def test_random_fills_of_complex_tensors():
     assert 0 <= q.imag.min().item() and q.imag.max().item() < 1 and q.imag.std().item() > 0.2
     w = ember.nn.Linear(3, 2, dtype=ember.cfloat).weight
     assert w.dtype is ember.cfloat and w.imag.abs().sum().item() > 0
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("grad", [False, True])
+def test_scatter_and_index_reduce_on_complex_match_torch(torch, reduce, include_self, grad):
+    """scatter_reduce on complex: values for sum/prod/mean, NotImplementedError for amax/amin (no complex
+    ordering), and PyTorch's RuntimeError when a gradient is needed (its derivative is real-only);
+    index_reduce has no complex kernel at all."""
+    rng = np.random.default_rng(5)
+    x, src = (rng.standard_normal((2, 5)) + 1j * rng.standard_normal((2, 5)) for _ in range(2))
+    idx = np.array([[0, 1, 1, 3, 0], [4, 4, 2, 2, 2]])
+
+    def f(m):
+        a = m.tensor(x).requires_grad_(grad)
+        return a.scatter_reduce(1, m.tensor(idx), m.tensor(src), reduce, include_self=include_self)
+
+    def g(m):
+        a = m.tensor(x).requires_grad_(grad)
+        return a.index_reduce(1, m.tensor([0, 1, 1, 3, 0]), m.tensor(src), reduce if reduce != "sum" else "prod",
+                              include_self=include_self)
+    def h(m):  # a 1-d input: PyTorch's other kernel
+        a = m.tensor(x[0]).requires_grad_(grad)
+        return a.index_reduce(0, m.tensor([0, 1, 1, 3, 0]), m.tensor(src[0]), reduce if reduce != "sum" else "mean",
+                              include_self=include_self)
+    for case in (f, g, h):
+        try:
+            want = case(torch)
+        except Exception as e:  # noqa: BLE001 - the oracle decides what is an error
+            with pytest.raises(type(e), match=str(e).split("\n")[0][:40].replace('"', '.').replace("(", ".")):
+                case(ember)
+            continue
+        _assert_close(case(ember), want, 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 3), (1, 4, 3, 3), (1, 4, 2, 2, 2)])
+def test_local_response_norm_refuses_complex_as_torch(torch, shape):
+    z = np.ones(shape, np.complex64)
+    with pytest.raises(NotImplementedError) as te:
+        torch.nn.functional.local_response_norm(torch.tensor(z), 2)
+    kernel = str(te.value).split('"')[1]
+    with pytest.raises(NotImplementedError, match=kernel):
+        ember.nn.functional.local_response_norm(ember.tensor(z), 2)

@@ -827,6 +827,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:
         return input
+    if input.is_complex():  # PyTorch averages the squares with avg_pool2d/3d, which have no complex kernel
+        U.no_complex("avg_pool2d" if input.dim() == 3 else "avg_pool3d_out_frame", input._data)
     C = input.shape[1]
     sq = input * input
     lo, hi = size // 2, (size - 1) // 2

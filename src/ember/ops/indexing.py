@@ -416,12 +416,22 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     base = input if include_self else input.masked_fill(hit, 0)
     total = scatter_add(base, dim, index, src)
     if reduce == "sum":
-        return total
+        return _real_grad_only(total)
     from .._creation import ones_like
     count = scatter_add(hit.to(input.dtype) * int(include_self), dim, index, ones_like(src, dtype=input.dtype))
     count = count.masked_fill(~hit, 1)
-    mean = total / count if input.is_floating_point() else total.div(count, rounding_mode="floor")
-    return mean.where(hit, input)
+    mean = total / count if input.is_floating_point() or input.is_complex() else \
+        total.div(count, rounding_mode="floor")
+    return _real_grad_only(mean.where(hit, input))
+
+
+def _real_grad_only(out):
+    """PyTorch's scatter_reduce has a real-only derivative (every reduce): a complex result that would
+    need a gradient raises its error."""
+    if out.requires_grad and out.is_complex():
+        raise RuntimeError("scatter_reduce does not support automatic differentiation for outputs with complex "
+                           "dtype.")
+    return out
 
 
 def take_along_dim(input, indices, dim=None):
