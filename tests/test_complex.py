@@ -223,7 +223,6 @@ def test_complex_functions_match_torch(torch, case):
 # ----------------------------------------------------------------------------- every op on complex inputs
 
 _EXPECTED_GAPS = {
-    "lstm_layer": "the fused LSTM layer is real-only (PyTorch's LSTM takes complex input)",
     # linalg rules not yet verified for complex input: they raise NotImplementedError (or PyTorch's
     # dtype error) instead of answering
     "cholesky_inverse": "complex linalg", "linalg_slogdet": "complex linalg", "linalg_logdet": "complex linalg",
