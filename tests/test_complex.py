@@ -492,6 +492,25 @@ def test_optimizers_on_complex_parameters_match_torch(torch, name, kw):
     lambda m: m.tensor([[1 + 1j, 3j]]).cov(),
     lambda m: m.tensor([[1 + 1j, 3j, 2], [1, 0, 2j]]).cov(),
     lambda m: m.tensor([[1 + 1j, 3j], [2, 1j]]).corrcoef(),
+    # composites that once cast complex input to float32 (a silent loss of the imaginary part)
+    lambda m: m.gradient(m.tensor([[1 + 2j, 3 - 1j, 0.5j], [2, -1 + 1j, 4j]]))[1],
+    lambda m: m.gradient(m.tensor([1 + 2j, 3 - 1j, 0.5j, 2j]), edge_order=2)[0],
+    lambda m: m.trapezoid(m.tensor([[1 + 2j, 3 - 1j, 0.5j], [2, -1 + 1j, 4j]])),
+    lambda m: m.cumulative_trapezoid(m.tensor([1 + 2j, 3 - 1j, 0.5j]), dx=0.5),
+    lambda m: m.ldexp(m.tensor([1 + 2j, 3 - 1j]), m.tensor([1, 3])),
+    lambda m: m.masked.mean(m.tensor([[1 + 2j, 3 - 1j, 0.5j]]), 1, mask=m.tensor([[True, False, True]])),
+    lambda m: m.masked.var(m.tensor([[1 + 2j, 3 - 1j, 0.5j]]), 1, mask=m.tensor([[True, True, True]])),
+    lambda m: m.masked.std(m.tensor([[1 + 2j, 3 - 1j, 0.5j, 1]]), mask=m.tensor([[True, False, True, True]])),
+    lambda m: m.masked.logsumexp(m.tensor([[1 + 2j, 3 - 1j, 0.5j]]), 1, mask=m.tensor([[True, False, True]])),
+    lambda m: m.logcumsumexp(m.tensor([[1 + 2j, 0.5j], [2 - 1j, 4j], [1000 + 1j, 3j]]) * 3, 0),
+    lambda m: m.renorm(m.tensor([[1 + 2j, 3 - 1j], [0.5j, 0.1]]), 2, 0, 1.0),
+    lambda m: m.deg2rad(m.tensor([1 + 2j])),
+    lambda m: m.rad2deg(m.tensor([1 + 2j])),
+    lambda m: m.signbit(m.tensor([1 + 2j])),
+    lambda m: m.isposinf(m.tensor([1 + 2j])),
+    lambda m: m.isneginf(m.tensor([1 + 2j])),
+    lambda m: m.nn.Linear(2, 2).to(m.cfloat).weight.detach().imag,
+    lambda m: m.nn.Linear(2, 2, dtype=m.cdouble).float().weight.detach().abs() * 0,
 ])
 def test_composites_and_scalars_on_complex_match_torch(torch, case):
     """Composite functions and Python complex scalars: PyTorch's values, or its error (a complex value

@@ -125,7 +125,7 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     m = _mask_of(input, mask, "mean")
     dims = _dims(x, dim)
     total = sum(x, dims if x.dim() else None, keepdim=keepdim, mask=m)
-    return total / _count(x, m, dims, keepdim, total.dtype if total.is_floating_point() else _f())
+    return total / _count(x, m, dims, keepdim, total.dtype if total.is_floating_point() or total.is_complex() else _f())
 
 
 def _f():
@@ -136,16 +136,17 @@ def _f():
 def _var_std(input, dim, unbiased, keepdim, dtype, mask, correction, name, root):
     from .reduce import sum as _sum
     x = _cast(input, dtype)
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.to(_f())
     m = _mask_of(input, mask, name)
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     dims = _dims(x, dim)
-    count = _count(x, m, dims, True, x.dtype)
+    count = _count(x, m, dims, True, x.dtype.to_real() if x.is_complex() else x.dtype)
     mu = sum(x, dims if x.dim() else None, keepdim=True, mask=m) / count
     dev = _fill(x - mu, m, 0)
-    ss = _sum(dev * dev, dims if x.dim() else None, keepdim)
+    # |dev|^2 (complex input: PyTorch's masked var is real-valued but keeps the complex dtype)
+    ss = _sum(dev * dev.conj() if x.is_complex() else dev * dev, dims if x.dim() else None, keepdim)
     n = count if keepdim else (_S.squeeze(count, dims) if x.dim() else count)
     from .elementwise import maximum
     v = ss / maximum(n - correction, 0.0 * n)
@@ -184,7 +185,7 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     from .reduce import logsumexp as _lse
     x = _cast(input, dtype)
-    if not x.is_floating_point():  # PyTorch computes in floating point and returns the integer dtype
+    if not x.is_floating_point() and not x.is_complex():  # in floating point, returned in the integer dtype
         return logsumexp(x.to(_f()), dim, keepdim=keepdim, mask=mask).to(x.dtype)
     x = _fill(x, _mask_of(input, mask, "logsumexp"), -math.inf)
     return _lse(x, _dims(x, dim) if x.dim() else (), keepdim)
