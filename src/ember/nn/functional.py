@@ -157,6 +157,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def glu(input, dim=-1):
+    if input.is_complex():
+        U.no_complex("glu_cpu", input._data)
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
 
@@ -291,6 +293,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def pdist(input, p=2.0):
+    if input.is_complex():
+        raise RuntimeError("pdist only supports floating-point dtypes")
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     d = _ops.index_select(input, 0, D._new_tensor(i.astype(np.int64))) - \
@@ -299,6 +303,10 @@ def pdist(input, p=2.0):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if x1.is_complex() or x2.is_complex():
+        z = x1 if x1.is_complex() else x2
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{U.torch_scalar_name(z._data)}")
     if tuple(x1.shape) != tuple(x2.shape):  # the norms are over the broadcast shape, as PyTorch's
         x1, x2 = _ops.broadcast_tensors(x1, x2)
     n1 = _ops.clamp_min(_ops.norm(x1, 2, dim), eps)
@@ -689,6 +697,8 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def hardshrink(input, lambd=0.5):
+    if input.is_complex():
+        U.no_complex("hardshrink_cpu", input._data)
     return _ops.where(input.abs() > lambd, input, 0.0 * input)
 
 

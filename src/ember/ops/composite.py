@@ -33,6 +33,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M)."""
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.is_complex():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{U.torch_scalar_name(x._data)}")
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, "
                            f"X2 got: {x2.dim()}D")
@@ -212,10 +216,10 @@ def _cum_extreme(input, dim, name, better):
     from .indexing import gather
     from .reduce import _MinMax
     U.check_plain(name, input)
+    if input.dim() == 0:  # (complex too: PyTorch returns the one element before its kernel's dtype check)
+        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     if input.is_complex():
         U.no_complex(name + "_cpu", input._data)
-    if input.dim() == 0:
-        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     d = U.wrap_dim(dim, input.dim(), name)
     a = input._data
     acc = (np.maximum if better == "max" else np.minimum).accumulate(a, axis=d) if a.size else a

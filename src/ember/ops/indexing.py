@@ -783,6 +783,8 @@ def median(input, dim=None, keepdim=False):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     U.check_plain("unique", input)
     a = input._data
+    if a.dtype.kind == "c":
+        U.no_complex("unique", a)
     res = np.unique(a, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
     if not isinstance(res, tuple):
         return D._new_tensor(res)
@@ -867,6 +869,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     U.check_plain("isin", *(t for t in (elements, test_elements) if U.is_tensor(t)))
     a = elements._data if U.is_tensor(elements) else np.asarray(elements)
     b = test_elements._data if U.is_tensor(test_elements) else np.asarray(test_elements)
+    for v in (a, b):
+        if v.dtype.kind == "c":
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {U.torch_scalar_name(v)}")
     return D._new_tensor(np.isin(a, b, invert=invert))
 
 

@@ -79,6 +79,9 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     from .reduce import amax as _amax
     x = _cast(input, dtype)
+    if x.is_complex():
+        _complex_unordered("amax", mask)
+        U.no_complex("max_values_cpu", x._data)
     x = _fill(x, _mask_of(input, mask, "amax"), _extreme(x.dtype, False))
     return _amax(x, _dims(x, dim) if x.dim() else (), keepdim)
 
@@ -86,6 +89,9 @@ def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     from .reduce import amin as _amin
     x = _cast(input, dtype)
+    if x.is_complex():
+        _complex_unordered("amin", mask)
+        U.no_complex("min_values_cpu", x._data)
     x = _fill(x, _mask_of(input, mask, "amin"), _extreme(x.dtype, True))
     return _amin(x, _dims(x, dim) if x.dim() else (), keepdim)
 
@@ -93,6 +99,9 @@ def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def _arg(input, dim, keepdim, dtype, mask, largest, name):
     from .reduce import argmax as _argmax, argmin as _argmin
     x = _cast(input, dtype)
+    if x.is_complex():
+        _complex_unordered(name, mask)
+        raise RuntimeError(f"{name}(): does not support complex input")
     x = _fill(x, _mask_of(input, mask, name), _extreme(x.dtype, not largest))
     if x.dim() == 0:  # the one element's index
         from .._creation import zeros
@@ -126,6 +135,12 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     dims = _dims(x, dim)
     total = sum(x, dims if x.dim() else None, keepdim=keepdim, mask=m)
     return total / _count(x, m, dims, keepdim, total.dtype if total.is_floating_point() or total.is_complex() else _f())
+
+
+def _complex_unordered(name, mask):
+    """Complex input has no ordering: with a mask PyTorch fails looking up a fill value for it (TypeError)."""
+    if mask is not None:
+        raise TypeError(f"masked.{name}: complex input has no extreme value to fill masked-out elements with")
 
 
 def _f():

@@ -1195,6 +1195,8 @@ def _adaptive_matrix(n, o, dtype):
 
 def adaptive_avg_pool2d(input, output_size):
     Ho, Wo = _adaptive_size(input, output_size, "adaptive_avg_pool2d")
+    if input.is_complex() and (Ho, Wo) != (1, 1):  # PyTorch: complex only for a 1x1 output (a mean)
+        U.no_complex("adaptive_avg_pool2d", input._data)
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"adaptive_avg_pool2d: output_size must be positive, got ({Ho}, {Wo})")
@@ -1886,6 +1888,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """Bags as a padded (B, Lmax) index matrix over the weight plus one sentinel row."""
     from .._creation import tensor, zeros, full
     from .shape import cat
+    if weight.is_complex():
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following scalar types: "
+                           f"Half, BFloat16, Float, Double; but got {U.torch_scalar_name(weight._data)} instead "
+                           f"(while checking arguments for embedding_bag)")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None and mode != "sum":

@@ -209,6 +209,8 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     from .elementwise import where
     if reduce not in ("sum", "mean", "max", "min", "prod"):
         raise RuntimeError(f"segment_reduce: unsupported reduction {reduce!r} (sum, mean, max, min or prod)")
+    if data.is_complex():
+        U.no_complex("_segment_reduce_cpu", data._data)
     if indices is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet (as in PyTorch)")
     if (lengths is None) == (offsets is None):
