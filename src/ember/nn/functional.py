@@ -480,6 +480,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
+    if input.is_complex() or target.is_complex():  # PyTorch computes log(1 + exp(-y x)), without autograd
+        loss = ((-target * input).exp() + 1).log()
+        if loss.requires_grad:
+            raise RuntimeError("soft_margin_loss does not support automatic differentiation for outputs with "
+                               "complex dtype.")
+        return _reduce(loss, reduction)
     return _reduce(softplus(-target * input), reduction)
 
 

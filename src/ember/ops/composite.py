@@ -191,21 +191,14 @@ def logcumsumexp(input, dim):
     d = U.wrap_dim(dim, input.dim(), "logcumsumexp")
     if input.shape[d] == 0:
         return input.clone()
-    step = _complex_log_add_exp if input.is_complex() else logaddexp
+    from .elementwise import _complex_logaddexp
+    # complex: a tie of real parts takes the new element as the larger (PyTorch's logcumsumexp)
+    step = (lambda a, b: _complex_logaddexp(a, b, tie_first=False)) if input.is_complex() else logaddexp
     outs = [_S.select(input, d, 0)]
     for j in range(1, input.shape[d]):
         outs.append(step(outs[-1], _S.select(input, d, j)))
     return _S.stack(outs, d)
 
-
-def _complex_log_add_exp(a, b):
-    """log(exp(a) + exp(b)) for complex a, b as PyTorch's logcumsumexp takes it: the operand of larger
-    real part plus log1p(exp(smaller - larger)), so large values do not overflow and the imaginary part
-    runs on from the larger operand's (no wrapping into (-pi, pi])."""
-    from .elementwise import where
-    first = a.real > b.real  # (a tie takes the new element b as the larger, as PyTorch)
-    hi, lo = where(first, a, b), where(first, b, a)
-    return hi + (lo - hi).exp().log1p()
 
 
 def _cum_extreme(input, dim, name, better):

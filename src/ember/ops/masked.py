@@ -209,6 +209,11 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 
 def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
     from .elementwise import maximum, where, isinf
+    if input.is_complex() or other.is_complex():  # PyTorch: no -inf fill for complex; unmasked, logaddexp
+        if input_mask is not None or other_mask is not None:
+            _complex_unordered("logaddexp", True)
+        from .elementwise import logaddexp as _lae
+        return _lae(_cast(input, dtype), _cast(other, dtype))
     a = _fill(_cast(input, dtype), _mask_of(input, input_mask, "logaddexp"), -math.inf)
     b = _fill(_cast(other, dtype), _mask_of(other, other_mask, "logaddexp"), -math.inf)
     m = maximum(a, b)

@@ -1195,7 +1195,7 @@ def _adaptive_matrix(n, o, dtype):
 
 def adaptive_avg_pool2d(input, output_size):
     Ho, Wo = _adaptive_size(input, output_size, "adaptive_avg_pool2d")
-    if input.is_complex() and (Ho, Wo) != (1, 1):  # PyTorch: complex only for a 1x1 output (a mean)
+    if input.is_complex() and (Ho, Wo) != (1, 1) and input.numel():  # PyTorch: complex for a 1x1 output
         U.no_complex("adaptive_avg_pool2d", input._data)
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
