@@ -664,3 +664,17 @@ def test_complex_logaddexp_and_logcumsumexp_take_torchs_branch(torch, order):
         lib.view_as_real(lib.logcumsumexp(x, 0)).pow(2).sum().backward()
         grads.append(x.grad)
     _assert_close(grads[0], grads[1], 1e-9)
+
+
+def test_addmm_with_complex_alpha_beta_gradients_match_torch(torch):
+    """The gradients carry conj(alpha) and conj(beta) (PyTorch's convention), not alpha and beta."""
+    rng = np.random.default_rng(7)
+    arrs = [rng.standard_normal(s) + 1j * rng.standard_normal(s) for s in ((2, 3), (2, 2), (2, 3))]
+    res = []
+    for lib in (ember, torch):
+        ts = [lib.tensor(a, requires_grad=True) for a in arrs]
+        out = lib.addmm(*ts, alpha=2 + 3j, beta=1 + 2j)
+        lib.view_as_real(out).pow(2).sum().backward()
+        res.append([out.detach()] + [t.grad for t in ts])
+    for a, b in zip(*res):
+        _assert_close(a, b, 1e-10)
