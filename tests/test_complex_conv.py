@@ -126,6 +126,13 @@ def test_padding_modes_on_complex_match_torch(torch):
     lambda m, z, r: m.nn.functional.conv2d(z(1, 2, 5, 5), z(3, 2, 3, 3), r(3)),
     lambda m, z, r: m.nn.functional.conv3d(z(1, 2, 3, 3, 3), r(3, 2, 2, 2, 2)),
     lambda m, z, r: m.nn.functional.conv_transpose2d(z(1, 2, 3, 3), r(2, 3, 2, 2)),
+    # a complex bias on real input
+    lambda m, z, r: m.nn.functional.conv2d(r(1, 2, 5, 5), r(3, 2, 3, 3), z(3)),
+    lambda m, z, r: m.nn.functional.conv1d(r(1, 2, 5), r(3, 2, 3), z(3)),
+    lambda m, z, r: m.nn.functional.conv3d(r(1, 2, 3, 3, 3), r(3, 2, 2, 2, 2), z(3)),
+    lambda m, z, r: m.nn.functional.conv_transpose2d(r(1, 2, 3, 3), r(2, 3, 2, 2), z(3)),
+    lambda m, z, r: m.nn.functional.conv_transpose1d(r(1, 2, 3), r(2, 3, 2), z(3)),
+    lambda m, z, r: m.nn.functional.conv_transpose3d(r(1, 2, 3, 3, 3), r(2, 3, 2, 2, 2), z(3)),
 ])
 def test_mixed_real_and_complex_operands_raise_as_torch(torch, f):
     def mk(m, dtype):

@@ -13,7 +13,7 @@ from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from . import _util as U
 from .elementwise import _cj  # conj of a complex operand (the vjps conjugate the other operand)
-from .nn import (NN, _tuple, _tsum, _conv_rule, _conv_input_rule, _conv_weight_rule,
+from .nn import (NN, _bias_check, _tuple, _tsum, _conv_rule, _conv_input_rule, _conv_weight_rule,
                  conv_transpose2d)
 
 
@@ -295,6 +295,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if Cin % groups:
         raise RuntimeError(f"{op}: input channels ({Cin}) must be divisible by groups ({groups})")
     Cout = weight.shape[1] * groups
+    _bias_check(op, x, bias)
     if bias is not None and tuple(bias.shape) != (Cout,):
         raise RuntimeError(f"{op}: Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected bias "
                            f"to be 1-dimensional with {Cout} elements, but got bias of size "

@@ -492,6 +492,13 @@ def _complex_bilinear(xp, kernel, op, a, b, bias=None, **kw):
 # ----------------------------------------------------------------------------- conv2d
 
 
+def _bias_check(op, input, bias):
+    """PyTorch's error for a bias of another dtype than the input (a complex bias on real input included)."""
+    if bias is not None and U.is_tensor(bias) and bias.dtype is not input.dtype:
+        raise RuntimeError(f"{op}: Input type ({input.dtype.name}) and bias type ({bias.dtype.name}) should be the "
+                           f"same")
+
+
 def _conv_check(op, x, w, groups):
     if x.dtype is not w.dtype:
         raise RuntimeError(f"{op}: Input type ({dt.FROM_NP[x.dtype].name}) and weight type "
@@ -790,6 +797,7 @@ def _conv_prep(input, weight, bias, stride, padding, dilation, groups, op):
     if Cout % groups:
         raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
                            f"dimension 0, but got weight of size {U.fmt_shape(weight.shape)} instead")
+    _bias_check(op, input, bias)
     if bias is not None and tuple(bias.shape) != (Cout,):
         raise RuntimeError(f"{op}: Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
                            f"with {Cout} elements, but got bias of size {U.fmt_shape(bias.shape)} instead")
@@ -862,6 +870,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if Cin % groups:
         raise RuntimeError(f"{op}: input channels ({Cin}) must be divisible by groups ({groups})")
     Cout = weight.shape[1] * groups
+    _bias_check(op, x, bias)
     if bias is not None and tuple(bias.shape) != (Cout,):
         raise RuntimeError(f"{op}: expected bias of shape [{Cout}], got {U.fmt_shape(bias.shape)}")
     kh, kw = weight.shape[2:]
