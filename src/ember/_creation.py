@@ -620,12 +620,16 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The 2 x N indices of the lower triangle of a row x col matrix."""
+    if dtype is not None and _dtype(dtype).kind == "c":
+        U.no_complex("tril_indices", np.empty(0, _dtype(dtype)))
     r, c = np.tril_indices(row, offset, col)
     return _new(np.stack([r, c]).astype(_dtype(dtype, dt.int64)))
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The 2 x N indices of the upper triangle of a row x col matrix."""
+    if dtype is not None and _dtype(dtype).kind == "c":
+        U.no_complex("triu_indices", np.empty(0, _dtype(dtype)))
     r, c = np.triu_indices(row, offset, col)
     return _new(np.stack([r, c]).astype(_dtype(dtype, dt.int64)))
 

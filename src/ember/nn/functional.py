@@ -179,6 +179,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def glu(input, dim=-1):
     """Gated linear unit: a * sigmoid(b), a and b the halves of the input along dim."""
+    if input.is_complex():
+        U.no_complex("glu_cpu", input._data)
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
 
@@ -324,6 +326,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def pdist(input, p=2.0):
     """p-norm distances between all pairs of rows (the upper triangle, flattened)."""
     U.no_lowp("pdist", input)
+    if input.is_complex():
+        raise RuntimeError("pdist only supports floating-point dtypes")
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     d = _ops.index_select(input, 0, D._new_tensor(i.astype(np.int64))) - \
@@ -333,6 +337,10 @@ def pdist(input, p=2.0):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine similarity along dim."""
+    if x1.is_complex() or x2.is_complex():
+        z = x1 if x1.is_complex() else x2
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{U.torch_scalar_name(z._data)}")
     if tuple(x1.shape) != tuple(x2.shape):  # the norms are over the broadcast shape, as PyTorch's
         x1, x2 = _ops.broadcast_tensors(x1, x2)
     n1 = _ops.clamp_min(_ops.norm(x1, 2, dim), eps)
@@ -516,6 +524,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-y * x)), the logistic loss on +-1 targets."""
     reduction = _reduction(size_average, reduce, reduction)
+    if input.is_complex() or target.is_complex():  # PyTorch computes log(1 + exp(-y x)), without autograd
+        loss = ((-target * input).exp() + 1).log()
+        if loss.requires_grad:
+            raise RuntimeError("soft_margin_loss does not support automatic differentiation for outputs with "
+                               "complex dtype.")
+        return _reduce(loss, reduction)
     return _reduce(softplus(-target * input), reduction)
 
 
@@ -753,6 +767,8 @@ def pixel_unshuffle(input, downscale_factor):
 
 def hardshrink(input, lambd=0.5):
     """Hard shrinkage: x where abs(x) > lambd, 0 elsewhere."""
+    if input.is_complex():
+        U.no_complex("hardshrink_cpu", input._data)
     return _ops.where(input.abs() > lambd, input, 0.0 * input)
 
 
@@ -906,6 +922,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:
         return input
+    if input.is_complex():  # PyTorch averages the squares with avg_pool2d/3d, which have no complex kernel
+        U.no_complex("avg_pool2d" if input.dim() == 3 else "avg_pool3d_out_frame", input._data)
     C = input.shape[1]
     sq = input * input
     lo, hi = size // 2, (size - 1) // 2

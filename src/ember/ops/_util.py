@@ -141,11 +141,14 @@ def wrap_int_scalars(a, b):
     return conv(a, b), conv(b, a)
 
 
+def torch_scalar_name(a):
+    """PyTorch's C++ name of an array's complex dtype (ComplexFloat, ComplexDouble) for its messages."""
+    return {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}.get(a.dtype.name, a.dtype.name)
+
+
 def no_complex(kernel, a):
     """PyTorch's error for a kernel without a complex implementation (e.g. "lt_cpu")."""
-    names = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-    raise NotImplementedError(f"\"{kernel}\" not implemented for '{names.get(a.dtype.name, a.dtype.name)}' "
-                              f"({a.dtype.name})")
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_scalar_name(a)}' ({a.dtype.name})")
 
 
 def real_scalar(value, np_dtype):

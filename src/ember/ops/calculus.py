@@ -5,7 +5,7 @@ from . import shape as _S
 
 
 def _float(t):
-    if t.is_floating_point():
+    if t.is_floating_point() or t.is_complex():
         return t
     from .. import get_default_dtype
     return t.to(get_default_dtype())

@@ -34,6 +34,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M)."""
     U.no_lowp("cdist", x1, x2)
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.is_complex():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{U.torch_scalar_name(x._data)}")
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, "
                            f"X2 got: {x2.dim()}D")
@@ -191,10 +195,14 @@ def logcumsumexp(input, dim):
     d = U.wrap_dim(dim, input.dim(), "logcumsumexp")
     if input.shape[d] == 0:
         return input.clone()
+    from .elementwise import _complex_logaddexp
+    # complex: a tie of real parts takes the new element as the larger (PyTorch's logcumsumexp)
+    step = (lambda a, b: _complex_logaddexp(a, b, tie_first=False)) if input.is_complex() else logaddexp
     outs = [_S.select(input, d, 0)]
     for j in range(1, input.shape[d]):
-        outs.append(logaddexp(outs[-1], _S.select(input, d, j)))
+        outs.append(step(outs[-1], _S.select(input, d, j)))
     return _S.stack(outs, d)
+
 
 
 def _cum_extreme(input, dim, name, better):
@@ -205,10 +213,10 @@ def _cum_extreme(input, dim, name, better):
     from .indexing import gather
     from .reduce import _MinMax
     U.check_plain(name, input)
+    if input.dim() == 0:  # (complex too: PyTorch returns the one element before its kernel's dtype check)
+        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     if input.is_complex():
         U.no_complex(name + "_cpu", input._data)
-    if input.dim() == 0:
-        return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     d = U.wrap_dim(dim, input.dim(), name)
     a = input._data
     acc = (np.maximum if better == "max" else np.minimum).accumulate(a, axis=d) if a.size else a
@@ -233,6 +241,8 @@ def signbit(input):
     import numpy as np
     from .. import _dispatch as D
     U.check_plain("signbit", input)
+    if input.is_complex():
+        raise NotImplementedError("signbit is not implemented for complex tensors.")
     return D._new_tensor(np.signbit(input._data))
 
 

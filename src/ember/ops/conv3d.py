@@ -12,7 +12,8 @@ import numpy as np
 from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from . import _util as U
-from .nn import (NN, _tuple, _tsum, _conv_rule, _conv_input_rule, _conv_weight_rule,
+from .elementwise import _cj  # conj of a complex operand (the vjps conjugate the other operand)
+from .nn import (NN, _bias_check, _tuple, _tsum, _conv_rule, _conv_input_rule, _conv_weight_rule,
                  conv_transpose2d)
 
 
@@ -51,8 +52,8 @@ def _out_sp(in_sp, k, stride, pad, dilation):
 
 
 def _num_check(op, *arrs):
-    for a in arrs:
-        if a is not None and a.dtype.kind not in "fiu" and a.dtype != U.BF16:
+    for a in arrs:  # complex runs as is: NumPy's matmul is BLAS's complex GEMM
+        if a is not None and a.dtype.kind not in "fiuc" and a.dtype != U.BF16:
             raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[a.dtype].name}'")
 
 
@@ -146,8 +147,9 @@ def _(ctx, g):
     x, w = ctx.inputs[0], ctx.inputs[1]
     n = ctx.needs
     p = _cp(ctx.params)
-    gx = dispatch(conv3d_input_op, (g, w), dict(p, in_sp=tuple(x.shape[2:]))) if n[0] else None
-    gw = dispatch(conv3d_weight_op, (x, g), dict(p, ksize=tuple(w.shape[2:]))) if n[1] else None
+    # complex: the conjugate of the other operand (_cj is the tensor itself when real)
+    gx = dispatch(conv3d_input_op, (g, _cj(w)), dict(p, in_sp=tuple(x.shape[2:]))) if n[0] else None
+    gw = dispatch(conv3d_weight_op, (_cj(x), g), dict(p, ksize=tuple(w.shape[2:]))) if n[1] else None
     if len(n) > 2:
         return gx, gw, (g.sum((0,) + tuple(range(2, g.dim()))) if n[2] else None)
     return gx, gw
@@ -158,8 +160,8 @@ def _(ctx, v):
     g, w = ctx.inputs
     n = ctx.needs
     p = _cp(ctx.params)
-    dg = dispatch(conv3d_op, (v, w), p) if n[0] else None
-    dw = dispatch(conv3d_weight_op, (v, g), dict(p, ksize=tuple(w.shape[2:]))) if n[1] else None
+    dg = dispatch(conv3d_op, (v, _cj(w)), p) if n[0] else None
+    dw = dispatch(conv3d_weight_op, (v, _cj(g)), dict(p, ksize=tuple(w.shape[2:]))) if n[1] else None
     return dg, dw
 
 
@@ -168,8 +170,8 @@ def _(ctx, v):
     x, g = ctx.inputs
     n = ctx.needs
     p = _cp(ctx.params)
-    dx = dispatch(conv3d_input_op, (g, v), dict(p, in_sp=tuple(x.shape[2:]))) if n[0] else None
-    dg = dispatch(conv3d_op, (x, v), p) if n[1] else None
+    dx = dispatch(conv3d_input_op, (_cj(g), v), dict(p, in_sp=tuple(x.shape[2:]))) if n[0] else None
+    dg = dispatch(conv3d_op, (_cj(x), v), p) if n[1] else None
     return dx, dg
 
 
@@ -301,6 +303,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if Cin % groups:
         raise RuntimeError(f"{op}: input channels ({Cin}) must be divisible by groups ({groups})")
     Cout = weight.shape[1] * groups
+    _bias_check(op, x, bias)
     if bias is not None and tuple(bias.shape) != (Cout,):
         raise RuntimeError(f"{op}: Given transposed=1, weight of size {U.fmt_shape(weight.shape)}, expected bias "
                            f"to be 1-dimensional with {Cout} elements, but got bias of size "

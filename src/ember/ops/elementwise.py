@@ -1334,10 +1334,25 @@ def xlogy(input, other):
 
 def logaddexp(input, other):
     if (U.is_tensor(input) and input.is_complex()) or (U.is_tensor(other) and other.is_complex()):
-        return (exp(input) + exp(other)).log()  # (no order to shift by on complex numbers)
+        return _complex_logaddexp(input, other)
     m = maximum(input, other).detach()
     m = where(isinf(m), 0.0, m)  # both -inf (or an inf): no shift, so log(0) = -inf and log(inf) = inf, not nan
     return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def _complex_logaddexp(a, b, tie_first=True):
+    """log(exp(a) + exp(b)) for complex a, b as PyTorch computes it: the operand of larger real part (a
+    on a tie, or b with tie_first=False: logcumsumexp's rule) plus log1p(exp(smaller - larger)), so large
+    real parts do not overflow and the imaginary part runs on from the larger operand's (it is not
+    wrapped into (-pi, pi]); both real parts -inf: the first operand."""
+    if not U.is_tensor(a):
+        a = b * 0 + a
+    if not U.is_tensor(b):
+        b = a * 0 + b
+    first = a.real >= b.real if tie_first else a.real > b.real
+    hi, lo = where(first, a, b), where(first, b, a)
+    out = hi + (lo - hi).exp().log1p()
+    return where(hi.real == -math.inf, hi, out)
 
 
 def mish(input):

@@ -420,12 +420,22 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     base = input if include_self else input.masked_fill(hit, 0)
     total = scatter_add(base, dim, index, src)
     if reduce == "sum":
-        return total
+        return _real_grad_only(total)
     from .._creation import ones_like
     count = scatter_add(hit.to(input.dtype) * int(include_self), dim, index, ones_like(src, dtype=input.dtype))
     count = count.masked_fill(~hit, 1)
-    mean = total / count if input.is_floating_point() else total.div(count, rounding_mode="floor")
-    return mean.where(hit, input)
+    mean = total / count if input.is_floating_point() or input.is_complex() else \
+        total.div(count, rounding_mode="floor")
+    return _real_grad_only(mean.where(hit, input))
+
+
+def _real_grad_only(out):
+    """PyTorch's scatter_reduce has a real-only derivative (every reduce): a complex result that would
+    need a gradient raises its error."""
+    if out.requires_grad and out.is_complex():
+        raise RuntimeError("scatter_reduce does not support automatic differentiation for outputs with complex "
+                           "dtype.")
+    return out
 
 
 def take_along_dim(input, indices, dim=None):
@@ -780,6 +790,8 @@ def median(input, dim=None, keepdim=False):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     U.check_plain("unique", input)
     a = input._data
+    if a.dtype.kind == "c":
+        U.no_complex("unique", a)
     res = np.unique(a, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
     if not isinstance(res, tuple):
         return D._new_tensor(res)
@@ -866,6 +878,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     U.check_plain("isin", *(t for t in (elements, test_elements) if U.is_tensor(t)))
     a = elements._data if U.is_tensor(elements) else np.asarray(elements)
     b = test_elements._data if U.is_tensor(test_elements) else np.asarray(test_elements)
+    for v in (a, b):
+        if v.dtype.kind == "c":
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {U.torch_scalar_name(v)}")
     return D._new_tensor(np.isin(a, b, invert=invert))
 
 

@@ -347,7 +347,7 @@ def unravel_index(indices, shape):
     from .._creation import as_tensor
     if not U.is_tensor(indices):
         indices = as_tensor(indices)
-    if indices.is_floating_point() or indices.dtype.name == "bool":
+    if indices.is_floating_point() or indices.is_complex() or indices.dtype.name == "bool":
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     if isinstance(shape, int):
         shape = (shape,)
@@ -432,6 +432,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     index of each element's run and the run lengths. Plain tensors only, as unique()."""
     U.check_plain("unique_consecutive", input)
     a = input._data
+    if a.dtype.kind == "c":
+        U.no_complex("unique", a)
     if dim is None:
         flat = a.reshape(-1)
         n = flat.shape[0]

@@ -190,12 +190,12 @@ def _(ctx, g):
     beta, alpha = p.get("beta", 1), p.get("alpha", 1)
     n = ctx.needs
     ga = gb = None
-    gs = g if alpha == 1 else g * alpha
+    gs = g if alpha == 1 else g * _cj(alpha)  # (a complex alpha/beta: its conjugate, PyTorch's convention)
     if n[1]:
         ga = matmul(gs, b.mT)
     if n[2]:
         gb = matmul(a.mT, gs)
-    return ((g if beta == 1 else g * beta) if n[0] else None), ga, gb
+    return ((g if beta == 1 else g * _cj(beta)) if n[0] else None), ga, gb
 
 
 @addmm_op.def_jvp

@@ -79,6 +79,9 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     from .reduce import amax as _amax
     x = _cast(input, dtype)
+    if x.is_complex():
+        _complex_unordered("amax", mask)
+        U.no_complex("max_values_cpu", x._data)
     x = _fill(x, _mask_of(input, mask, "amax"), _extreme(x.dtype, False))
     return _amax(x, _dims(x, dim) if x.dim() else (), keepdim)
 
@@ -86,6 +89,9 @@ def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     from .reduce import amin as _amin
     x = _cast(input, dtype)
+    if x.is_complex():
+        _complex_unordered("amin", mask)
+        U.no_complex("min_values_cpu", x._data)
     x = _fill(x, _mask_of(input, mask, "amin"), _extreme(x.dtype, True))
     return _amin(x, _dims(x, dim) if x.dim() else (), keepdim)
 
@@ -93,6 +99,9 @@ def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 def _arg(input, dim, keepdim, dtype, mask, largest, name):
     from .reduce import argmax as _argmax, argmin as _argmin
     x = _cast(input, dtype)
+    if x.is_complex():
+        _complex_unordered(name, mask)
+        raise RuntimeError(f"{name}(): does not support complex input")
     x = _fill(x, _mask_of(input, mask, name), _extreme(x.dtype, not largest))
     if x.dim() == 0:  # the one element's index
         from .._creation import zeros
@@ -125,7 +134,13 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     m = _mask_of(input, mask, "mean")
     dims = _dims(x, dim)
     total = sum(x, dims if x.dim() else None, keepdim=keepdim, mask=m)
-    return total / _count(x, m, dims, keepdim, total.dtype if total.is_floating_point() else _f())
+    return total / _count(x, m, dims, keepdim, total.dtype if total.is_floating_point() or total.is_complex() else _f())
+
+
+def _complex_unordered(name, mask):
+    """Complex input has no ordering: with a mask PyTorch fails looking up a fill value for it (TypeError)."""
+    if mask is not None:
+        raise TypeError(f"masked.{name}: complex input has no extreme value to fill masked-out elements with")
 
 
 def _f():
@@ -136,16 +151,17 @@ def _f():
 def _var_std(input, dim, unbiased, keepdim, dtype, mask, correction, name, root):
     from .reduce import sum as _sum
     x = _cast(input, dtype)
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.to(_f())
     m = _mask_of(input, mask, name)
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     dims = _dims(x, dim)
-    count = _count(x, m, dims, True, x.dtype)
+    count = _count(x, m, dims, True, x.dtype.to_real() if x.is_complex() else x.dtype)
     mu = sum(x, dims if x.dim() else None, keepdim=True, mask=m) / count
     dev = _fill(x - mu, m, 0)
-    ss = _sum(dev * dev, dims if x.dim() else None, keepdim)
+    # |dev|^2 (complex input: PyTorch's masked var is real-valued but keeps the complex dtype)
+    ss = _sum(dev * dev.conj() if x.is_complex() else dev * dev, dims if x.dim() else None, keepdim)
     n = count if keepdim else (_S.squeeze(count, dims) if x.dim() else count)
     from .elementwise import maximum
     v = ss / maximum(n - correction, 0.0 * n)
@@ -184,7 +200,7 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     from .reduce import logsumexp as _lse
     x = _cast(input, dtype)
-    if not x.is_floating_point():  # PyTorch computes in floating point and returns the integer dtype
+    if not x.is_floating_point() and not x.is_complex():  # in floating point, returned in the integer dtype
         return logsumexp(x.to(_f()), dim, keepdim=keepdim, mask=mask).to(x.dtype)
     x = _fill(x, _mask_of(input, mask, "logsumexp"), -math.inf)
     return _lse(x, _dims(x, dim) if x.dim() else (), keepdim)
@@ -193,6 +209,11 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 
 def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
     from .elementwise import maximum, where, isinf
+    if input.is_complex() or other.is_complex():  # PyTorch: no -inf fill for complex; unmasked, logaddexp
+        if input_mask is not None or other_mask is not None:
+            _complex_unordered("logaddexp", True)
+        from .elementwise import logaddexp as _lae
+        return _lae(_cast(input, dtype), _cast(other, dtype))
     a = _fill(_cast(input, dtype), _mask_of(input, input_mask, "logaddexp"), -math.inf)
     b = _fill(_cast(other, dtype), _mask_of(other, other_mask, "logaddexp"), -math.inf)
     m = maximum(a, b)

@@ -26,6 +26,7 @@ from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from .._memory_format import is_channels_last
 from . import _util as U
+from .elementwise import _cj  # conj of a complex operand (the conv vjps conjugate their other operand)
 from .linalg import linear  # noqa: F401  (F.linear: the addmm path lives in linalg)
 
 NN = "nn"
@@ -462,7 +463,40 @@ def _use_nhwc(x, w):
     return is_channels_last(x) or is_channels_last(w)
 
 
+# ----------------------------------------------------------------------------- complex convolutions
+
+
+def _complex_bilinear(xp, kernel, op, a, b, bias=None, **kw):
+    """A real convolution kernel (bilinear in its two arrays a, b) on complex a, b: three real calls
+    by Gauss's trick, (ar + ai)*br, ar*(bi - br), ai*(br + bi), so every fast real path (im2col GEMM,
+    Winograd, channels_last blocks) serves complex input too. ``bias`` (complex, shape (C,)) is added
+    to the output's channels. The real path never gets here (one dtype check in the kernel)."""
+    if a.dtype != b.dtype or (bias is not None and bias.dtype != a.dtype):
+        got = [dt.FROM_NP[a.dtype].name, dt.FROM_NP[b.dtype].name] + ([] if bias is None else
+                                                                      [dt.FROM_NP[bias.dtype].name])
+        raise RuntimeError(f"{op}: Input type ({got[0]}) and weight type ({got[1]})"
+                           + ("" if bias is None else f" and bias type ({got[2]})") + " should be the same")
+    ar, ai = a.real.copy(order="K"), a.imag.copy(order="K")
+    br, bi = b.real, b.imag
+    t1 = kernel(xp, ar + ai, br.copy(order="K"), **kw)
+    t2 = kernel(xp, ar, bi - br, **kw)
+    t3 = kernel(xp, ai, br + bi, **kw)
+    out = xp.empty_like(t1, dtype=a.dtype)  # t1's memory layout (channels_last stays channels_last)
+    xp.subtract(t1, t3, out=out.real)
+    xp.add(t1, t2, out=out.imag)
+    if bias is not None:
+        out += bias.reshape((-1,) + (1,) * (out.ndim - 2))
+    return out
+
+
 # ----------------------------------------------------------------------------- conv2d
+
+
+def _bias_check(op, input, bias):
+    """PyTorch's error for a bias of another dtype than the input (a complex bias on real input included)."""
+    if bias is not None and U.is_tensor(bias) and bias.dtype is not input.dtype:
+        raise RuntimeError(f"{op}: Input type ({input.dtype.name}) and bias type ({bias.dtype.name}) should be the "
+                           f"same")
 
 
 def _conv_check(op, x, w, groups):
@@ -473,6 +507,9 @@ def _conv_check(op, x, w, groups):
 
 
 def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
+    if x.dtype.kind == "c":
+        return _complex_bilinear(xp, _conv2d_impl, "conv2d", x, w, b, stride=stride, pad=pad, dilation=dilation,
+                                 groups=groups)
     _conv_check("conv2d", x, w, groups)
     if U.is_lowp(x):  # float32 products and sums, rounded once (PyTorch's CPU kernels for these dtypes)
         return U.lowp_f32(_conv2d_impl, xp, x, w, b, stride=stride, pad=pad, dilation=dilation, groups=groups)
@@ -516,6 +553,9 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
 
 def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     """Gradient of conv2d w.r.t. its input (= conv_transpose2d of g)."""
+    if g.dtype.kind == "c":
+        return _complex_bilinear(xp, _conv_input_impl, "conv_transpose2d", g, w, in_hw=in_hw, stride=stride,
+                                 pad=pad, dilation=dilation, groups=groups, nhwc=nhwc)
     _conv_check("conv2d_backward_input", g, w, groups)
     if U.is_lowp(g):
         return U.lowp_f32(_conv_input_impl, xp, g, w, in_hw=in_hw, stride=stride, pad=pad, dilation=dilation,
@@ -582,6 +622,9 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
 
 def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, wcl):
     """Gradient of conv2d w.r.t. its weight."""
+    if x.dtype.kind == "c":
+        return _complex_bilinear(xp, _conv_weight_impl, "conv2d_backward_weight", x, g, ksize=ksize, stride=stride,
+                                 pad=pad, dilation=dilation, groups=groups, nhwc=nhwc, wcl=wcl)
     _conv_check("conv2d_backward_weight", x, g, groups)
     if U.is_lowp(x):
         return U.lowp_f32(_conv_weight_impl, xp, x, g, ksize=ksize, stride=stride, pad=pad, dilation=dilation,
@@ -642,8 +685,9 @@ def _(ctx, g):
     n = ctx.needs
     p = _cparams(ctx.params)
     nhwc = _use_nhwc(x._data, w._data)
-    gx = _input_grad(g, w, p, tuple(x.shape[2:]), nhwc) if n[0] else None
-    gw = _weight_grad(x, g, p, w, nhwc) if n[1] else None
+    # complex: the conjugate of the other operand (_cj is the tensor itself when real)
+    gx = _input_grad(g, _cj(w), p, tuple(x.shape[2:]), nhwc) if n[0] else None
+    gw = _weight_grad(_cj(x), g, p, w, nhwc) if n[1] else None
     if len(n) > 2:
         return gx, gw, (g.sum((0, 2, 3)) if n[2] else None)
     return gx, gw
@@ -654,12 +698,12 @@ def _(ctx, v):
     g, w = ctx.inputs
     n = ctx.needs
     p = _cparams(ctx.params)
-    dg = dispatch(conv2d_op, (v, w), p) if n[0] else None
+    dg = dispatch(conv2d_op, (v, _cj(w)), p) if n[0] else None
     if dg is not None and tuple(dg.shape[2:]) != tuple(g.shape[2:]):
         # an output_padding of at least the stride (allowed below the dilation) adds rows/columns
         # the convolution maps past g's extent: they are not g's
         dg = dg[:, :, :g.shape[2], :g.shape[3]]
-    dw = _weight_grad(v, g, p, w, ctx.params["nhwc"]) if n[1] else None
+    dw = _weight_grad(v, _cj(g), p, w, ctx.params["nhwc"]) if n[1] else None
     return dg, dw
 
 
@@ -668,8 +712,8 @@ def _(ctx, v):
     x, g = ctx.inputs
     n = ctx.needs
     p = _cparams(ctx.params)
-    dx = _input_grad(g, v, p, tuple(x.shape[2:]), ctx.params["nhwc"]) if n[0] else None
-    dg = dispatch(conv2d_op, (x, v), p) if n[1] else None
+    dx = _input_grad(_cj(g), v, p, tuple(x.shape[2:]), ctx.params["nhwc"]) if n[0] else None
+    dg = dispatch(conv2d_op, (_cj(x), v), p) if n[1] else None
     return dx, dg
 
 
@@ -761,6 +805,7 @@ def _conv_prep(input, weight, bias, stride, padding, dilation, groups, op):
     if Cout % groups:
         raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
                            f"dimension 0, but got weight of size {U.fmt_shape(weight.shape)} instead")
+    _bias_check(op, input, bias)
     if bias is not None and tuple(bias.shape) != (Cout,):
         raise RuntimeError(f"{op}: Given weight of size {U.fmt_shape(weight.shape)}, expected bias to be 1-dimensional "
                            f"with {Cout} elements, but got bias of size {U.fmt_shape(bias.shape)} instead")
@@ -833,6 +878,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if Cin % groups:
         raise RuntimeError(f"{op}: input channels ({Cin}) must be divisible by groups ({groups})")
     Cout = weight.shape[1] * groups
+    _bias_check(op, x, bias)
     if bias is not None and tuple(bias.shape) != (Cout,):
         raise RuntimeError(f"{op}: expected bias of shape [{Cout}], got {U.fmt_shape(bias.shape)}")
     kh, kw = weight.shape[2:]
@@ -1173,6 +1219,8 @@ def _adaptive_matrix(n, o, dtype):
 
 def adaptive_avg_pool2d(input, output_size):
     Ho, Wo = _adaptive_size(input, output_size, "adaptive_avg_pool2d")
+    if input.is_complex() and (Ho, Wo) != (1, 1) and input.numel():  # PyTorch: complex for a 1x1 output
+        U.no_complex("adaptive_avg_pool2d", input._data)
     H, W = input.shape[-2:]
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"adaptive_avg_pool2d: output_size must be positive, got ({Ho}, {Wo})")
@@ -1885,6 +1933,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     NotImplementedError."""
     from .._creation import tensor, zeros, full
     from .shape import cat
+    if weight.is_complex():
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following scalar types: "
+                           f"Half, BFloat16, Float, Double; but got {U.torch_scalar_name(weight._data)} instead "
+                           f"(while checking arguments for embedding_bag)")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None and mode != "sum":

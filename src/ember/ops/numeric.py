@@ -168,11 +168,18 @@ def _default_float():
     return get_default_dtype()
 
 
+def _no_complex_angle(op, input):
+    if input.is_complex():
+        raise RuntimeError(f"{op} is not supported for complex tensors.")
+
+
 def deg2rad(input, *, out=None):
+    _no_complex_angle("deg2rad", input)
     return U.write_out(_float_of(input) * (math.pi / 180.0), out)
 
 
 def rad2deg(input, *, out=None):
+    _no_complex_angle("rad2deg", input)
     return U.write_out(_float_of(input) * (180.0 / math.pi), out)
 
 
@@ -188,19 +195,23 @@ def logaddexp2(input, other, *, out=None):
 def ldexp(input, other, *, out=None):
     """input * 2 ** other (a floating result)."""
     _tensors("ldexp", input, other)
-    if not input.is_floating_point() and not other.is_floating_point():
+    if not (input.is_floating_point() or input.is_complex()) and not other.is_floating_point():
         input = input.to(_default_float())
-    scale = other.exp2() if other.is_floating_point() else other.to(input.dtype).exp2()
+    scale = other.exp2() if other.is_floating_point() or other.is_complex() else other.to(input.dtype).exp2()
     return U.write_out(input * scale, out)
 
 
 def isposinf(input, *, out=None):
+    if input.is_complex():
+        raise RuntimeError("isposinf does not support complex inputs.")
     if not input.is_floating_point():
         return U.write_out(input != input, out) if input.dtype.name != "bool" else U.write_out(input & False, out)
     return U.write_out(input == math.inf, out)
 
 
 def isneginf(input, *, out=None):
+    if input.is_complex():
+        raise RuntimeError("isneginf does not support complex inputs.")
     if not input.is_floating_point():
         return U.write_out(input != input, out) if input.dtype.name != "bool" else U.write_out(input & False, out)
     return U.write_out(input == -math.inf, out)
@@ -228,8 +239,8 @@ def renorm(input, p, dim, maxnorm):
     """Each slice along dim scaled down to p-norm maxnorm where its norm exceeds it (by
     maxnorm / (norm + 1e-7), PyTorch's factor); differentiable through the norm."""
     from .reduce import norm
-    if not input.is_floating_point():
-        raise RuntimeError(f"renorm: input must be a floating point tensor, got {input.dtype}")
+    if not input.is_floating_point() and not input.is_complex():
+        raise RuntimeError(f"renorm: input must be a floating point or complex tensor, got {input.dtype}")
     if p <= 0:
         raise RuntimeError(f"renorm: non-positive-norm not supported (got p={p})")
     if maxnorm < 0:

@@ -252,6 +252,11 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 def adaptive_avg_pool3d(input, output_size):
     op = "adaptive_avg_pool3d"
     sp, out = _adaptive_out(op, input, output_size, 3)
+    if input.is_complex():  # PyTorch: complex only for a 1x1x1 output (a mean), no complex kernel otherwise
+        if tuple(out) != (1, 1, 1):
+            from ._util import no_complex
+            no_complex("adaptive_avg_pool3d_cpu", input._data)
+        return input.mean((-3, -2, -1), keepdim=True)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}: not implemented for '{input.dtype}' (a floating point input is expected)")
     from .._creation import tensor

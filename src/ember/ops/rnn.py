@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _dispatch as D
 from .._dispatch import defop, dispatch
+from .elementwise import _cj  # conj of a complex tensor (the complex vjp)
 
 FAM = "rnn"
 
@@ -49,8 +50,8 @@ def _check(xw, h0, c0, w_hh, b_hh):
                            f"(4H, H), (4H,)")
     arrs = (xw, h0, c0, w_hh) + ((b_hh,) if b_hh is not None else ())
     for a in arrs:
-        if a.dtype.kind != "f":
-            raise RuntimeError(f"lstm_layer: expected floating point inputs, got {a.dtype}")
+        if a.dtype.kind not in "fc":
+            raise RuntimeError(f"lstm_layer: expected floating point or complex inputs, got {a.dtype}")
     dt = np.result_type(*arrs)  # mixed float inputs promote, as the ops of the recurrence do
     return tuple(a if a is None or a.dtype == dt else a.astype(dt) for a in (xw, h0, c0, w_hh, b_hh))
 
@@ -204,10 +205,15 @@ def _composite_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, reverse):
 def _(ctx, gout, ghn, gcn):
     xw, h0, c0, w_hh, b_hh = ctx.inputs
     rev = ctx.params.get("reverse", False)
+    cx = xw._data.dtype.kind == "c"
+    if cx:  # the layer is holomorphic: PyTorch's vjp conj(J)^T g is conj(J^T conj(g)), the real formulas
+        gout, ghn, gcn = _cj(gout), _cj(ghn), _cj(gcn)
     if not D.grad_mode.enabled and D.state.simple:
         grads = dispatch(lstm_layer_bwd_op, (gout, ghn, gcn, xw, h0, c0, w_hh, b_hh), ctx.params)
     else:
         grads = _composite_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, rev)
+    if cx:
+        grads = tuple(None if g is None else _cj(g) for g in grads)
     return tuple(g if need else None for g, need in zip(grads, ctx.needs))
 
 
@@ -222,20 +228,24 @@ def _(ctx, txw, th0, tc0, tw, tb):
         tg = None if txw is None else txw[t]
         parts = [p for p in (None if th is None else th.matmul(w_hh.transpose(-1, -2)),
                              None if tw is None else hp.matmul(tw.transpose(-1, -2)), tb, tg) if p is not None]
-        if not parts:
+        if not parts and tc is None:
             seq[t] = None
             continue
-        tgates = parts[0]
-        for p in parts[1:]:
-            tgates = tgates + p
-        ti, tf, tgg, to = tgates.chunk(4, -1)
-        ti, tf, tgg, to = ti * i * (1 - i), tf * f * (1 - f), tgg * (1 - g * g), to * o * (1 - o)
-        tcn = tf * cp + ti * g + i * tgg
-        if tc is not None:
-            tcn = tcn + f * tc
         tch = c.tanh()
+        if parts:
+            tgates = parts[0]
+            for p in parts[1:]:
+                tgates = tgates + p
+            ti, tf, tgg, to = tgates.chunk(4, -1)
+            ti, tf, tgg, to = ti * i * (1 - i), tf * f * (1 - f), tgg * (1 - g * g), to * o * (1 - o)
+            tcn = tf * cp + ti * g + i * tgg
+            if tc is not None:
+                tcn = tcn + f * tc
+            th = to * tch + o * (1 - tch * tch) * tcn
+        else:  # only the cell state carries a tangent (a c0 tangent, before any other reaches the gates)
+            tcn = f * tc
+            th = o * (1 - tch * tch) * tcn
         tc = tcn
-        th = to * tch + o * (1 - tch * tch) * tcn
         seq[t] = th
     if any(s is None for s in seq):
         from .._creation import zeros_like

@@ -32,6 +32,8 @@ def _impl(xp, a, index, src, dim, reduce, include_self=True):
     if a.dtype != src.dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype (got {a.dtype} and "
                            f"{src.dtype})")
+    if a.dtype.kind == "c" and reduce != "prod":  # no complex ordering: PyTorch has no such kernel
+        U.no_complex(f"scatter_gather_tensor_cpu_reduce_{reduce}", a)
     out = a.copy(order="K")
     src = _fit(src, index.shape, -1)
     where = _grid(index, dim)
@@ -44,6 +46,7 @@ def _impl(xp, a, index, src, dim, reduce, include_self=True):
 scatter_reduce_op = defop("scatter_reduce", _impl, save=("inputs", "out"), family=IDX,
                           node_name="ScatterReduceBackward0")
 scatter_reduce_op.batch = _dim_shift_rule
+scatter_reduce_op.real_grad_only = True  # PyTorch: no derivative for complex outputs (prod included)
 
 
 def _hit(ctx):
@@ -160,6 +163,17 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_reduce_(): self ({input.dtype}) and source ({source.dtype}) must have the "
                            f"same scalar type")
+    if input.is_complex():
+        # PyTorch's CPU kernels: complex prod/mean only into an N-d input's own values, never amax/amin;
+        # the first of its kernels that lacks complex raises; its derivative is real-only
+        kernel = ("index_reduce_func_exclude_input_init" if not include_self else "index_func_" if n <= 1 else
+                  {"amax": "maximum_cpu", "amin": "minimum_cpu"}.get(reduce))
+        if kernel:
+            U.no_complex(kernel, input._data)
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and (input.requires_grad or source.requires_grad):
+            raise RuntimeError("index_reduce does not support automatic differentiation for outputs with complex "
+                               "dtype.")
     if n == 0:
         x, s, idx = input.reshape(1), source.reshape(1), index.reshape(-1)
         return index_reduce(x, 0, idx, s, reduce, include_self=include_self).reshape(())
@@ -195,6 +209,8 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     from .elementwise import where
     if reduce not in ("sum", "mean", "max", "min", "prod"):
         raise RuntimeError(f"segment_reduce: unsupported reduction {reduce!r} (sum, mean, max, min or prod)")
+    if data.is_complex():
+        U.no_complex("_segment_reduce_cpu", data._data)
     if indices is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet (as in PyTorch)")
     if (lengths is None) == (offsets is None):

@@ -659,8 +659,8 @@ def _(ctx, g):
     out = []
     o = 0
     for need, shp in zip(ctx.needs, ctx.shapes):
-        if len(shp) == 1 and shp[0] == 0 and g.dim() != 1:
-            out.append(None)
+        if len(shp) == 1 and shp[0] == 0 and g.dim() != 1:  # a legacy 1-d empty input: an empty gradient
+            out.append(g.new_zeros((0,)) if need else None)
             continue
         n = shp[d]
         out.append(narrow(g, d, o, n) if need else None)

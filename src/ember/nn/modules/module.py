@@ -438,9 +438,14 @@ class Module:
         """Move or cast parameters and buffers (dtype, device 'cpu' or 'meta', memory_format)."""
         from ..._tensor_methods import _parse_to
         dtype, dev, mf, _ = _parse_to(args, dict(kwargs))
-        if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired "
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
+        if dtype is not None and dtype.is_complex:
+            import warnings
+            warnings.warn("Complex modules are a new feature under active development whose design may change, "
+                          "and some modules might not work as expected when using complex tensors as parameters "
+                          "or buffers.")
 
         def convert(t):
             if t._meta and dev is not None and dev.type != "meta":
@@ -449,11 +454,11 @@ class Module:
                                           "moving module from meta to a different device.")
             if dev is not None and dev.type == "meta" and not t._meta:
                 from ..._creation import empty
-                r = empty(t.shape, dtype=dtype if (dtype is not None and t.is_floating_point())
+                r = empty(t.shape, dtype=dtype if (dtype is not None and (t.is_floating_point() or t.is_complex()))
                           else t.dtype, device="meta")
                 return r
             kw = {}
-            if dtype is not None and t.is_floating_point():
+            if dtype is not None and (t.is_floating_point() or t.is_complex()):  # (complex too, as PyTorch)
                 kw["dtype"] = dtype
             if mf is not None and t.dim() in (4, 5):
                 kw["memory_format"] = mf

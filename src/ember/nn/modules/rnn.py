@@ -145,6 +145,10 @@ class RNNBase(Module):
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
+        wd = self._weights(0, 0)[0].dtype
+        if input.dtype is not wd:  # PyTorch's check (complex input to a real model included)
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({wd}). Convert input: "
+                             f"input.to({wd}), or convert model: model.to({input.dtype})")
         x = input if batched else input.unsqueeze(1)
         if batched and batch_first:
             x = x.transpose(0, 1)
