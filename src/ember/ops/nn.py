@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import _blas
+from .. import _parallel as _P
 from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from .._memory_format import is_channels_last
@@ -167,12 +168,12 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     win = _windows(xpd, True, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     if groups == 1:
         buf = _buf(xp, "cols", (N, Ho, Wo, kh, kw, C), x.dtype)
-        xp.copyto(buf, win)
+        _P.copyto(buf, win)
         return buf.reshape(M, kh * kw * C)
     G, Cg = groups, C // groups
     win = win.reshape(N, Ho, Wo, kh, kw, G, Cg).transpose(5, 0, 1, 2, 3, 4, 6)
     buf = _buf(xp, "colsg", (G, N, Ho, Wo, kh, kw, Cg), x.dtype)
-    xp.copyto(buf, win)
+    _P.copyto(buf, win)
     return buf.reshape(G, M, kh * kw * Cg)
 
 
@@ -241,22 +242,22 @@ def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
         if N == 1:
             return x.reshape(C, Ho * Wo), Wo
         buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
-        xp.copyto(buf, x.transpose(1, 0, 2, 3))
+        _P.copyto(buf, x.transpose(1, 0, 2, 3))
         return buf.reshape(C, N * Ho * Wo), Wo
     pt, pb, pl, pr = pads
     Hp, Wr = H + pt + pb, W + pl + pr
     if _flat_rows(kh, kw, st, Wo, Wr):
         xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
-        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        _P.copyto(xpd[:, :, pt:pt + H, pl:pl + W], x)
         sN, sC, sH, sW = xpd.strides
         win = _as_strided(xpd, (C, kh, kw, N, Ho * Wr), (sC, dil[0] * sH, dil[1] * sW, sN, sW), writeable=False)
         buf = _buf(xp, "colsk", (C, kh, kw, N, Ho * Wr), x.dtype)
-        xp.copyto(buf, win)
+        _P.copyto(buf, win)
         return buf.reshape(C * kh * kw, N * Ho * Wr), Wr
     xpd = _padded(xp, x, pads, 0, False)
     win = _windows(xpd, False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
-    xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
+    _P.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
     return buf.reshape(C * kh * kw, N * Ho * Wo), Wo
 
 
@@ -270,7 +271,7 @@ def _conv_nchw_blocked(xp, x, w2, b, kh, kw, st, pads, dil, Ho, Wo):
     Hp, Wr = H + pt + pb, W + pl + pr
     if _flat_rows(kh, kw, st, Wo, Wr):
         xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
-        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        _P.copyto(xpd[:, :, pt:pt + H, pl:pl + W], x)
         sN, sC, sH, sW = xpd.strides
         win = _as_strided(xpd, (N, C, kh, kw, Ho, Wr), (sN, sC, dil[0] * sH, dil[1] * sW, sH, sW),
                           writeable=False)
@@ -305,7 +306,7 @@ def _cm(xp, g, Wr):
     if Wr == Wo and N == 1 and g.flags.c_contiguous:
         return g.reshape(Cout, Ho * Wo)
     buf = _buf(xp, "gcm", (Cout, N, Ho, Wr), g.dtype, (0, Wo) if Wr != Wo else None)
-    xp.copyto(buf[..., :Wo], g.transpose(1, 0, 2, 3))
+    _P.copyto(buf[..., :Wo], g.transpose(1, 0, 2, 3))
     return buf.reshape(Cout, N * Ho * Wr)
 
 
@@ -325,7 +326,7 @@ def _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pads, dil, Ho, Wr, dtype):
             n = min(L, P - off)  # past the plane end only junk columns remain
             dst[:, :, off:off + n] += d5[:, i, j, :, :n]
     out = xp.empty((N, C, H, W), dtype)
-    xp.copyto(out, dst.reshape(C, N, Hp, Wr)[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
+    _P.copyto(out, dst.reshape(C, N, Hp, Wr)[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
     return out
 
 
@@ -396,11 +397,11 @@ def _wino_input(xp, x, pads, Th, Tw, tag):
     N, C, H, W = x.shape
     pt, pb, pl, pr = pads
     d = _buf(xp, tag + "pad", (N, 4 * Th + 2, 4 * Tw + 2, C), x.dtype, (0, (H, W, pt, pl)))
-    d[:, pt:pt + H, pl:pl + W] = x.transpose(0, 2, 3, 1)
+    _P.copyto(d[:, pt:pt + H, pl:pl + W], x.transpose(0, 2, 3, 1))
     sN, sH, sW, sC = d.strides
     tiles = _as_strided(d, (6, 6, N, Th, Tw, C), (sH, sW, sN, 4 * sH, 4 * sW, sC), writeable=False)
     t = _buf(xp, tag + "tiles", (36, N * Th * Tw * C), x.dtype)
-    xp.copyto(t.reshape(tiles.shape), tiles)
+    _P.copyto(t.reshape(tiles.shape), tiles)
     v = _buf(xp, tag + "v", (36, N * Th * Tw, C), x.dtype)
     xp.matmul(_WINO_BB, t, out=v.reshape(36, -1))
     return v
@@ -422,11 +423,11 @@ def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
     yt = yt.reshape(4, 4, N, Th, Tw, Cout)
     if nhwc:
         y = xp.empty((N, Th, 4, Tw, 4, Cout), x.dtype)
-        xp.copyto(y.transpose(2, 4, 0, 1, 3, 5), yt)
+        _P.copyto(y.transpose(2, 4, 0, 1, 3, 5), yt)
         y = y.reshape(N, 4 * Th, 4 * Tw, Cout)
     else:
         y = xp.empty((N, Cout, Th, 4, Tw, 4), x.dtype)
-        xp.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
+        _P.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
         y = y.reshape(N, Cout, 4 * Th, 4 * Tw)
     if (4 * Th, 4 * Tw) != (Ho, Wo):
         y = xp.ascontiguousarray(y[_sp(nhwc, slice(0, Ho), slice(0, Wo))])
@@ -446,9 +447,9 @@ def _conv_weight_winograd(xp, x, g, pads, wcl):
     Th, Tw = (Ho + 3) // 4, (Wo + 3) // 4
     v = _wino_input(xp, x, pads, Th, Tw, "ww")
     gp = _buf(xp, "wgpad", (N, Th, 4, Tw, 4, Cout), g.dtype, (0, (Ho, Wo)))
-    gp.reshape(N, 4 * Th, 4 * Tw, Cout)[:, :Ho, :Wo] = g.transpose(0, 2, 3, 1)
+    _P.copyto(gp.reshape(N, 4 * Th, 4 * Tw, Cout)[:, :Ho, :Wo], g.transpose(0, 2, 3, 1))
     gt = _buf(xp, "wgt", (4, 4, N, Th, Tw, Cout), g.dtype)
-    xp.copyto(gt, gp.transpose(2, 4, 0, 1, 3, 5))
+    _P.copyto(gt, gp.transpose(2, 4, 0, 1, 3, 5))
     gy = _buf(xp, "wgy", (36, N * Th * Tw, Cout), g.dtype)
     xp.matmul(_WINO_AA.T, gt.reshape(16, -1), out=gy.reshape(36, -1))
     du = xp.matmul(v.transpose(0, 2, 1), gy)  # (36, C, Cout)
