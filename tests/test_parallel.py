@@ -109,10 +109,18 @@ def test_parallel_for_covers_the_range_once(threads):
         return seen.copy()
     r = threads(2, body)
     assert (r == 1).all()
-    names = []
-    threads(2, lambda: P.parallel_for(4, lambda lo, hi: names.append(threading.current_thread().name),
-                                      work=4 * P.GRAIN))
-    assert len(names) == 2 and "ember-intraop" in names  # the caller and one worker
+    # a worker takes part: the caller's first chunk waits (bounded) until another thread has run one
+    names, other = [], threading.Event()
+    me = threading.current_thread().name
+
+    def fn(lo, hi):
+        names.append(threading.current_thread().name)
+        if threading.current_thread().name == me:
+            other.wait(20)
+        else:
+            other.set()
+    threads(2, lambda: P.parallel_for(2, fn, work=4 * P.GRAIN))
+    assert sorted(names) == sorted([me, "ember-intraop"])
 
 
 def test_small_work_stays_on_the_caller(threads):
@@ -219,3 +227,27 @@ def test_conv2d_forward_backward_bit_identical(threads, cl, k, stride, pad, cin,
         (y * y).sum().backward()
         return y, xx.grad, ww.grad
     _both(threads, run)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: ember.optim.SGD(ps, lr=0.1),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-4),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1),
+    lambda ps: ember.optim.Adam(ps, lr=1e-2),
+    lambda ps: ember.optim.Adam(ps, lr=1e-2, weight_decay=0.1, amsgrad=True),
+    lambda ps: ember.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    lambda ps: ember.optim.AdamW(ps, lr=1e-2, maximize=True),
+])
+def test_optimizer_updates_bit_identical(threads, make):
+    def run():
+        p = ember.nn.Parameter(_x((512, 512, 3, 3), seed=6))  # (a ResNet-18 layer4 conv weight)
+        q = ember.nn.Parameter(_x((512, 512, 3, 3), seed=6).to(memory_format=ember.channels_last))
+        opt = make([p, q])
+        for s in range(3):
+            p.grad = _x((512, 512, 3, 3), seed=10 + s)
+            q.grad = _x((512, 512, 3, 3), seed=10 + s)  # (contiguous grad of a channels_last param)
+            opt.step()
+        return p, q
+    r = _both(threads, run)
+    assert r[0].detach().numpy().tobytes() != _x((512, 512, 3, 3), seed=6).numpy().tobytes()

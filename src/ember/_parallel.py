@@ -66,29 +66,54 @@ def set_num_threads(n):
             pool.close()
 
 
+class _Job:
+    """One parallel_for: chunks claimed from a shared counter by whoever is free (the caller
+    first), so a worker the OS has not scheduled yet (a busy machine) delays nothing: the caller
+    takes its chunks, and waits only for a chunk a worker has started."""
+    __slots__ = ("fn", "spans", "next", "left", "lock", "finished", "error")
+
+    def __init__(self, fn, spans):
+        self.fn, self.spans = fn, spans
+        self.next = iter(range(len(spans))).__next__  # (claiming is atomic under the GIL)
+        self.left = len(spans)
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.error = None
+
+    def work(self):
+        spans, fn, claim = self.spans, self.fn, self.next
+        while True:
+            try:
+                i = claim()
+            except StopIteration:
+                return
+            try:
+                fn(*spans[i])
+            except BaseException as e:  # handed to the caller, raised there
+                if self.error is None:
+                    self.error = e
+            with self.lock:
+                self.left -= 1
+                if not self.left:
+                    self.finished.set()
+
+
 class _Pool:
     def __init__(self, size):
         self.size = size
-        self.done = SimpleQueue()
         self.queues = []
         for _ in range(size):
             q = SimpleQueue()
-            t = threading.Thread(target=self._work, args=(q,), name="ember-intraop", daemon=True)
-            t.start()
+            threading.Thread(target=self._work, args=(q,), name="ember-intraop", daemon=True).start()
             self.queues.append(q)
 
-    def _work(self, q):
-        done = self.done
+    @staticmethod
+    def _work(q):
         while True:
-            task = q.get()
-            if task is None:
+            job = q.get()
+            if job is None:
                 return
-            fn, lo, hi = task
-            try:
-                fn(lo, hi)
-                done.put(None)
-            except BaseException as e:  # handed to the caller, raised there
-                done.put(e)
+            job.work()
 
     def close(self):
         for q in self.queues:
@@ -117,42 +142,44 @@ def chunks(n, parts):
 
 
 def parallel_for(n, fn, work=None, grain=GRAIN):
-    """fn(lo, hi) over range(n) in one chunk per thread; ``work`` (elements of the whole job,
-    default n) decides with ``grain`` how many threads pay off. Chunks must not overlap in what
-    they write. Exceptions from any chunk are raised here."""
-    parts = min(get_num_threads(), n, (n if work is None else work) // grain)
-    if parts < 2 or not _lock.acquire(blocking=False):
+    """fn(lo, hi) over range(n), in chunks of about ``grain`` elements of work (``work``: elements
+    of the whole job, default n) shared by the calling thread and the pool's workers. Chunks must
+    not overlap in what they write. An exception from any chunk is raised here."""
+    nt = get_num_threads()
+    w = n if work is None else work
+    if nt < 2 or w < 2 * grain or n < 2 or not _lock.acquire(blocking=False):
         fn(0, n)
         return
     try:
         pool = _pool[0]
-        if pool is None or pool.size < parts - 1:
+        if pool is None or pool.size != nt - 1:
             if pool is not None:
                 pool.close()
-            pool = _pool[0] = _Pool(get_num_threads() - 1)
-        spans = chunks(n, parts)
-        for q, (lo, hi) in zip(pool.queues, spans[1:]):
-            q.put((fn, lo, hi))
-        err = None
-        try:
-            fn(*spans[0])
-        except BaseException as e:
-            err = e
-        for _ in range(parts - 1):
-            e = pool.done.get()
-            if err is None and e is not None:
-                err = e
-        if err is not None:
-            raise err
+            pool = _pool[0] = _Pool(nt - 1)
+        parts = min(n, w // grain, 8 * nt)
+        job = _Job(fn, chunks(n, parts))
+        for q in pool.queues[:parts - 1]:
+            q.put(job)
+        job.work()
+        if job.left:
+            job.finished.wait()
+        if job.error is not None:
+            raise job.error
     finally:
         _lock.release()
 
 
-def _split_axis(shape, parts):
-    """The outermost axis with at least ``parts`` entries (None when there is none)."""
-    for ax, s in enumerate(shape):
-        if s >= parts:
-            return ax
+def _split_axis(shape, size):
+    """The axis to cut a ``shape`` job of ``size`` elements along, or None when one thread should
+    do it: the outermost axis long enough for a chunk per thread and more (a late worker's share
+    goes to whoever is free), else the outermost one with two entries."""
+    nt = get_num_threads()
+    if nt < 2 or size < MIN_SIZE:
+        return None
+    for want in (2 * nt, 2):
+        for ax, s in enumerate(shape):
+            if s >= want:
+                return ax
     return None
 
 
@@ -166,25 +193,15 @@ def _piece(x, ax, nd, lo, hi):
     return x[(slice(None),) * a + (slice(lo, hi),)]
 
 
-def _plan(out):
-    """(axis, parts) to cut ``out`` into, or None when one thread should do it."""
-    parts = min(get_num_threads(), out.size // GRAIN)
-    if parts < 2:
-        return None
-    ax = _split_axis(out.shape, parts)
-    return None if ax is None else (ax, parts)
-
-
 def copyto(dst, src):
     """NumPy's copyto(dst, src) (same-kind casting, src broadcast), on every thread when big."""
     if type(dst) is not _ndarray or dst.size < MIN_SIZE:
         _copy(dst, src)
         return
-    plan = _plan(dst)
-    if plan is None or (type(src) is _ndarray and _np.may_share_memory(dst, src)):
+    ax = _split_axis(dst.shape, dst.size)
+    if ax is None or (type(src) is _ndarray and _np.may_share_memory(dst, src)):
         _copy(dst, src)
         return
-    ax, parts = plan
     nd = dst.ndim
 
     def run(lo, hi):
@@ -229,8 +246,7 @@ def ufunc(uf, *args, out=None, **kw):
     size = 1
     for s in shape:
         size *= s
-    parts = min(get_num_threads(), size // GRAIN)
-    ax = _split_axis(shape, parts) if parts >= 2 else None
+    ax = _split_axis(shape, size)
     if ax is None:
         return uf(*args, **kw) if out is None else uf(*args, out=out, **kw)
     if out is None:
@@ -257,3 +273,23 @@ def ufunc(uf, *args, out=None, **kw):
 import numpy as _np  # noqa: E402  (after the pool: the module's docstring and API read first)
 
 _ndarray = _np.ndarray
+
+
+def apply(fn, arrays, *args):
+    """fn(*arrays, *args) where fn is elementwise in ``arrays`` (same-shape arrays, any strides,
+    written through ``out=``/in place; None and numbers pass through whole): on pieces of every
+    array along one axis, one piece per chunk, when they are big. The optimizers' fused updates."""
+    first = arrays[0]
+    ax = _split_axis(first.shape, first.size) if first.size >= MIN_SIZE else None
+    if ax is None:
+        fn(*arrays, *args)
+        return
+    shape = first.shape
+    err = _np.geterr()
+    lead = (slice(None),) * ax
+
+    def run(lo, hi):
+        sl = lead + (slice(lo, hi),)
+        with _np.errstate(**err):
+            fn(*(x[sl] if type(x) is _ndarray and x.shape == shape else x for x in arrays), *args)
+    parallel_for(shape[ax], run, work=first.size)
