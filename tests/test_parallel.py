@@ -16,14 +16,14 @@ from ember import _parallel as P
 def threads():
     """at(n, fn): fn() with the intra-op pool at n threads. Only the pool's count changes (the BLAS
     keeps its own, so a GEMM's blocking, which the one-thread conv path changes, stays the same)."""
-    before = P._threads[0]
+    before, dyn = P._threads[0], P._DYNAMIC
 
     def at(n, fn):
-        P._threads[0] = n
+        P._threads[0], P._DYNAMIC = n, False  # (a fixed pool: the machine's load decides nothing)
         try:
             return fn()
         finally:
-            P._threads[0] = before
+            P._threads[0], P._DYNAMIC = before, dyn
     return at
 
 
@@ -127,6 +127,31 @@ def test_small_work_stays_on_the_caller(threads):
     names = []
     threads(2, lambda: P.parallel_for(1000, lambda lo, hi: names.append((threading.current_thread().name, lo, hi))))
     assert names == [(threading.current_thread().name, 0, 1000)]
+
+
+def test_dynamic_threads_follow_idle_cores(threads, monkeypatch):
+    """OMP_DYNAMIC (on unless OMP_DYNAMIC=false): no worker while other programs keep the cores busy."""
+    ran = []
+
+    def body():
+        P._DYNAMIC = True
+        P.parallel_for(4, lambda lo, hi: ran.append((lo, hi)), work=8 * P.GRAIN)
+    monkeypatch.setattr(P, "_free_cores", lambda: 0.4)
+    threads(2, body)
+    assert ran == [(0, 4)]
+    ran.clear()
+    monkeypatch.setattr(P, "_free_cores", lambda: 2.0)
+    threads(2, body)
+    assert len(ran) == 4 and sorted(ran)[0] == (0, 1)
+
+
+def test_omp_dynamic_false_turns_it_off():
+    env = dict(os.environ, OMP_DYNAMIC="false")
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", "from ember import _parallel as P; print(P._DYNAMIC)"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split()[-1] == "False"
 
 
 def test_errors_from_a_worker_reach_the_caller(threads):
