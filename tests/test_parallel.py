@@ -276,3 +276,36 @@ def test_optimizer_updates_bit_identical(threads, make):
         return p, q
     r = _both(threads, run)
     assert r[0].detach().numpy().tobytes() != _x((512, 512, 3, 3), seed=6).numpy().tobytes()
+
+
+@pytest.mark.parametrize("cl", [False, True])
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_batch_norm_train_forward_backward_bit_identical(threads, cl, affine, dtype):
+    x = _x((8, 64, 32, 32), seed=7, cl=cl, dtype=dtype) * 3 + 1
+    w = _x((64,), seed=8, dtype=dtype) if affine else None
+    b = _x((64,), seed=9, dtype=dtype) if affine else None
+
+    def run():
+        xx = x.detach().requires_grad_()
+        ww = w.detach().requires_grad_() if affine else None
+        bb = b.detach().requires_grad_() if affine else None
+        rm, rv = ember.zeros(64, dtype=dtype), ember.ones(64, dtype=dtype)
+        y = ember.nn.functional.batch_norm(xx, rm, rv, ww, bb, training=True)
+        (y * _x((8, 64, 32, 32), seed=11, dtype=dtype)).sum().backward()
+        out = [y, xx.grad, rm, rv]
+        return out + ([ww.grad, bb.grad] if affine else [])
+    r = _both(threads, run)
+    if cl:
+        assert r[0].is_contiguous(memory_format=ember.channels_last)
+
+
+def test_batch_norm_1d_bit_identical(threads):
+    x = _x((4096, 128), seed=12)
+
+    def run():
+        xx = x.detach().requires_grad_()
+        y = ember.nn.functional.batch_norm(xx, None, None, training=True)
+        (y * y).sum().backward()
+        return y, xx.grad
+    _both(threads, run)

@@ -1267,6 +1267,10 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     if training and n == 0:   # an empty batch (as PyTorch): empty output, running statistics untouched
         zero = xp.zeros(C, x.dtype)
         return restore(a.copy()), zero, zero.copy()
+    if training and a.size >= _P.MIN_SIZE and _bn_split(a, w, b):
+        y, mean, var, invstd = _bn_stats_split(xp, a, two_d, n, eps, w, b)
+        _bn_running(rm, rv, mean, var, momentum, n)
+        return restore(y), mean, invstd
     if training:
         mean = a.mean(axes, dtype=np.float64 if x.dtype == np.float16 else None).astype(x.dtype, copy=False)
         xc = a - _bcast(mean, two_d)
@@ -1294,6 +1298,72 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     return restore(y), mean.copy(), invstd
 
 
+def _bn_split(a, *others):
+    """Whether batch norm runs channel by channel on the intra-op threads (more than one of them):
+    float32/float64 arrays in C order, the other arrays (or None) of the same dtype. The split keeps
+    every channel's sums whole: bit for bit the one-thread result."""
+    return (a.dtype.kind == "f" and a.dtype.itemsize >= 4 and a.flags.c_contiguous and a.shape[1] > 1
+            and all(o is None or o.dtype is a.dtype for o in others) and _P.get_num_threads() > 1)
+
+
+def _bn_running(rm, rv, mean, var, momentum, n):
+    if rm is not None and momentum:
+        rm *= 1 - momentum
+        rm += momentum * mean
+    if rv is not None and momentum:
+        rv *= 1 - momentum
+        rv += momentum * var * (n / (n - 1) if n > 1 else 1.0)
+
+
+def _bn_stats_split(xp, a, two_d, n, eps, w, b):
+    """Training batch norm of a (M, C) or (N, C, L) in channel chunks over the intra-op threads:
+    (y, mean, var, invstd), each chunk the same operations as _bn_impl's one-thread path."""
+    C = a.shape[1]
+    y = xp.empty(a.shape, a.dtype)
+    mean, var, invstd = xp.empty(C, a.dtype), xp.empty(C, a.dtype), xp.empty(C, a.dtype)
+    axes = (0,) if two_d else (0, 2)
+    spec = "ij,ij->j" if two_d else "ncl,ncl->c"
+
+    def part(lo, hi):
+        sa, sy = a[:, lo:hi], y[:, lo:hi]
+        m = sa.mean(axes)
+        mean[lo:hi] = m
+        xp.subtract(sa, _bcast(m, two_d), out=sy)
+        v = xp.einsum(spec, sy, sy) / n
+        var[lo:hi] = v
+        r = 1.0 / xp.sqrt(v + eps)
+        invstd[lo:hi] = r
+        sy *= _bcast(r if w is None else r * w[lo:hi], two_d)
+        if b is not None:
+            sy += _bcast(b[lo:hi], two_d)
+    _P.parallel_for(C, part, work=a.size)
+    return y, mean, var, invstd
+
+
+def _bn_bwd_split(xp, a, ga, w, mean, invstd, two_d, n):
+    """Training batch norm backward in channel chunks over the intra-op threads: (gx, gw, gb)."""
+    C = a.shape[1]
+    gx = xp.empty(a.shape, a.dtype)
+    gw, gb = xp.empty(C, a.dtype), xp.empty(C, a.dtype)
+    axes = (0,) if two_d else (0, 2)
+    spec = "ij,ij->j" if two_d else "ncl,ncl->c"
+
+    def part(lo, hi):
+        sa, sg, sx = a[:, lo:hi], ga[:, lo:hi], gx[:, lo:hi]
+        r = invstd[lo:hi]
+        xp.subtract(sa, _bcast(mean[lo:hi], two_d), out=sx)
+        gsum = sg.sum(axes)
+        dot = xp.einsum(spec, sg, sx)
+        k = r if w is None else r * w[lo:hi]
+        sx *= _bcast(-(dot / n) * r * r * k, two_d)
+        sx += sg * _bcast(k, two_d)
+        sx -= _bcast(gsum / n * k, two_d)
+        gw[lo:hi] = dot * r
+        gb[lo:hi] = gsum
+    _P.parallel_for(C, part, work=a.size)
+    return gx, gw, gb
+
+
 def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
     """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
     a, axes, restore = _bn_view(xp, x)
@@ -1303,6 +1373,9 @@ def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
     if ga.shape != a.shape:
         ga = ga.reshape(a.shape)
     n = max(x.size // x.shape[1], 1) if x.shape[1] else 1   # (an empty batch: empty gx, zero gw, gb)
+    if training and a.size >= _P.MIN_SIZE and _bn_split(a, w, ga, mean, invstd):
+        gx, gw, gb = _bn_bwd_split(xp, a, ga, w, mean, invstd, two_d, n)
+        return restore(gx), gw, gb
     xc = a - _bcast(mean, two_d)
     gsum = ga.sum(axes)
     dot = xp.einsum("ij,ij->j", ga, xc) if two_d else xp.einsum("ncl,ncl->c", ga, xc)
