@@ -309,3 +309,22 @@ def test_batch_norm_1d_bit_identical(threads):
         (y * y).sum().backward()
         return y, xx.grad
     _both(threads, run)
+
+
+@pytest.mark.parametrize("shape,dim", [((64, 8192), -1), ((8, 4, 128, 128), -1), ((8, 64, 32, 32), 1),
+                                       ((4096, 64), 0)])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_softmax_log_softmax_bit_identical(threads, shape, dim, dtype):
+    x = _x(shape, seed=13, dtype=dtype) * 4
+    x.view(-1)[::1001] = float("-inf")
+    F = ember.nn.functional
+    _both(threads, lambda: (F.softmax(x, dim), F.log_softmax(x, dim)))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("normalized", [(256,), (16, 256)])
+def test_layer_norm_bit_identical(threads, affine, normalized):
+    x = _x((64, 16, 256), seed=14) * 2 + 0.5
+    w = _x(normalized, seed=15) if affine else None
+    b = _x(normalized, seed=16) if affine else None
+    _both(threads, lambda: ember.nn.functional.layer_norm(x, normalized, w, b))

@@ -1543,9 +1543,31 @@ def _row_norm_input_grad(xp, gg, xhat, rstd, own=False):
     return gx
 
 
+def _ln_split(xp, x2, w, b, eps):
+    """Layer norm of the rows of a big float32/64 C-ordered x2 (R, K) over the intra-op threads,
+    rows in chunks (each row's sums whole: bit for bit _ln_impl's one-thread result)."""
+    y = xp.empty(x2.shape, x2.dtype)
+    w1 = None if w is None else w.reshape(-1)
+    b1 = None if b is None else b.reshape(-1)
+
+    def part(lo, hi):
+        xc, rstd = _row_stats(xp, x2[lo:hi], eps)
+        xc *= rstd
+        if w1 is not None:
+            xc *= w1
+        if b1 is not None:
+            xc += b1
+        y[lo:hi] = xc
+    _P.parallel_for(x2.shape[0], part, work=x2.size)
+    return y
+
+
 def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
     _float_check("layer_norm", x)
     k = math.prod(normalized_shape)
+    if x.size >= _P.MIN_SIZE and k and x.flags.c_contiguous and x.dtype.itemsize >= 4 \
+            and all(o is None or o.dtype is x.dtype for o in (w, b)) and _P.get_num_threads() > 1:
+        return _ln_split(xp, x.reshape(x.size // k, k), w, b, eps).reshape(x.shape)
     y, rstd = _row_stats(xp, x.reshape(x.size // k if k else 0, k), eps)
     y *= rstd
     y = y.reshape(x.shape)
