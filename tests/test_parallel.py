@@ -328,3 +328,15 @@ def test_layer_norm_bit_identical(threads, affine, normalized):
     w = _x(normalized, seed=15) if affine else None
     b = _x(normalized, seed=16) if affine else None
     _both(threads, lambda: ember.nn.functional.layer_norm(x, normalized, w, b))
+
+
+def test_strided_operands_keep_numpy_layout(threads):
+    base = _x((16, 64, 32, 32), seed=17)
+    views = [base[::2], base.flip(0), base[:, :, ::2], base.transpose(1, 3), base[:8].permute(0, 2, 3, 1)]
+
+    def run():
+        out = []
+        for v in views:
+            out += [v * 2.0, v + 1, ember.relu(v), v / 3.0, v + v]
+        return out
+    _both(threads, run)
