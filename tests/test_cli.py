@@ -244,7 +244,7 @@ def test_set_num_threads():
         assert ember.get_num_threads() == 1
     finally:
         ember.set_num_threads(before)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(RuntimeError, match="positive integer"):  # (PyTorch's exception type)
         ember.set_num_threads(0)
 
 

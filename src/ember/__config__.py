@@ -27,5 +27,8 @@ def show():
 def parallel_info():
     """Thread settings: the BLAS's thread count (``ember.set_num_threads``) and the environment."""
     env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") if k in os.environ]
+    from . import _parallel
     return (f"ember BLAS threads: {_blas.get_num_threads()}\n"
+            f"ember intra-op threads: {_parallel.get_num_threads()} (kernels over {_parallel.GRAIN} elements "
+            f"per thread split)\n"
             f"Environment: {', '.join(env) if env else 'no thread variables set'}\n")

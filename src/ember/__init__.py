@@ -92,13 +92,14 @@ def is_nonzero(input):
 
 
 def set_num_threads(n):
-    """Threads of the BLAS under NumPy (OpenBLAS); one thread is fastest for small matrices."""
-    from ._blas import set_num_threads as _set
+    """Threads of ember's intra-op pool (large elementwise, copy, normalisation and optimizer
+    kernels) and of the BLAS under NumPy (OpenBLAS), kept in step; starts from OMP_NUM_THREADS."""
+    from ._parallel import set_num_threads as _set
     _set(n)
 
 
 def get_num_threads():
-    from ._blas import get_num_threads as _get
+    from ._parallel import get_num_threads as _get
     return _get()
 
 

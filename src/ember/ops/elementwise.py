@@ -10,11 +10,13 @@ import numpy as np
 import scipy.special as _special
 
 from .. import _dispatch as D
+from .. import _parallel as _P
 from .._dispatch import defop, dispatch
 from . import _util as U
 
 _nd = np.ndarray
 EW = "elementwise"
+_PMIN = _P.MIN_SIZE
 
 
 def _same(a, b):
@@ -69,6 +71,8 @@ def _binary_impl(uf, name, floating=False, nobool=False, real_only=False):
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
                 return _first_operand_layout(uf, a, b)
+            if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+                return _P.ufunc(uf, a, b)  # big: split over the intra-op threads
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -168,6 +172,8 @@ def _true_div(xp, a, b):
                 (type(b) is _nd and b.dtype == U.BF16 and type(a) in (float, int)):
             return U.bf16_f32(xp.true_divide, a, b)  # the number stays float32, as in PyTorch
         a, b = U.promote(a, b, floating=True)
+    if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+        return _P.ufunc(xp.true_divide, a, b)
     return xp.true_divide(a, b)
 
 
@@ -228,6 +234,8 @@ def _pow_impl(xp, a, b):
             return xp.where(neg & (xp.abs(a) > 1), 0, r).astype(r.dtype, copy=False)
     a, b = U.promote(a, b)
     try:
+        if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+            return _P.ufunc(xp.power, a, b)
         return xp.power(a, b)
     except ValueError:
         if type(a) is _nd and a.dtype.kind in "iub" and not isinstance(b, _nd) and b < 0:
@@ -294,6 +302,8 @@ def _minmax_impl(uf, name):
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
                 return _first_operand_layout(uf, a, b)
+            if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+                return _P.ufunc(uf, a, b)  # big: split over the intra-op threads
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None
@@ -567,7 +577,7 @@ def _relu(xp, a):
         raise RuntimeError("relu: not implemented for 'Bool'")
     if a.dtype.kind == "c":
         _no_complex_clamp(a)
-    return xp.maximum(a, 0)
+    return xp.maximum(a, 0) if a.size < _PMIN else _P.ufunc(xp.maximum, a, 0)
 
 
 relu_op = defop("relu", _relu, save=("out",), family=EW)
@@ -870,6 +880,8 @@ def _cmp(name, uf, ordered=False):
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
                 return _first_operand_layout(uf, a, b)
+            if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+                return _P.ufunc(uf, a, b)  # big: split over the intra-op threads
             return uf(a, b)
         except ValueError:
             raise U.broadcast_error(name, a, b) from None

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import _dtype as dt
+from .. import _parallel as _P
 from .._dispatch import defop, dispatch
 from . import _util as U
 
@@ -254,11 +255,15 @@ fill_t_op.vjp = lambda ctx, g: (g * 0, g.sum())
 fill_t_op.jvp = lambda ctx, t, tv: (tv.expand(ctx.out.shape) if tv is not None else ctx.out * 0)
 
 
+_PMIN = _P.MIN_SIZE
+
+
 def _set_ufunc_fast():
     from . import elementwise as E
     for op in (E.add_op, E.sub_op, E.mul_op):
         uf = op.impl.ufunc
-        op.inplace_fast = (lambda u: lambda dst, b: u(dst, b, out=dst, casting="same_kind"))(uf)
+        op.inplace_fast = (lambda u: lambda dst, b: u(dst, b, out=dst, casting="same_kind") if dst.size < _PMIN
+                           else _P.ufunc(u, dst, b, out=dst, casting="same_kind"))(uf)
 
 
 _set_ufunc_fast()

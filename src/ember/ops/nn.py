@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _dispatch as D
 from .. import _blas
+from .. import _parallel as _P
 from .. import _dtype as dt
 from .._dispatch import defop, dispatch
 from .._memory_format import is_channels_last
@@ -168,12 +169,12 @@ def _cols_nhwc(xp, x, kh, kw, st, pads, dil, Ho, Wo, groups):
     win = _windows(xpd, True, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     if groups == 1:
         buf = _buf(xp, "cols", (N, Ho, Wo, kh, kw, C), x.dtype)
-        xp.copyto(buf, win)
+        _P.copyto(buf, win)
         return buf.reshape(M, kh * kw * C)
     G, Cg = groups, C // groups
     win = win.reshape(N, Ho, Wo, kh, kw, G, Cg).transpose(5, 0, 1, 2, 3, 4, 6)
     buf = _buf(xp, "colsg", (G, N, Ho, Wo, kh, kw, Cg), x.dtype)
-    xp.copyto(buf, win)
+    _P.copyto(buf, win)
     return buf.reshape(G, M, kh * kw * Cg)
 
 
@@ -242,22 +243,22 @@ def _cols_km(xp, x, kh, kw, st, pads, dil, Ho, Wo):
         if N == 1:
             return x.reshape(C, Ho * Wo), Wo
         buf = _buf(xp, "colsk", (C, N, Ho, Wo), x.dtype)
-        xp.copyto(buf, x.transpose(1, 0, 2, 3))
+        _P.copyto(buf, x.transpose(1, 0, 2, 3))
         return buf.reshape(C, N * Ho * Wo), Wo
     pt, pb, pl, pr = pads
     Hp, Wr = H + pt + pb, W + pl + pr
     if _flat_rows(kh, kw, st, Wo, Wr):
         xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
-        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        _P.copyto(xpd[:, :, pt:pt + H, pl:pl + W], x)
         sN, sC, sH, sW = xpd.strides
         win = _as_strided(xpd, (C, kh, kw, N, Ho * Wr), (sC, dil[0] * sH, dil[1] * sW, sN, sW), writeable=False)
         buf = _buf(xp, "colsk", (C, kh, kw, N, Ho * Wr), x.dtype)
-        xp.copyto(buf, win)
+        _P.copyto(buf, win)
         return buf.reshape(C * kh * kw, N * Ho * Wr), Wr
     xpd = _padded(xp, x, pads, 0, False)
     win = _windows(xpd, False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     buf = _buf(xp, "colsk", (C, kh, kw, N, Ho, Wo), x.dtype)
-    xp.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
+    _P.copyto(buf, win.transpose(1, 2, 3, 0, 4, 5))
     return buf.reshape(C * kh * kw, N * Ho * Wo), Wo
 
 
@@ -271,7 +272,7 @@ def _conv_nchw_blocked(xp, x, w2, b, kh, kw, st, pads, dil, Ho, Wo):
     Hp, Wr = H + pt + pb, W + pl + pr
     if _flat_rows(kh, kw, st, Wo, Wr):
         xpd = _buf(xp, "fpad", (N, C, Hp + 1, Wr), x.dtype, (0, pads))
-        xpd[:, :, pt:pt + H, pl:pl + W] = x
+        _P.copyto(xpd[:, :, pt:pt + H, pl:pl + W], x)
         sN, sC, sH, sW = xpd.strides
         win = _as_strided(xpd, (N, C, kh, kw, Ho, Wr), (sN, sC, dil[0] * sH, dil[1] * sW, sH, sW),
                           writeable=False)
@@ -306,7 +307,7 @@ def _cm(xp, g, Wr):
     if Wr == Wo and N == 1 and g.flags.c_contiguous:
         return g.reshape(Cout, Ho * Wo)
     buf = _buf(xp, "gcm", (Cout, N, Ho, Wr), g.dtype, (0, Wo) if Wr != Wo else None)
-    xp.copyto(buf[..., :Wo], g.transpose(1, 0, 2, 3))
+    _P.copyto(buf[..., :Wo], g.transpose(1, 0, 2, 3))
     return buf.reshape(Cout, N * Ho * Wr)
 
 
@@ -326,7 +327,7 @@ def _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pads, dil, Ho, Wr, dtype):
             n = min(L, P - off)  # past the plane end only junk columns remain
             dst[:, :, off:off + n] += d5[:, i, j, :, :n]
     out = xp.empty((N, C, H, W), dtype)
-    xp.copyto(out, dst.reshape(C, N, Hp, Wr)[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
+    _P.copyto(out, dst.reshape(C, N, Hp, Wr)[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
     return out
 
 
@@ -397,11 +398,11 @@ def _wino_input(xp, x, pads, Th, Tw, tag):
     N, C, H, W = x.shape
     pt, pb, pl, pr = pads
     d = _buf(xp, tag + "pad", (N, 4 * Th + 2, 4 * Tw + 2, C), x.dtype, (0, (H, W, pt, pl)))
-    d[:, pt:pt + H, pl:pl + W] = x.transpose(0, 2, 3, 1)
+    _P.copyto(d[:, pt:pt + H, pl:pl + W], x.transpose(0, 2, 3, 1))
     sN, sH, sW, sC = d.strides
     tiles = _as_strided(d, (6, 6, N, Th, Tw, C), (sH, sW, sN, 4 * sH, 4 * sW, sC), writeable=False)
     t = _buf(xp, tag + "tiles", (36, N * Th * Tw * C), x.dtype)
-    xp.copyto(t.reshape(tiles.shape), tiles)
+    _P.copyto(t.reshape(tiles.shape), tiles)
     v = _buf(xp, tag + "v", (36, N * Th * Tw, C), x.dtype)
     xp.matmul(_WINO_BB, t, out=v.reshape(36, -1))
     return v
@@ -423,11 +424,11 @@ def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
     yt = yt.reshape(4, 4, N, Th, Tw, Cout)
     if nhwc:
         y = xp.empty((N, Th, 4, Tw, 4, Cout), x.dtype)
-        xp.copyto(y.transpose(2, 4, 0, 1, 3, 5), yt)
+        _P.copyto(y.transpose(2, 4, 0, 1, 3, 5), yt)
         y = y.reshape(N, 4 * Th, 4 * Tw, Cout)
     else:
         y = xp.empty((N, Cout, Th, 4, Tw, 4), x.dtype)
-        xp.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
+        _P.copyto(y.transpose(3, 5, 0, 2, 4, 1), yt)
         y = y.reshape(N, Cout, 4 * Th, 4 * Tw)
     if (4 * Th, 4 * Tw) != (Ho, Wo):
         y = xp.ascontiguousarray(y[_sp(nhwc, slice(0, Ho), slice(0, Wo))])
@@ -447,9 +448,9 @@ def _conv_weight_winograd(xp, x, g, pads, wcl):
     Th, Tw = (Ho + 3) // 4, (Wo + 3) // 4
     v = _wino_input(xp, x, pads, Th, Tw, "ww")
     gp = _buf(xp, "wgpad", (N, Th, 4, Tw, 4, Cout), g.dtype, (0, (Ho, Wo)))
-    gp.reshape(N, 4 * Th, 4 * Tw, Cout)[:, :Ho, :Wo] = g.transpose(0, 2, 3, 1)
+    _P.copyto(gp.reshape(N, 4 * Th, 4 * Tw, Cout)[:, :Ho, :Wo], g.transpose(0, 2, 3, 1))
     gt = _buf(xp, "wgt", (4, 4, N, Th, Tw, Cout), g.dtype)
-    xp.copyto(gt, gp.transpose(2, 4, 0, 1, 3, 5))
+    _P.copyto(gt, gp.transpose(2, 4, 0, 1, 3, 5))
     gy = _buf(xp, "wgy", (36, N * Th * Tw, Cout), g.dtype)
     xp.matmul(_WINO_AA.T, gt.reshape(16, -1), out=gy.reshape(36, -1))
     du = xp.matmul(v.transpose(0, 2, 1), gy)  # (36, C, Cout)
@@ -1336,6 +1337,10 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     if training and n == 0:   # an empty batch (as PyTorch): empty output, running statistics untouched
         zero = xp.zeros(C, x.dtype)
         return restore(a.copy()), zero, zero.copy()
+    if training and a.size >= _P.MIN_SIZE and _bn_split(a, w, b):
+        y, mean, var, invstd = _bn_stats_split(xp, a, two_d, n, eps, w, b)
+        _bn_running(rm, rv, mean, var, momentum, n)
+        return restore(y), mean, invstd
     if training:
         mean = a.mean(axes, dtype=np.float64 if x.dtype == np.float16 else None).astype(x.dtype, copy=False)
         xc = a - _bcast(mean, two_d)
@@ -1363,6 +1368,72 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
     return restore(y), mean.copy(), invstd
 
 
+def _bn_split(a, *others):
+    """Whether batch norm runs channel by channel on the intra-op threads (more than one of them):
+    float32/float64 arrays in C order, the other arrays (or None) of the same dtype. The split keeps
+    every channel's sums whole: bit for bit the one-thread result."""
+    return (a.dtype.kind == "f" and a.dtype.itemsize >= 4 and a.flags.c_contiguous and a.shape[1] > 1
+            and all(o is None or o.dtype is a.dtype for o in others) and _P.get_num_threads() > 1)
+
+
+def _bn_running(rm, rv, mean, var, momentum, n):
+    if rm is not None and momentum:
+        rm *= 1 - momentum
+        rm += momentum * mean
+    if rv is not None and momentum:
+        rv *= 1 - momentum
+        rv += momentum * var * (n / (n - 1) if n > 1 else 1.0)
+
+
+def _bn_stats_split(xp, a, two_d, n, eps, w, b):
+    """Training batch norm of a (M, C) or (N, C, L) in channel chunks over the intra-op threads:
+    (y, mean, var, invstd), each chunk the same operations as _bn_impl's one-thread path."""
+    C = a.shape[1]
+    y = xp.empty(a.shape, a.dtype)
+    mean, var, invstd = xp.empty(C, a.dtype), xp.empty(C, a.dtype), xp.empty(C, a.dtype)
+    axes = (0,) if two_d else (0, 2)
+    spec = "ij,ij->j" if two_d else "ncl,ncl->c"
+
+    def part(lo, hi):
+        sa, sy = a[:, lo:hi], y[:, lo:hi]
+        m = sa.mean(axes)
+        mean[lo:hi] = m
+        xp.subtract(sa, _bcast(m, two_d), out=sy)
+        v = xp.einsum(spec, sy, sy) / n
+        var[lo:hi] = v
+        r = 1.0 / xp.sqrt(v + eps)
+        invstd[lo:hi] = r
+        sy *= _bcast(r if w is None else r * w[lo:hi], two_d)
+        if b is not None:
+            sy += _bcast(b[lo:hi], two_d)
+    _P.parallel_for(C, part, work=a.size)
+    return y, mean, var, invstd
+
+
+def _bn_bwd_split(xp, a, ga, w, mean, invstd, two_d, n):
+    """Training batch norm backward in channel chunks over the intra-op threads: (gx, gw, gb)."""
+    C = a.shape[1]
+    gx = xp.empty(a.shape, a.dtype)
+    gw, gb = xp.empty(C, a.dtype), xp.empty(C, a.dtype)
+    axes = (0,) if two_d else (0, 2)
+    spec = "ij,ij->j" if two_d else "ncl,ncl->c"
+
+    def part(lo, hi):
+        sa, sg, sx = a[:, lo:hi], ga[:, lo:hi], gx[:, lo:hi]
+        r = invstd[lo:hi]
+        xp.subtract(sa, _bcast(mean[lo:hi], two_d), out=sx)
+        gsum = sg.sum(axes)
+        dot = xp.einsum(spec, sg, sx)
+        k = r if w is None else r * w[lo:hi]
+        sx *= _bcast(-(dot / n) * r * r * k, two_d)
+        sx += sg * _bcast(k, two_d)
+        sx -= _bcast(gsum / n * k, two_d)
+        gw[lo:hi] = dot * r
+        gb[lo:hi] = gsum
+    _P.parallel_for(C, part, work=a.size)
+    return gx, gw, gb
+
+
 def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
     """Fused backward (no graph is recorded through it): (gx, gw, gb)."""
     if U.is_lowp(x):
@@ -1374,6 +1445,9 @@ def _bn_bwd_impl(xp, g, x, w, mean, invstd, *, training):
     if ga.shape != a.shape:
         ga = ga.reshape(a.shape)
     n = max(x.size // x.shape[1], 1) if x.shape[1] else 1   # (an empty batch: empty gx, zero gw, gb)
+    if training and a.size >= _P.MIN_SIZE and _bn_split(a, w, ga, mean, invstd):
+        gx, gw, gb = _bn_bwd_split(xp, a, ga, w, mean, invstd, two_d, n)
+        return restore(gx), gw, gb
     xc = a - _bcast(mean, two_d)
     gsum = ga.sum(axes)
     dot = xp.einsum("ij,ij->j", ga, xc) if two_d else xp.einsum("ncl,ncl->c", ga, xc)
@@ -1541,11 +1615,33 @@ def _row_norm_input_grad(xp, gg, xhat, rstd, own=False):
     return gx
 
 
+def _ln_split(xp, x2, w, b, eps):
+    """Layer norm of the rows of a big float32/64 C-ordered x2 (R, K) over the intra-op threads,
+    rows in chunks (each row's sums whole: bit for bit _ln_impl's one-thread result)."""
+    y = xp.empty(x2.shape, x2.dtype)
+    w1 = None if w is None else w.reshape(-1)
+    b1 = None if b is None else b.reshape(-1)
+
+    def part(lo, hi):
+        xc, rstd = _row_stats(xp, x2[lo:hi], eps)
+        xc *= rstd
+        if w1 is not None:
+            xc *= w1
+        if b1 is not None:
+            xc += b1
+        y[lo:hi] = xc
+    _P.parallel_for(x2.shape[0], part, work=x2.size)
+    return y
+
+
 def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
     _float_check("layer_norm", x)
     if U.is_lowp(x):  # float32 statistics and normalisation, rounded once
         return U.lowp_f32(_ln_impl, xp, x, w, b, normalized_shape=normalized_shape, eps=eps)
     k = math.prod(normalized_shape)
+    if x.size >= _P.MIN_SIZE and k and x.flags.c_contiguous and x.dtype.itemsize >= 4 \
+            and all(o is None or o.dtype is x.dtype for o in (w, b)) and _P.get_num_threads() > 1:
+        return _ln_split(xp, x.reshape(x.size // k, k), w, b, eps).reshape(x.shape)
     y, rstd = _row_stats(xp, x.reshape(x.size // k if k else 0, k), eps)
     y *= rstd
     y = y.reshape(x.shape)

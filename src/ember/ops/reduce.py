@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .. import _parallel as _P
 from .._dispatch import defop, dispatch
 from . import _util as U
 
@@ -372,6 +373,36 @@ def _(ctx, t):
     return sum(t * _lse_weights(ctx), p["dims"], p.get("keepdim", False))
 
 
+def _split_rows(a, dim):
+    """The axis along which softmax of a big float32/64 C-ordered ``a`` over ``dim`` splits over
+    the intra-op threads (each slice's sums stay whole: bit for bit the one-thread result), or None."""
+    if a.size < _P.MIN_SIZE or a.dtype.kind != "f" or a.dtype.itemsize < 4 or not a.flags.c_contiguous \
+            or _P.get_num_threads() < 2:
+        return None
+    d = dim % a.ndim
+    for ax, s in enumerate(a.shape):
+        if ax != d and s >= 2:
+            return ax
+    return None
+
+
+def _softmax_split(xp, a, dim, ax, log):
+    out = xp.empty(a.shape, a.dtype)
+    lead = (slice(None),) * ax
+
+    def part(lo, hi):
+        sl = lead + (slice(lo, hi),)
+        sa, so = a[sl], out[sl]
+        xp.subtract(sa, xp.amax(sa, axis=dim, keepdims=True), out=so)
+        if log:
+            so -= xp.log(xp.sum(xp.exp(so), axis=dim, keepdims=True))
+        else:
+            xp.exp(so, out=so)
+            so /= xp.sum(so, axis=dim, keepdims=True)
+    _P.parallel_for(a.shape[ax], part, work=a.size)
+    return out
+
+
 def _softmax_impl(xp, a, dim):
     if a.dtype.kind == "c":
         U.no_complex("softmax_lastdim_kernel_impl", a)
@@ -380,6 +411,9 @@ def _softmax_impl(xp, a, dim):
         return a.copy()
     if a.ndim == 0:
         return xp.ones_like(a)
+    ax = _split_rows(a, dim)
+    if ax is not None:
+        return _softmax_split(xp, a, dim, ax, False)
     m = xp.amax(a, axis=dim, keepdims=True)
     e = xp.exp(a - m)
     e /= xp.sum(e, axis=dim, keepdims=True)
@@ -394,6 +428,9 @@ def _log_softmax_impl(xp, a, dim):
         return a.copy()
     if a.ndim == 0:
         return xp.zeros_like(a)
+    ax = _split_rows(a, dim)
+    if ax is not None:
+        return _softmax_split(xp, a, dim, ax, True)
     m = xp.amax(a, axis=dim, keepdims=True)
     s = a - m
     s -= xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))

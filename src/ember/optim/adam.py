@@ -3,8 +3,38 @@ import math
 
 import numpy as np
 
+from .. import _parallel as _P
 from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
                         _step_tensor, _scratch, _closure_loss, _check_nonnegative, _check_betas, _real_view)
+
+
+_PMIN = _P.MIN_SIZE
+
+
+def _update(a, g, m, v, t, mv, lr, b1, b2, eps, wd, decoupled, bc1, bc2_sqrt):
+    """One parameter's Adam(W) update, elementwise in its arrays (mv: AMSGrad's max, or None)."""
+    if wd:
+        if decoupled:
+            a *= 1 - lr * wd
+        else:
+            g = g + wd * a
+    np.subtract(g, m, out=t)        # m = lerp(m, g, 1 - b1)
+    t *= 1 - b1
+    m += t
+    v *= b2                         # v = b2 v + (1 - b2) g^2
+    np.multiply(g, g, out=t)
+    t *= 1 - b2
+    v += t
+    if mv is not None:
+        np.maximum(mv, v, out=mv)
+        np.sqrt(mv, out=t)
+    else:
+        np.sqrt(v, out=t)
+    t /= bc2_sqrt                   # denom = sqrt(v) / sqrt(bc2) + eps
+    t += eps
+    np.divide(m, t, out=t)
+    t *= lr / bc1
+    a -= t
 
 
 class Adam(Optimizer):
@@ -47,34 +77,17 @@ class Adam(Optimizer):
                         st["max_exp_avg_sq"] = _new_state(np.zeros_like(a))
                 step = _step_tensor(st)
                 a, g = _real_view(a), _real_view(g, False)  # (a complex parameter: two real ones)
-                if wd:
-                    if decoupled:
-                        a *= 1 - lr * wd
-                    else:
-                        g = g + wd * a
                 m = _real_view(st["exp_avg"]._data)
                 v = _real_view(st["exp_avg_sq"]._data)
                 t = _scratch(self, p, a)
-                np.subtract(g, m, out=t)        # m = lerp(m, g, 1 - b1)
-                t *= 1 - b1
-                m += t
-                v *= b2                         # v = b2 v + (1 - b2) g^2
-                np.multiply(g, g, out=t)
-                t *= 1 - b2
-                v += t
-                bc1 = 1 - b1 ** step
-                bc2_sqrt = math.sqrt(1 - b2 ** step)
-                if amsgrad:
-                    mv = _real_view(st["max_exp_avg_sq"]._data)
-                    np.maximum(mv, v, out=mv)
-                    np.sqrt(mv, out=t)
-                else:
-                    np.sqrt(v, out=t)
-                t /= bc2_sqrt                   # denom = sqrt(v) / sqrt(bc2) + eps
-                t += eps
-                np.divide(m, t, out=t)
-                t *= lr / bc1
-                a -= t
+                mv = _real_view(st["max_exp_avg_sq"]._data) if amsgrad else None
+                if g.shape != a.shape:
+                    g = np.broadcast_to(g, a.shape)
+                hyper = (lr, b1, b2, eps, wd, decoupled, 1 - b1 ** step, math.sqrt(1 - b2 ** step))
+                if a.size < _PMIN:
+                    _update(a, g, m, v, t, mv, *hyper)
+                else:  # big: on every intra-op thread, a slice of the tensors each
+                    _P.apply(_update, (a, g, m, v, t, mv), *hyper)
                 p._bump(type(self).__name__ + ".step")
         return loss
 

@@ -1,8 +1,28 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 import numpy as np
 
+from .. import _parallel as _P
+
 from .optimizer import (Optimizer, required, _writeable, _new_state, _scratch, _closure_loss,
                         _check_nonnegative)
+
+
+_PMIN = _P.MIN_SIZE
+
+
+def _update(a, g, b, tmp, old, lr, momentum, dampening, nesterov):
+    """One parameter's update, elementwise (the momentum buffer b is None without momentum; old:
+    b holds the last step's buffer, to be moved on by g)."""
+    if old:
+        b *= momentum
+        if dampening:
+            b += (1 - dampening) * g
+        else:
+            b += g
+    if b is not None:
+        g = g + momentum * b if nesterov else b
+    np.multiply(g, lr, out=tmp)
+    a -= tmp
 
 
 class SGD(Optimizer):
@@ -43,22 +63,20 @@ class SGD(Optimizer):
                     g = -g
                 if wd:
                     g = g + wd * a
+                b, old = None, False
                 if momentum:
                     st = state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
                         buf = st["momentum_buffer"] = _new_state(np.array(g, copy=True))
                     else:
-                        b = buf._data
-                        b *= momentum
-                        if dampening:
-                            b += (1 - dampening) * g
-                        else:
-                            b += g
+                        old = True
                         buf._bump()
-                    g = g + momentum * buf._data if nesterov else buf._data
+                    b = buf._data
                 tmp = _scratch(self, p, a)  # a -= lr * g without a fresh temporary
-                np.multiply(g, lr, out=tmp)
-                a -= tmp
+                if a.size < _PMIN:
+                    _update(a, g, b, tmp, old, lr, momentum, dampening, nesterov)
+                else:  # big: on every intra-op thread, a slice of the tensors each
+                    _P.apply(_update, (a, g, b, tmp), old, lr, momentum, dampening, nesterov)
                 p._bump("SGD.step")
         return loss

@@ -1,0 +1,336 @@
+"""ember's intra-op thread pool: large kernels split over every core, as PyTorch's are.
+
+NumPy runs each elementwise, reduction and copy kernel on one core (only its BLAS uses more); the
+GIL is released inside those kernels, so a kernel cut into independent pieces runs on several
+Python threads at once. ``parallel_for(n, fn)`` cuts ``range(n)`` into one contiguous chunk per
+thread and runs ``fn(lo, hi)`` on each, the caller's thread taking the first; the helpers below
+cut arrays along one axis (the outermost one long enough) into views and run a ufunc or a copy on
+each piece. Cutting never changes a value: elementwise work is the same per element wherever it
+runs, and reductions are cut only across independent output rows, never inside one sum, so every
+result is bit for bit the one-thread result.
+
+The pool has ``get_num_threads() - 1`` workers, started on first use. Its size follows
+``ember.set_num_threads`` (which keeps NumPy's and SciPy's OpenBLAS at the same count, as before)
+and starts from ``OMP_NUM_THREADS`` when that is a positive integer (else the BLAS's count, which
+follows the CPU count), as PyTorch's intra-op pool does. Work under ``GRAIN`` elements per thread
+runs on the caller alone: waking a thread costs tens of microseconds, more than a small kernel
+(PyTorch's grain is 32768 elements for its ~1 us thread wake-ups; ember's is larger for Python's).
+Nested calls (from a worker, or while another thread uses the pool) run serially."""
+import os
+import threading
+import time
+from queue import SimpleQueue
+
+# Elements below which a kernel stays on the calling thread. Measured on two cores with NumPy's
+# float32 add/copy: a worker's wake-up and the hand-back cost about 30-60 us, which chunks of
+# 2**17 elements (~30-60 us of memory-bound work each) pay back.
+GRAIN = 1 << 17
+MIN_SIZE = 2 * GRAIN  # the one size check hot paths make before asking for threads
+
+_threads = [None]
+_NCPU = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+try:
+    _HZ = float(os.sysconf("SC_CLK_TCK"))
+except (AttributeError, ValueError, OSError):
+    _HZ = 100.0
+_pool = [None]
+_lock = threading.Lock()
+
+
+def _env_threads():
+    v = os.environ.get("OMP_NUM_THREADS", "").strip()
+    try:
+        n = int(v)
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def get_num_threads():
+    n = _threads[0]
+    if n is None:
+        n = _env_threads()
+        if n is None:
+            from . import _blas
+            n = max(1, _blas.get_num_threads())
+        _threads[0] = n
+    return n
+
+
+def set_num_threads(n):
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
+    from . import _blas
+    _blas.set_num_threads(n)
+    with _lock:
+        _threads[0] = n
+        pool = _pool[0]
+        if pool is not None and pool.size != n - 1:
+            _pool[0] = None
+            pool.close()
+
+
+class _Job:
+    """One parallel_for: chunks claimed from a shared counter by whoever is free (the caller
+    first), so a worker the OS has not scheduled yet (a busy machine) delays nothing: the caller
+    takes its chunks, and waits only for a chunk a worker has started."""
+    __slots__ = ("fn", "spans", "next", "left", "lock", "finished", "error")
+
+    def __init__(self, fn, spans):
+        self.fn, self.spans = fn, spans
+        self.next = iter(range(len(spans))).__next__  # (claiming is atomic under the GIL)
+        self.left = len(spans)
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.error = None
+
+    def work(self):
+        spans, fn, claim = self.spans, self.fn, self.next
+        while True:
+            try:
+                i = claim()
+            except StopIteration:
+                return
+            try:
+                fn(*spans[i])
+            except BaseException as e:  # handed to the caller, raised there
+                if self.error is None:
+                    self.error = e
+            with self.lock:
+                self.left -= 1
+                if not self.left:
+                    self.finished.set()
+
+
+class _Pool:
+    def __init__(self, size):
+        self.size = size
+        self.queues = []
+        for _ in range(size):
+            q = SimpleQueue()
+            threading.Thread(target=self._work, args=(q,), name="ember-intraop", daemon=True).start()
+            self.queues.append(q)
+
+    @staticmethod
+    def _work(q):
+        while True:
+            job = q.get()
+            if job is None:
+                return
+            job.work()
+
+    def close(self):
+        for q in self.queues:
+            q.put(None)
+
+
+def _reset_after_fork():  # a forked child (DataLoader workers) has no pool threads
+    global _lock
+    _lock = threading.Lock()
+    _pool[0] = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def chunks(n, parts):
+    """[(lo, hi), ...]: range(n) in ``parts`` contiguous pieces of near-equal length."""
+    q, r = divmod(n, parts)
+    out, lo = [], 0
+    for i in range(parts):
+        hi = lo + q + (i < r)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+# Dynamic adjustment (OpenMP's OMP_DYNAMIC, on by default here; OMP_DYNAMIC=false turns it off):
+# a worker is used only while another core is idle. On a machine whose cores other programs keep
+# busy, a worker the OS preempts mid-chunk makes the caller wait a whole time slice (milliseconds)
+# for work it would have finished itself; measured on two shared cores, that made the split
+# kernels of a ResNet-18 step 1.4-1.5x slower than one thread. The idle cores are read from
+# /proc/stat at most every 0.2 s: the CPU time of all processes less this one's, per second.
+_DYNAMIC = os.environ.get("OMP_DYNAMIC", "true").strip().lower() not in ("false", "0", "no", "off")
+_idle = {"t": None, "busy": 0.0, "own": 0.0, "free": 0.0}
+
+
+def _free_cores():
+    st = _idle
+    now = time.monotonic()
+    t = st["t"]
+    if t is not None and now - t < 0.2:
+        return st["free"]
+    try:
+        with open("/proc/stat", "rb") as fh:
+            f = fh.readline().split()
+        busy = (sum(int(x) for x in f[1:]) - int(f[4]) - int(f[5])) / _HZ
+    except (OSError, ValueError, IndexError):
+        st["t"], st["free"] = now, float(_NCPU)  # (no /proc: a fixed pool, as PyTorch's)
+        return st["free"]
+    tm = os.times()
+    own = tm.user + tm.system
+    if t is not None:
+        others = max(0.0, (busy - st["busy"]) - (own - st["own"])) / (now - t)
+        st["free"] = _NCPU - others
+    else:
+        st["free"] = float(_NCPU)  # (first call: no interval yet)
+    st["t"], st["busy"], st["own"] = now, busy, own
+    return st["free"]
+
+
+def parallel_for(n, fn, work=None, grain=GRAIN):
+    """fn(lo, hi) over range(n), in chunks of about ``grain`` elements of work (``work``: elements
+    of the whole job, default n) shared by the calling thread and the pool's workers. Chunks must
+    not overlap in what they write. An exception from any chunk is raised here."""
+    nt = get_num_threads()
+    w = n if work is None else work
+    if nt < 2 or w < 2 * grain or n < 2 or (_DYNAMIC and _free_cores() < 1.5) \
+            or not _lock.acquire(blocking=False):
+        fn(0, n)
+        return
+    try:
+        pool = _pool[0]
+        if pool is None or pool.size != nt - 1:
+            if pool is not None:
+                pool.close()
+            pool = _pool[0] = _Pool(nt - 1)
+        parts = min(n, w // grain, 8 * nt)
+        job = _Job(fn, chunks(n, parts))
+        for q in pool.queues[:parts - 1]:
+            q.put(job)
+        job.work()
+        if job.left:
+            job.finished.wait()
+        if job.error is not None:
+            raise job.error
+    finally:
+        _lock.release()
+
+
+def _split_axis(shape, size):
+    """The axis to cut a ``shape`` job of ``size`` elements along, or None when one thread should
+    do it: the outermost axis long enough for a chunk per thread and more (a late worker's share
+    goes to whoever is free), else the outermost one with two entries."""
+    nt = get_num_threads()
+    if nt < 2 or size < MIN_SIZE:
+        return None
+    for want in (2 * nt, 2):
+        for ax, s in enumerate(shape):
+            if s >= want:
+                return ax
+    return None
+
+
+def _piece(x, ax, nd, lo, hi):
+    """x's part for output rows lo:hi along axis ax of an nd-dim output (broadcasting as NumPy)."""
+    if type(x) is not _ndarray:
+        return x
+    a = ax - (nd - x.ndim)
+    if a < 0 or x.shape[a] == 1:
+        return x
+    return x[(slice(None),) * a + (slice(lo, hi),)]
+
+
+def copyto(dst, src):
+    """NumPy's copyto(dst, src) (same-kind casting, src broadcast), on every thread when big."""
+    if type(dst) is not _ndarray or dst.size < MIN_SIZE:
+        _copy(dst, src)
+        return
+    ax = _split_axis(dst.shape, dst.size)
+    if ax is None or (type(src) is _ndarray and _np.may_share_memory(dst, src)):
+        _copy(dst, src)
+        return
+    nd = dst.ndim
+
+    def run(lo, hi):
+        _np.copyto(dst[(slice(None),) * ax + (slice(lo, hi),)], _piece(src, ax, nd, lo, hi))
+    parallel_for(dst.shape[ax], run, work=dst.size)
+
+
+def _copy(dst, src):
+    if type(dst) is _ndarray:
+        _np.copyto(dst, src)
+    else:  # another array module's array (CuPy): its own copy
+        dst[...] = src
+
+
+def _out_like(args, uf, shape):
+    """An output array for uf(*args) with NumPy's dtype and layout, or None when the layout is not
+    one this module reproduces (then the caller runs NumPy's own call)."""
+    full = [x for x in args if type(x) is _ndarray and x.shape == shape]
+    if not full:
+        return None
+    first = full[0]
+    if not all(x.strides == first.strides or (x.flags.c_contiguous and first.flags.c_contiguous)
+               for x in full[1:]):
+        return None
+    try:
+        dts = uf.resolve_dtypes(tuple(x.dtype if type(x) is _ndarray else type(x) for x in args) +
+                                (None,) * uf.nout)
+    except Exception:
+        return None
+    if uf.nout != 1:
+        return None
+    return _np.empty_like(first, dtype=dts[-1])
+
+
+def ufunc(uf, *args, out=None, **kw):
+    """uf(*args[, out=out]) for elementwise ufuncs, cut over the threads when the output is big.
+    Bit for bit NumPy's result (same dtype, values and memory layout)."""
+    if type(uf) is not _np.ufunc:
+        return uf(*args, **kw) if out is None else uf(*args, out=out, **kw)
+    shape = out.shape if out is not None else _np.broadcast_shapes(
+        *(x.shape for x in args if type(x) is _ndarray))
+    size = 1
+    for s in shape:
+        size *= s
+    ax = _split_axis(shape, size)
+    if ax is None:
+        return uf(*args, **kw) if out is None else uf(*args, out=out, **kw)
+    if out is None:
+        o = _out_like(args, uf, shape)
+        if o is None:
+            return uf(*args, **kw)
+    else:
+        o = out
+        for x in args:  # an input overlapping the output other than exactly (x += y) is NumPy's
+            if type(x) is _ndarray and not (x.shape == o.shape and x.strides == o.strides and
+                                            x.__array_interface__["data"][0] == o.__array_interface__["data"][0]) \
+                    and _np.may_share_memory(x, o):  # to buffer: one call
+                return uf(*args, out=out, **kw)
+    nd = len(shape)
+    err = _np.geterr()  # (the floating-point error state is per thread: the caller's holds)
+
+    def run(lo, hi):
+        with _np.errstate(**err):
+            uf(*(_piece(x, ax, nd, lo, hi) for x in args), out=_piece(o, ax, nd, lo, hi), **kw)
+    parallel_for(shape[ax], run, work=size)
+    return o
+
+
+import numpy as _np  # noqa: E402  (after the pool: the module's docstring and API read first)
+
+_ndarray = _np.ndarray
+
+
+def apply(fn, arrays, *args):
+    """fn(*arrays, *args) where fn is elementwise in ``arrays`` (same-shape arrays, any strides,
+    written through ``out=``/in place; None and numbers pass through whole): on pieces of every
+    array along one axis, one piece per chunk, when they are big. The optimizers' fused updates."""
+    first = arrays[0]
+    ax = _split_axis(first.shape, first.size) if first.size >= MIN_SIZE else None
+    if ax is None:
+        fn(*arrays, *args)
+        return
+    shape = first.shape
+    err = _np.geterr()
+    lead = (slice(None),) * ax
+
+    def run(lo, hi):
+        sl = lead + (slice(lo, hi),)
+        with _np.errstate(**err):
+            fn(*(x[sl] if type(x) is _ndarray and x.shape == shape else x for x in arrays), *args)
+    parallel_for(shape[ax], run, work=first.size)

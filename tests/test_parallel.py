@@ -1,0 +1,342 @@
+"""The intra-op thread pool (issue 22): set_num_threads/get_num_threads/OMP_NUM_THREADS, and every
+kernel routed through it giving bit for bit its one-thread result (values, dtype, strides)."""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _parallel as P
+
+
+@pytest.fixture
+def threads():
+    """at(n, fn): fn() with the intra-op pool at n threads. Only the pool's count changes (the BLAS
+    keeps its own, so a GEMM's blocking, which the one-thread conv path changes, stays the same)."""
+    before, dyn = P._threads[0], P._DYNAMIC
+
+    def at(n, fn):
+        P._threads[0], P._DYNAMIC = n, False  # (a fixed pool: the machine's load decides nothing)
+        try:
+            return fn()
+        finally:
+            P._threads[0], P._DYNAMIC = before, dyn
+    return at
+
+
+def _same(a, b):
+    a = a.detach().numpy() if isinstance(a, ember.Tensor) else a
+    b = b.detach().numpy() if isinstance(b, ember.Tensor) else b
+    assert a.dtype == b.dtype and a.shape == b.shape and a.strides == b.strides
+    assert a.tobytes() == b.tobytes()  # bit for bit (NaN payloads and signed zeros too)
+
+
+def _both(threads, fn, split=True):
+    """fn() at 1 and at 2 threads, bit for bit the same; ``split``: the 2-thread run used the pool."""
+    one = threads(1, fn)
+    real, used = P.parallel_for, []
+
+    def counting(n, f, work=None, grain=P.GRAIN):
+        used.append(n)
+        return real(n, f, work, grain)
+    P.parallel_for = counting
+    try:
+        two = threads(2, fn)
+    finally:
+        P.parallel_for = real
+    if split:
+        assert used, "the kernel never reached the thread pool"
+    if isinstance(one, (tuple, list)):
+        assert len(one) == len(two)
+        for a, b in zip(one, two):
+            _same(a, b)
+    else:
+        _same(one, two)
+    return two
+
+
+# ------------------------------------------------------------------ thread count
+
+
+def test_set_get_num_threads_and_errors():
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert ember.get_num_threads() == 1
+        assert ember._blas.get_num_threads() in (1, os.cpu_count())  # BLAS kept in step where found
+        ember.set_num_threads(3)
+        assert ember.get_num_threads() == 3
+    finally:
+        ember.set_num_threads(before)
+    with pytest.raises(RuntimeError, match="positive integer"):
+        ember.set_num_threads(0)
+    with pytest.raises(RuntimeError, match="expects an int, but got float"):
+        ember.set_num_threads(2.5)
+    with pytest.raises(RuntimeError, match="expects an int, but got bool"):
+        ember.set_num_threads(True)
+
+
+@pytest.mark.parametrize("value,expected", [("1", 1), ("3", 3), ("0", None), ("abc", None)])
+def test_omp_num_threads_is_the_default(value, expected):
+    env = dict(os.environ, OMP_NUM_THREADS=value)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", "import ember; print(ember.get_num_threads())"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    n = int(out.strip().splitlines()[-1])
+    if expected is None:  # not a positive integer: ignored (the BLAS's own count, >= 1)
+        assert n >= 1
+    else:
+        assert n == expected
+
+
+# ------------------------------------------------------------------ the pool itself
+
+
+def test_parallel_for_covers_the_range_once(threads):
+    seen = np.zeros(P.MIN_SIZE * 2, np.int64)
+
+    def body():
+        seen[:] = 0
+
+        def fn(lo, hi):
+            seen[lo:hi] += 1
+        P.parallel_for(seen.size, fn)
+        return seen.copy()
+    r = threads(2, body)
+    assert (r == 1).all()
+    # a worker takes part: the caller's first chunk waits (bounded) until another thread has run one
+    names, other = [], threading.Event()
+    me = threading.current_thread().name
+
+    def fn(lo, hi):
+        names.append(threading.current_thread().name)
+        if threading.current_thread().name == me:
+            other.wait(20)
+        else:
+            other.set()
+    threads(2, lambda: P.parallel_for(2, fn, work=4 * P.GRAIN))
+    assert sorted(names) == sorted([me, "ember-intraop"])
+
+
+def test_small_work_stays_on_the_caller(threads):
+    names = []
+    threads(2, lambda: P.parallel_for(1000, lambda lo, hi: names.append((threading.current_thread().name, lo, hi))))
+    assert names == [(threading.current_thread().name, 0, 1000)]
+
+
+def test_dynamic_threads_follow_idle_cores(threads, monkeypatch):
+    """OMP_DYNAMIC (on unless OMP_DYNAMIC=false): no worker while other programs keep the cores busy."""
+    ran = []
+
+    def body():
+        P._DYNAMIC = True
+        P.parallel_for(4, lambda lo, hi: ran.append((lo, hi)), work=8 * P.GRAIN)
+    monkeypatch.setattr(P, "_free_cores", lambda: 0.4)
+    threads(2, body)
+    assert ran == [(0, 4)]
+    ran.clear()
+    monkeypatch.setattr(P, "_free_cores", lambda: 2.0)
+    threads(2, body)
+    assert len(ran) == 4 and sorted(ran)[0] == (0, 1)
+
+
+def test_omp_dynamic_false_turns_it_off():
+    env = dict(os.environ, OMP_DYNAMIC="false")
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", "from ember import _parallel as P; print(P._DYNAMIC)"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split()[-1] == "False"
+
+
+def test_errors_from_a_worker_reach_the_caller(threads):
+    def fn(lo, hi):
+        if lo > 0:
+            raise ValueError("chunk failed")
+    with pytest.raises(ValueError, match="chunk failed"):
+        threads(2, lambda: P.parallel_for(2, fn, work=4 * P.GRAIN))
+    # and the pool still works afterwards
+    r = []
+    threads(2, lambda: P.parallel_for(2, lambda lo, hi: r.append(lo), work=4 * P.GRAIN))
+    assert sorted(r) == [0, 1]
+
+
+def test_nested_calls_run_serially(threads):
+    inner = []
+
+    def outer(lo, hi):
+        P.parallel_for(2, lambda a, b: inner.append((a, b)), work=4 * P.GRAIN)
+    threads(2, lambda: P.parallel_for(2, outer, work=4 * P.GRAIN))
+    assert sorted(inner) == [(0, 2), (0, 2)]  # each outer chunk ran its inner loop whole
+
+
+# ------------------------------------------------------------------ routed kernels: bit for bit
+
+
+BIG = (8, 64, 32, 32)  # 524288 elements: split at 2 threads
+
+
+def _x(shape=BIG, dtype=ember.float32, seed=0, cl=False):
+    g = ember.Generator().manual_seed(seed)
+    x = ember.randn(*shape, generator=g, dtype=dtype)
+    return x.to(memory_format=ember.channels_last) if cl else x
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "pow", "gt"])
+@pytest.mark.parametrize("cl", [False, True])
+def test_binary_ops_bit_identical(threads, op, cl):
+    a, b = _x(cl=cl), _x(seed=1, cl=cl)
+    bias = _x((64, 1, 1), seed=2)
+    f = getattr(ember, op)
+    if op == "pow":
+        a, bias = a.abs(), bias.abs()
+    half = 0.5 if op != "maximum" else ember.tensor(0.5)
+    r = _both(threads, lambda: (f(a, b), f(a, bias), f(a, half), f(bias, a)))
+    if cl:
+        assert r[0].is_contiguous(memory_format=ember.channels_last)
+
+
+def test_mixed_dtypes_and_python_numbers(threads):
+    a = _x(dtype=ember.float64)
+    b = _x(seed=1)
+    i = ember.randint(0, 10, BIG, generator=ember.Generator().manual_seed(3))
+    _both(threads, lambda: (a + b, i + 1, i * 2.5, i / 3, b + i, a > 0.0, (i > 3) & (i < 8)))
+
+
+def test_inplace_ops_bit_identical(threads):
+    def run():
+        a = _x()
+        a.add_(_x(seed=1)).mul_(_x((64, 1, 1), seed=2)).sub_(0.25)
+        a += 1
+        return a
+    _both(threads, run)
+
+
+def test_overlapping_inplace_matches_numpy(threads):
+    def run():
+        a = _x((2 * P.MIN_SIZE,))
+        a[1:] += a[:-1]  # NumPy buffers the overlap: the pool must not split it
+        return a
+    _both(threads, run, split=False)
+
+
+def test_relu_bit_identical(threads):
+    x = _x()
+    x.view(-1)[::7] = float("nan")
+    _both(threads, lambda: (ember.relu(x), ember.nn.functional.relu(_x(cl=True))))
+
+
+def test_small_tensors_untouched(threads, monkeypatch):
+    calls = []
+    monkeypatch.setattr(P, "parallel_for", lambda *a, **k: calls.append(a))
+    a = _x((64, 64))
+    threads(2, lambda: (a + a, a * 2, ember.relu(a), a.add_(1)))
+    assert calls == []
+
+
+@pytest.mark.parametrize("cl", [False, True])
+@pytest.mark.parametrize("k,stride,pad,cin,cout", [(3, 1, 1, 64, 64), (3, 1, 1, 3, 16), (3, 2, 1, 16, 32),
+                                                   (1, 1, 0, 32, 64), (7, 2, 3, 3, 16)])
+def test_conv2d_forward_backward_bit_identical(threads, cl, k, stride, pad, cin, cout):
+    x = _x((8, cin, 32, 32), seed=4, cl=cl)
+    w = _x((cout, cin, k, k), seed=5, cl=cl) * 0.1
+
+    def run():
+        xx, ww = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = ember.nn.functional.conv2d(xx, ww, stride=stride, padding=pad)
+        (y * y).sum().backward()
+        return y, xx.grad, ww.grad
+    _both(threads, run)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: ember.optim.SGD(ps, lr=0.1),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-4),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1),
+    lambda ps: ember.optim.Adam(ps, lr=1e-2),
+    lambda ps: ember.optim.Adam(ps, lr=1e-2, weight_decay=0.1, amsgrad=True),
+    lambda ps: ember.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    lambda ps: ember.optim.AdamW(ps, lr=1e-2, maximize=True),
+])
+def test_optimizer_updates_bit_identical(threads, make):
+    def run():
+        p = ember.nn.Parameter(_x((512, 512, 3, 3), seed=6))  # (a ResNet-18 layer4 conv weight)
+        q = ember.nn.Parameter(_x((512, 512, 3, 3), seed=6).to(memory_format=ember.channels_last))
+        opt = make([p, q])
+        for s in range(3):
+            p.grad = _x((512, 512, 3, 3), seed=10 + s)
+            q.grad = _x((512, 512, 3, 3), seed=10 + s)  # (contiguous grad of a channels_last param)
+            opt.step()
+        return p, q
+    r = _both(threads, run)
+    assert r[0].detach().numpy().tobytes() != _x((512, 512, 3, 3), seed=6).numpy().tobytes()
+
+
+@pytest.mark.parametrize("cl", [False, True])
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_batch_norm_train_forward_backward_bit_identical(threads, cl, affine, dtype):
+    x = _x((8, 64, 32, 32), seed=7, cl=cl, dtype=dtype) * 3 + 1
+    w = _x((64,), seed=8, dtype=dtype) if affine else None
+    b = _x((64,), seed=9, dtype=dtype) if affine else None
+
+    def run():
+        xx = x.detach().requires_grad_()
+        ww = w.detach().requires_grad_() if affine else None
+        bb = b.detach().requires_grad_() if affine else None
+        rm, rv = ember.zeros(64, dtype=dtype), ember.ones(64, dtype=dtype)
+        y = ember.nn.functional.batch_norm(xx, rm, rv, ww, bb, training=True)
+        (y * _x((8, 64, 32, 32), seed=11, dtype=dtype)).sum().backward()
+        out = [y, xx.grad, rm, rv]
+        return out + ([ww.grad, bb.grad] if affine else [])
+    r = _both(threads, run)
+    if cl:
+        assert r[0].is_contiguous(memory_format=ember.channels_last)
+
+
+def test_batch_norm_1d_bit_identical(threads):
+    x = _x((4096, 128), seed=12)
+
+    def run():
+        xx = x.detach().requires_grad_()
+        y = ember.nn.functional.batch_norm(xx, None, None, training=True)
+        (y * y).sum().backward()
+        return y, xx.grad
+    _both(threads, run)
+
+
+@pytest.mark.parametrize("shape,dim", [((64, 8192), -1), ((8, 4, 128, 128), -1), ((8, 64, 32, 32), 1),
+                                       ((4096, 64), 0)])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_softmax_log_softmax_bit_identical(threads, shape, dim, dtype):
+    x = _x(shape, seed=13, dtype=dtype) * 4
+    x.view(-1)[::1001] = float("-inf")
+    F = ember.nn.functional
+    _both(threads, lambda: (F.softmax(x, dim), F.log_softmax(x, dim)))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("normalized", [(256,), (16, 256)])
+def test_layer_norm_bit_identical(threads, affine, normalized):
+    x = _x((64, 16, 256), seed=14) * 2 + 0.5
+    w = _x(normalized, seed=15) if affine else None
+    b = _x(normalized, seed=16) if affine else None
+    _both(threads, lambda: ember.nn.functional.layer_norm(x, normalized, w, b))
+
+
+def test_strided_operands_keep_numpy_layout(threads):
+    base = _x((16, 64, 32, 32), seed=17)
+    views = [base[::2], base.flip(0), base[:, :, ::2], base.transpose(1, 3), base[:8].permute(0, 2, 3, 1)]
+
+    def run():
+        out = []
+        for v in views:
+            out += [v * 2.0, v + 1, ember.relu(v), v / 3.0, v + v]
+        return out
+    _both(threads, run)
