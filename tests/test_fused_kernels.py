@@ -96,3 +96,27 @@ def test_gelu_fused_backward(torch, approximate, dtype):
     torch.nn.functional.gelu(xt, approximate=approximate).backward(torch.tensor(g))
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_lstm_layer_backward_with_kept_buffers_equals_recomputed():
+    """The node keeps the forward's buffers (no second run of the recurrence); the gradients are those
+    of the recomputing kernel, and an output changed in place afterwards makes the backward run the
+    forward again instead of reading the changed buffer."""
+    from ember.ops.rnn import lstm_layer_bwd_op
+    r = np.random.default_rng(4)
+    for rev in (False, True):
+        args = [ember.tensor(r.standard_normal(s), requires_grad=True)
+                for s in ((6, 3, 16), (3, 4), (3, 4), (16, 4), (16,))]
+        out, hn, cn = lstm_layer(*args, reverse=rev)
+        assert np.shares_memory(out.grad_fn._lstm_ws[0], out.detach().numpy())
+        w = [ember.tensor(r.standard_normal(tuple(o.shape))) for o in (out, hn, cn)]
+        with ember.no_grad():
+            want = lstm_layer_bwd_op(*w, *[a.detach() for a in args], reverse=rev)
+        got = ember.autograd.grad((out, hn, cn), args, w, retain_graph=True)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        with ember.no_grad():
+            out.mul_(2.0)   # (PyTorch allows this: the LSTM's backward does not read its output)
+        again = ember.autograd.grad((out, hn, cn), args, w)
+        for a, b in zip(again, want):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
