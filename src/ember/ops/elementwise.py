@@ -655,10 +655,33 @@ def _gelu_deriv(c):
     return cdf + x * pdf
 
 
-def _gelu_bwd(xp, g, x, approximate="none"):
+def _gelu_bwd(xp, g, x, y=None, approximate="none"):
     """g * gelu'(x) in one pass over raw arrays (the fused backward; no graph is recorded through
-    it): the same formulas as _gelu_deriv, with two temporaries instead of a dozen."""
+    it): the same formulas as _gelu_deriv, with two temporaries instead of a dozen. y: the forward's
+    output gelu(x) = x * cdf(x), when the caller has it: cdf is then y / x, the forward's own
+    rounding of it, instead of a second erf (the costliest pass); x near zero, infinite or NaN
+    takes erf."""
     x = U.float_only("gelu", x)
+    if (y is not None and approximate == "none" and x.ndim and (x.dtype == np.float32 or x.dtype == np.float64)
+            and y.dtype == x.dtype and y.shape == x.shape):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # (inf and NaN inputs)
+            pdf = -0.5 * x
+            pdf *= x
+            xp.exp(pdf, out=pdf)
+            pdf *= 1.0 / math.sqrt(2 * math.pi)
+            pdf *= x
+            d = y / x
+        # y / x is cdf to the rounding of y while y is a normal number (|x| >= 4 * tiny)
+        bad = ~(xp.abs(x) >= 4 * np.finfo(x.dtype).tiny)
+        bad |= xp.isinf(x)
+        if bad.any():
+            xb = x[bad]
+            d[bad] = 0.5 * (1.0 + _special.erf(xb * _SQRT_HALF))
+        d += pdf
+        if d.shape == g.shape:
+            d *= g
+            return d
+        return d * g
     if approximate == "tanh":
         th = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
         d = 0.5 * x * (1 - th * th) * (_SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x))
@@ -696,7 +719,9 @@ gelu_bwd_op = defop("gelu_backward", _gelu_bwd, family=EW, differentiable=False)
 
 def _gelu_vjp(ctx, g):
     if not D.grad_mode.enabled and D.state.simple and g._data.shape == ctx.inputs[0]._data.shape:
-        return dispatch(gelu_bwd_op, (g, ctx.inputs[0]), ctx.params)
+        kept = ctx.__dict__.get("_gelu_out")  # (set by gelu(): the output, unless changed in place since)
+        y = kept[0] if kept is not None and kept[1][0] == kept[2] else None
+        return dispatch(gelu_bwd_op, (g, ctx.inputs[0], y), ctx.params)
     return g * _gelu_deriv(ctx)
 
 
@@ -1179,7 +1204,14 @@ def square(input):
 
 
 def gelu(input, approximate="none"):
-    return dispatch(gelu_op, (input,), {"approximate": approximate})
+    out = dispatch(gelu_op, (input,), {"approximate": approximate})
+    node = out._fn
+    if node is not None and approximate == "none" and getattr(type(node), "_op", None) is gelu_op:
+        # the node notes the output and its version: the fused backward reads cdf(x) from it
+        if out._vc is None:
+            out._vc = [0, None]
+        node._gelu_out = (out._data, out._vc, out._vc[0])
+    return out
 
 
 def softplus(input, beta=1.0, threshold=20.0):

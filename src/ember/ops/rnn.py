@@ -148,7 +148,7 @@ def lstm_layer(xw, h0, c0, w_hh, b_hh=None, reverse=False):
     kept, _ws.last = _ws.last, None
     o = res[0]
     node = o._fn
-    if kept is not None and node is not None and kept[0] is o._data and type(node)._op is lstm_layer_op:
+    if kept is not None and node is not None and kept[0] is o._data and getattr(type(node), "_op", None) is lstm_layer_op:
         # the backward node keeps the forward's buffers, so that the fused backward need not run
         # the recurrence again; out is one of them, so its version is noted (changed in place: the
         # backward runs the forward again instead)
