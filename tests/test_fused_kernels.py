@@ -143,3 +143,25 @@ def test_gelu_fused_backward_edges_and_changed_output(torch, dtype):
         y.backward(ember.tensor(g))
         tol = 1e-6 if dtype == "float32" else 1e-13
         np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_backward_from_kept_forward_buffers(torch, reduction):
+    """The node keeps the forward's exp(x - max) and row sums and the fused backward overwrites them
+    (no second exp pass): a second backward (retain_graph) runs the exp again and agrees."""
+    r = np.random.default_rng(5)
+    x = (r.standard_normal((7, 11)) * 4).astype(np.float32)
+    t = r.integers(0, 11, 7)
+    xe = ember.tensor(x, requires_grad=True)
+    loss = ember.nn.functional.cross_entropy(xe, ember.tensor(t), reduction=reduction)
+    assert loss.grad_fn._ce_ws[0].shape == (7, 11)
+    w = ember.ones(loss.shape) if reduction == "none" else None
+    (g1,) = ember.autograd.grad(loss, xe, w, retain_graph=True)
+    assert "_ce_ws" not in loss.grad_fn.__dict__   # used once
+    (g2,) = ember.autograd.grad(loss, xe, w)
+    np.testing.assert_array_equal(g1.numpy(), g2.numpy())
+    xt = torch.tensor(x, requires_grad=True)
+    lt = torch.nn.functional.cross_entropy(xt, torch.tensor(t), reduction=reduction)
+    np.testing.assert_allclose(loss.detach().numpy(), lt.detach().numpy(), rtol=1e-6, atol=1e-6)
+    (gt,) = torch.autograd.grad(lt, xt, None if w is None else torch.ones(lt.shape))
+    np.testing.assert_allclose(g1.numpy(), gt.numpy(), rtol=1e-6, atol=1e-7)
