@@ -5,6 +5,7 @@ Unary maths declare one rule, ``deriv(ctx) -> f'(x)``, that serves both modes: t
 """
 import inspect
 import math
+import threading
 
 import numpy as np
 import scipy.special as _special
@@ -625,6 +626,64 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+# float32 GELU x * Phi(x) without erf (SciPy's erf is a scalar loop, ~12 ns an element): Phi from a
+# table of its Taylor coefficients at the points x_i = i / 128 - 14.5, cubic in dx = x - x_i (exact in
+# float32: x_i is a multiple of 2^-7), evaluated in float32 over cache-sized chunks with reused
+# buffers. Truncation error below 3e-9 of Phi near 0, relative 1e-5 only where Phi < 1e-40; within
+# about 2 ulps of the exact float64 GELU everywhere (the erf formula loses the left tail to the
+# cancellation in 1 + erf). Below -14.5 Phi is 0 in float32, above 14.5 it is 1.
+_GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 128, 16384
+_gelu_tab = []
+_gelu_scratch = threading.local()
+
+
+def _gelu_table():
+    if not _gelu_tab:
+        xi = np.arange(int(2 * _GELU_L * _GELU_K) + 1) / _GELU_K - _GELU_L
+        pdf = np.exp(-0.5 * xi * xi) / math.sqrt(2 * math.pi)
+        cdf = _special.ndtr(xi)
+        _gelu_tab.extend(c.astype(np.float32) for c in (cdf, pdf, -0.5 * xi * pdf, (xi * xi - 1) * pdf / 6))
+    return _gelu_tab
+
+
+def _gelu_f32(xp, a):
+    c0, c1, c2, c3 = _gelu_table()
+    flat = a.reshape(-1)
+    out = xp.empty(a.shape, dtype=a.dtype)
+    oflat = out.reshape(-1)
+    bufs = getattr(_gelu_scratch, "bufs", None)
+    if bufs is None:
+        n = _GELU_CHUNK
+        bufs = _gelu_scratch.bufs = (xp.empty(n, np.float32), xp.empty(n, np.float32), xp.empty(n, np.intp),
+                                     xp.empty(n, np.float32))
+    L, K = np.float32(_GELU_L), np.float32(_GELU_K)
+    step = np.float32(1.0 / _GELU_K)
+    n = flat.size
+    with np.errstate(invalid="ignore"):  # (NaN: its index is clipped, its dx and result stay NaN)
+        for lo in range(0, n, _GELU_CHUNK):
+            hi = min(n, lo + _GELU_CHUNK)
+            m = hi - lo
+            x = flat[lo:hi]
+            s, d, i, p = (b[:m] for b in bufs)
+            xp.clip(x, -L, L, out=d)
+            xp.add(d, L, out=s)
+            s *= K
+            xp.floor(s, out=s)
+            xp.copyto(i, s, casting="unsafe")
+            s *= step
+            s -= L
+            xp.subtract(d, s, out=s)  # dx = x - x_i
+            xp.take(c3, i, out=p, mode="clip")
+            p *= s
+            p += xp.take(c2, i, out=d, mode="clip")
+            p *= s
+            p += xp.take(c1, i, out=d, mode="clip")
+            p *= s
+            p += xp.take(c0, i, out=d, mode="clip")
+            xp.multiply(p, x, out=oflat[lo:hi])
+    return out
+
+
 def _gelu(xp, a, approximate="none"):
     a = U.float_only("gelu", a)
     if approximate == "tanh":
@@ -632,6 +691,8 @@ def _gelu(xp, a, approximate="none"):
         return 0.5 * a * (1.0 + xp.tanh(inner))
     if approximate != "none":
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    if a.dtype == np.float32:
+        return _gelu_f32(xp, a)
     if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
         # in place on one temporary; (a * (1 + erf)) * 0.5 is 0.5 * a * (1 + erf) (a power of two)
         t = a * a.dtype.type(_SQRT_HALF)
