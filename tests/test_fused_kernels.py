@@ -196,3 +196,20 @@ def test_gelu_float32_table_within_ulps_of_exact(torch):
                                rtol=1e-6, atol=0)
     assert np.isnan(ge[9]) and np.isnan(ge[10])   # (-inf * Phi(-inf) = -inf * 0, as the erf formula gives)
     assert ember.nn.functional.gelu(ember.tensor(np.float32(1.5))).shape == ()
+
+
+def test_relu_backward_is_threshold_backward(torch):
+    """ReLU's gradient is where(out <= 0, 0, g) as PyTorch's threshold_backward: a NaN input passes its
+    gradient, a NaN or infinite gradient is 0 where the output is 0 (g * mask made those NaN);
+    forward mode and vmap(grad) through the same rule."""
+    x = [-1.0, 0.0, 2.0, float("nan"), -3.0]
+    g = [float("nan"), float("inf"), 3.0, 4.0, float("-inf")]
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    torch.relu(xt).backward(torch.tensor(g))
+    ember.relu(xe).backward(ember.tensor(g))
+    np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())
+    xs = np.random.default_rng(8).standard_normal((4, 5))
+    got = ember.func.vmap(ember.func.grad(lambda v: ember.relu(v).pow(2).sum()))(ember.tensor(xs))
+    np.testing.assert_allclose(got.numpy(), 2 * np.maximum(xs, 0))
+    _, tan = ember.func.jvp(ember.relu, (ember.tensor(xs),), (ember.ones(4, 5),))
+    np.testing.assert_array_equal(tan.numpy(), (xs > 0).astype(float))

@@ -572,9 +572,10 @@ def _relu(xp, a):
 
 
 relu_op = defop("relu", _relu, save=("out",), family=EW)
-# (the mask is "not <= 0", so a NaN input passes its gradient through, as PyTorch's)
-relu_op.vjp = lambda ctx, g: g * ~(ctx.out <= 0)
-relu_op.jvp = lambda ctx, t: t * ~(ctx.out <= 0)
+# PyTorch's threshold_backward: where(out <= 0, 0, g), so a NaN input passes its gradient through and a
+# NaN or infinite gradient is 0 where the output is (two passes: no bool mask to negate and promote)
+relu_op.vjp = lambda ctx, g: where(ctx.out <= 0, 0.0, g)
+relu_op.jvp = lambda ctx, t: where(ctx.out <= 0, 0.0, t)
 
 
 def _leaky_relu(xp, a, negative_slope=0.01):
