@@ -717,6 +717,45 @@ def _gelu_deriv(c):
     return cdf + x * pdf
 
 
+def _gelu_bwd_from_out(xp, g, x, y):
+    """g * (cdf + x pdf) with cdf = y / x, over cache-sized chunks in reused buffers. y / x is cdf to
+    the rounding of y while y is a normal number: a chunk holding an |x| below 4 * tiny, an infinite
+    or a NaN x takes erf for those elements."""
+    dt = x.dtype
+    xf, yf, gf = (a.reshape(-1) for a in (x, y, g))
+    out = xp.empty(x.shape, dtype=dt)
+    of = out.reshape(-1)
+    n = xf.size
+    ch = _GELU_CHUNK
+    key = "bwd64" if dt == np.float64 else "bwd32"
+    bufs = getattr(_gelu_scratch, key, None)
+    if bufs is None:
+        bufs = xp.empty(ch, dt)
+        setattr(_gelu_scratch, key, bufs)
+    lo_ok = 4 * np.finfo(dt).tiny
+    c = 1.0 / math.sqrt(2 * math.pi)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # (inf and NaN inputs)
+        for lo in range(0, n, ch):
+            hi = min(n, lo + ch)
+            xx, d = xf[lo:hi], of[lo:hi]
+            t = bufs[:hi - lo]
+            xp.abs(xx, out=t)
+            ok = t.min() >= lo_ok and t.max() < np.inf  # (NaN: False)
+            xp.multiply(xx, -0.5, out=t)   # x pdf(x)
+            t *= xx
+            xp.exp(t, out=t)
+            t *= c
+            t *= xx
+            xp.divide(yf[lo:hi], xx, out=d)
+            if not ok:
+                bad = ~(xp.abs(xx) >= lo_ok)
+                bad |= xp.isinf(xx)
+                d[bad] = 0.5 * (1.0 + _special.erf(xx[bad] * _SQRT_HALF))
+            d += t
+            d *= gf[lo:hi]
+    return out
+
+
 def _gelu_bwd(xp, g, x, y=None, approximate="none"):
     """g * gelu'(x) in one pass over raw arrays (the fused backward; no graph is recorded through
     it): the same formulas as _gelu_deriv, with two temporaries instead of a dozen. y: the forward's
@@ -725,25 +764,8 @@ def _gelu_bwd(xp, g, x, y=None, approximate="none"):
     takes erf."""
     x = U.float_only("gelu", x)
     if (y is not None and approximate == "none" and x.ndim and (x.dtype == np.float32 or x.dtype == np.float64)
-            and y.dtype == x.dtype and y.shape == x.shape):
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # (inf and NaN inputs)
-            pdf = -0.5 * x
-            pdf *= x
-            xp.exp(pdf, out=pdf)
-            pdf *= 1.0 / math.sqrt(2 * math.pi)
-            pdf *= x
-            d = y / x
-        # y / x is cdf to the rounding of y while y is a normal number (|x| >= 4 * tiny)
-        bad = ~(xp.abs(x) >= 4 * np.finfo(x.dtype).tiny)
-        bad |= xp.isinf(x)
-        if bad.any():
-            xb = x[bad]
-            d[bad] = 0.5 * (1.0 + _special.erf(xb * _SQRT_HALF))
-        d += pdf
-        if d.shape == g.shape:
-            d *= g
-            return d
-        return d * g
+            and y.dtype == x.dtype and y.shape == x.shape and g.shape == x.shape):
+        return _gelu_bwd_from_out(xp, g, x, y)
     if approximate == "tanh":
         th = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
         d = 0.5 * x * (1 - th * th) * (_SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x))
