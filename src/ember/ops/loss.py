@@ -8,6 +8,8 @@ rules the transforms already know. nll_loss on (N, C) input and the pointwise lo
 weights are primitives too (PyTorch's node names, one pass); weighted variants are composed from
 ember ops.
 """
+import threading
+
 import numpy as np
 
 from .. import _dispatch as D
@@ -96,8 +98,13 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
         _check_index_target("cross_entropy", input, target, ignore_index, values=False)  # values: in impl
-        return dispatch(cross_entropy_op, (input, target),
-                        {"ignore_index": ignore_index, "reduction": reduction})
+        _ce_ws.last = None
+        out = dispatch(cross_entropy_op, (input, target), {"ignore_index": ignore_index, "reduction": reduction})
+        kept, _ce_ws.last = _ce_ws.last, None
+        node = out._fn
+        if kept is not None and node is not None and getattr(type(node), "_op", None) is cross_entropy_op:
+            node._ce_ws = kept
+        return out
     logp = _R.log_softmax(input, cdim)
     nll = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
@@ -187,12 +194,23 @@ def _picked(xp, s, t):
         raise IndexError(f"Target {int(t.max())} is out of bounds.") from None
 
 
+_ce_ws = threading.local()  # the last forward's exp(x - max) and its row sums, for cross_entropy() to
+#                            hand to the node (the fused backward then needs no second exp pass)
+
+
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
-    s = x - x.max(axis=1, keepdims=True)
-    lse = xp.log(xp.exp(s).sum(axis=1))
+    m = x.max(axis=1, keepdims=True)
+    e = xp.subtract(x, m)
+    if e.dtype.kind == "f":
+        xp.exp(e, out=e)
+    else:
+        e = xp.exp(e)
+    se = e.sum(axis=1)
+    _ce_ws.last = (e, se)
+    lse = xp.log(se)
     if _check_targets(t, x.shape[1], ignore_index):
-        picked = _picked(xp, s, t)
+        picked = _picked(xp, x, t) - m[:, 0]   # (the entries of x - max, rounded as they were)
         if reduction == "none":
             lse -= picked
             return lse
@@ -200,7 +218,8 @@ def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
         return xp.asarray(total if reduction == "sum" else total / x.dtype.type(n) if n else np.nan,
                           dtype=x.dtype)
     valid = t != ignore_index
-    loss = lse - s[xp.arange(n), xp.where(valid, t, 0)]
+    rows = xp.arange(n)
+    loss = lse - (x[rows, xp.where(valid, t, 0)] - m[:, 0])
     loss *= valid
     if reduction == "none":
         return loss
@@ -217,22 +236,33 @@ cross_entropy_op = defop("cross_entropy", _ce_impl, save=("inputs",), node_name=
 @cross_entropy_op.def_vjp
 def _(ctx, g):
     x, t = ctx.inputs
-    return dispatch(cross_entropy_backward_op, (g, x, t), ctx.params), None
+    # the forward's buffers (set by cross_entropy()), used once and in place: grad mode off only
+    # (the backward op records no node that would read them)
+    kept = ctx.__dict__.pop("_ce_ws", None) if not D.grad_mode.enabled and D.state.simple else None
+    return dispatch(cross_entropy_backward_op, (g, x, t) + (kept or ()), ctx.params), None
 
 
-def _ce_backward_impl(xp, g, x, t, ignore_index=-100, reduction="mean"):
-    """g * d(loss)/dx = scale * (softmax(x) - onehot(t)) per row, masked where t == ignore_index."""
+def _ce_backward_impl(xp, g, x, t, e=None, se=None, ignore_index=-100, reduction="mean"):
+    """g * d(loss)/dx = scale * (softmax(x) - onehot(t)) per row, masked where t == ignore_index.
+    e, se: the forward's exp(x - max) and its row sums, when kept (overwritten with the result)."""
     n = x.shape[0]
-    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    if e is None or e.shape != x.shape or e.dtype != x.dtype:
+        e = xp.subtract(x, x.max(axis=1, keepdims=True))
+        if e.dtype.kind == "f":
+            xp.exp(e, out=e)
+        else:
+            e = xp.exp(e)
+        se = None
     rows = xp.arange(n)
     if _all_valid(t, ignore_index):
+        ssum = e.sum(axis=1, keepdims=True) if se is None else se[:, None]
         if reduction == "none":
             scale = g.astype(x.dtype, copy=False)[:, None]
-            e *= scale / e.sum(axis=1, keepdims=True)
+            e *= scale / ssum
             e[rows, t] -= scale[:, 0]
             return e
         scale = x.dtype.type(g / n if reduction == "mean" else g)
-        e *= scale / e.sum(axis=1, keepdims=True)
+        e *= scale / ssum
         e[rows, t] -= scale
         return e
     valid = t != ignore_index

@@ -415,7 +415,8 @@ def _softmax_impl(xp, a, dim):
     if ax is not None:
         return _softmax_split(xp, a, dim, ax, False)
     m = xp.amax(a, axis=dim, keepdims=True)
-    e = xp.exp(a - m)
+    e = a - m
+    xp.exp(e, out=e)  # (in place: one temporary of a's size, not two)
     e /= xp.sum(e, axis=dim, keepdims=True)
     return e
 

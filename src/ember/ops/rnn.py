@@ -11,6 +11,8 @@ backward is one fused NumPy pass (back-propagation through time, the weight grad
 over the sequence) when nothing observes it (grad mode off, no transform), and otherwise the same
 formulas in ember ops (so create_graph, forward mode and vmap compose).
 """
+import threading
+
 import numpy as np
 
 from .. import _dispatch as D
@@ -18,18 +20,6 @@ from .._dispatch import defop, dispatch
 from .elementwise import _cj  # conj of a complex tensor (the complex vjp)
 
 FAM = "rnn"
-
-
-def _sig(xp, a):
-    """sigmoid as 1 / (1 + exp(-a)) in place on one temporary (about 10x faster than the
-    elementwise op's overflow-free form on the gate blocks; exp overflowing to inf gives 0, the
-    sigmoid of such inputs to within the smallest subnormal)."""
-    t = xp.negative(a)
-    with xp.errstate(over="ignore"):
-        xp.exp(t, out=t)
-    t += 1
-    xp.reciprocal(t, out=t)
-    return t
 
 
 def _steps(T, reverse):
@@ -56,51 +46,65 @@ def _check(xw, h0, c0, w_hh, b_hh):
     return tuple(a if a is None or a.dtype == dt else a.astype(dt) for a in (xw, h0, c0, w_hh, b_hh))
 
 
-def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
-    xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
+def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
+    """The recurrence on raw arrays, keeping what the backward needs: (hs, acts, cs) with hs and
+    cs the h and c after each step (T, ..., H) and acts the gate activations (T, ..., 4H):
+    sigmoid(i), sigmoid(f), tanh(g), sigmoid(o). Each step works in place in these buffers (a GEMM,
+    ten ufunc calls and one small temporary); the floating-point operations are the composite's."""
     T, H = xw.shape[0], h0.shape[-1]
-    out = xp.empty(xw.shape[:-1] + (H,), dtype=xw.dtype)
+    hs = xp.empty(xw.shape[:-1] + (H,), dtype=xw.dtype)
+    cs = xp.empty_like(hs)
+    acts = xp.empty(xw.shape, dtype=xw.dtype)
     h, c = h0, c0
     wt = xp.ascontiguousarray(w_hh.T)  # (H, 4H) row-major: the faster GEMM layout for h @ w_hh.T
-    for t in _steps(T, reverse):
-        g = h @ wt
-        if b_hh is not None:
-            g += b_hh
-        g += xw[t]
-        s = _sig(xp, g)
-        c = s[..., H:2 * H] * c + s[..., :H] * xp.tanh(g[..., 2 * H:3 * H])
-        h = out[t]
-        xp.multiply(s[..., 3 * H:], xp.tanh(c), out=h)
-    return out, xp.array(h), c
+    with xp.errstate(over="ignore"):  # (entered once: exp(-a) overflowing to inf gives sigmoid 0)
+        for t in _steps(T, reverse):
+            a = acts[t]
+            xp.matmul(h, wt, out=a)
+            if b_hh is not None:
+                a += b_hh
+            a += xw[t]
+            tg = xp.tanh(a[..., 2 * H:3 * H])
+            xp.negative(a, out=a)  # sigmoid as 1 / (1 + exp(-a)) in place
+            xp.exp(a, out=a)
+            a += 1
+            xp.reciprocal(a, out=a)
+            a[..., 2 * H:3 * H] = tg
+            cn = cs[t]
+            xp.multiply(a[..., H:2 * H], c, out=cn)
+            tg *= a[..., :H]
+            cn += tg
+            c = cn
+            h = hs[t]
+            xp.tanh(c, out=h)
+            h *= a[..., 3 * H:]
+    return hs, acts, cs
 
 
-def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, *, reverse=False):
+_ws = threading.local()  # the last forward's buffers, for the lstm_layer wrapper to hand to its node
+
+
+def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
+    xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
+    hs, acts, cs = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
+    _ws.last = (hs, acts, cs)
+    last = 0 if reverse else xw.shape[0] - 1
+    return hs, xp.array(hs[last]), xp.array(cs[last])
+
+
+def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, hs=None, acts=None, cs=None, *, reverse=False):
     """(gxw, gh0, gc0, gw_hh, gb_hh) by back-propagation through time on raw arrays (gb_hh also
-    without a bias: the caller drops it)."""
+    without a bias: the caller drops it). hs, acts, cs: the forward's buffers (see _run) when the
+    forward kept them; otherwise the forward runs again."""
     xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
     gout, ghn, gcn = (xp.asarray(a, dtype=xw.dtype) for a in (gout, ghn, gcn))
     T, H = xw.shape[0], h0.shape[-1]
     dt = xw.dtype
     lead = xw.shape[:-1]
-    acts = xp.empty(lead + (4, H), dtype=dt)  # sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) per step
-    hs = xp.empty(lead + (H,), dtype=dt)      # h and c after each step
-    cs = xp.empty_like(hs)
-    h, c = h0, c0
-    wt = xp.ascontiguousarray(w_hh.T)
+    if hs is None or hs.dtype != dt or acts.shape != xw.shape:
+        hs, acts, cs = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
+    acts = acts.reshape(lead + (4, H))
     order = _steps(T, reverse)
-    for t in order:  # the forward again, keeping the activations
-        g = h @ wt
-        if b_hh is not None:
-            g += b_hh
-        g += xw[t]
-        a = acts[t]
-        a.reshape(g.shape)[...] = _sig(xp, g)
-        xp.tanh(g[..., 2 * H:3 * H], out=a[..., 2, :])
-        xp.multiply(a[..., 1, :], c, out=cs[t])
-        c = cs[t]
-        c += a[..., 0, :] * a[..., 2, :]
-        h = hs[t]
-        xp.multiply(a[..., 3, :], xp.tanh(c), out=h)
     hprev, cprev = xp.empty_like(hs), xp.empty_like(cs)  # the state before each step
     first, rest, src = (T - 1, slice(0, T - 1), slice(1, T)) if reverse else (0, slice(1, T), slice(0, T - 1))
     hprev[first], hprev[rest] = h0, hs[src]
@@ -140,7 +144,19 @@ lstm_layer_bwd_op = defop("lstm_layer_backward", _lstm_bwd_impl, nout=5, family=
 
 def lstm_layer(xw, h0, c0, w_hh, b_hh=None, reverse=False):
     """One LSTM direction over a sequence: (out (T, B, H), h_n (B, H), c_n (B, H))."""
-    return dispatch(lstm_layer_op, (xw, h0, c0, w_hh, b_hh), {"reverse": bool(reverse)})
+    _ws.last = None
+    res = dispatch(lstm_layer_op, (xw, h0, c0, w_hh, b_hh), {"reverse": bool(reverse)})
+    kept, _ws.last = _ws.last, None
+    o = res[0]
+    node = o._fn
+    if kept is not None and node is not None and kept[0] is o._data and getattr(type(node), "_op", None) is lstm_layer_op:
+        # the backward node keeps the forward's buffers, so that the fused backward need not run
+        # the recurrence again; out is one of them, so its version is noted (changed in place: the
+        # backward runs the forward again instead)
+        if o._vc is None:
+            o._vc = [0, None]
+        node._lstm_ws = kept + (o._vc, o._vc[0])
+    return res
 
 
 # ----------------------------------------------------------------------------- rules in ember ops
@@ -209,7 +225,9 @@ def _(ctx, gout, ghn, gcn):
     if cx:  # the layer is holomorphic: PyTorch's vjp conj(J)^T g is conj(J^T conj(g)), the real formulas
         gout, ghn, gcn = _cj(gout), _cj(ghn), _cj(gcn)
     if not D.grad_mode.enabled and D.state.simple:
-        grads = dispatch(lstm_layer_bwd_op, (gout, ghn, gcn, xw, h0, c0, w_hh, b_hh), ctx.params)
+        ws = ctx.__dict__.get("_lstm_ws")
+        kept = ws[:3] if ws is not None and ws[3][0] == ws[4] else ()
+        grads = dispatch(lstm_layer_bwd_op, (gout, ghn, gcn, xw, h0, c0, w_hh, b_hh) + kept, ctx.params)
     else:
         grads = _composite_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, rev)
     if cx:
@@ -281,7 +299,7 @@ def _(op, vals, bd, params, size):
 def _(op, vals, bd, params, size):
     from ._batching import _materialize
     vals = [v if v is None or b else _materialize(v, size) for v, b in zip(vals, bd)]
-    gout, ghn, gcn, xw, h0, c0, w_hh, b_hh = vals
+    gout, ghn, gcn, xw, h0, c0, w_hh, b_hh = vals[:8]  # (the forward's buffers, if given, are not needed)
     if b_hh is not None:
         b_hh = b_hh.reshape((size,) + (1,) * (h0.dim() - 2) + (-1,))
     res = _composite_states_batched_backward(gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, params.get("reverse", False))
