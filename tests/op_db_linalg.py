@@ -161,6 +161,22 @@ add("linalg_eigh", "linalg_eigvalsh", fn=lambda m, a: m.linalg.eigvalsh(_sym(m, 
     samples=fixed(lambda r: S((U(r, (2, 4, 4)),)), lambda r: S((U(r, (3, 3)),))))
 
 
+
+def _eig_fixed(m, a):
+    """eig with each eigenvector's phase fixed (its first component real and positive): the
+    eigenvectors are unique only up to that phase, and this function of them is differentiable."""
+    w, v = m.linalg.eig(a)
+    v0 = v[..., :1, :]
+    return w, v * (v0.conj() / v0.abs())
+
+
+add("linalg_eig", "linalg_eig", fn=_eig_fixed,
+    samples=fixed(lambda r: S((U(r, (3, 3)),)), lambda r: S((U(r, (2, 4, 4)),)),
+                  lambda r: S((_wc(r, (1, 1)),)),
+                  lambda r: S((U(r, (0, 2, 2)),), grad=False)))
+add("linalg_eig", "linalg_eigvals", fn=lambda m, a: m.linalg.eigvals(a),
+    samples=fixed(lambda r: S((U(r, (3, 3)),)), lambda r: S((U(r, (2, 4, 4)),))))
+
 def _svd_fixed(m, a, **k):
     u, s, vh = m.linalg.svd(a, **k)
     k_ = s.shape[-1]

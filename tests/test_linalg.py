@@ -109,12 +109,105 @@ def test_ex_variants_return_info(torch):
         ember.linalg.cholesky_ex(ember.tensor(bad), check_errors=True)
 
 
-def test_eig_without_complex_dtypes_is_a_clear_error():
-    if hasattr(ember, "complex64"):
-        pytest.skip("complex dtypes exist")
-    for f in (ember.linalg.eig, ember.linalg.eigvals):
-        with pytest.raises(RuntimeError, match="complex"):
-            f(ember.eye(2))
+def _phase_fixed(v):
+    """Eigenvectors with their first component real and positive (they are unique up to a phase)."""
+    v0 = v[..., :1, :]
+    return v * (v0.conj() / abs(v0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_eig_matches_torch(torch, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 5, 5))
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal((3, 5, 5))
+    a = a.astype(dtype)
+    w, v = ember.linalg.eig(ember.from_numpy(a.copy()))
+    tw, tv = torch.linalg.eig(torch.from_numpy(a.copy()))
+    assert str(w.dtype) == str(tw.dtype).replace("torch", "ember") and w.dtype.is_complex
+    assert str(v.dtype) == str(tv.dtype).replace("torch", "ember") and tuple(v.shape) == (3, 5, 5)
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-10
+    np.testing.assert_allclose(w.numpy(), tw.numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.linalg.norm(v.numpy(), axis=-2), 1, rtol=tol)  # unit eigenvectors
+    np.testing.assert_allclose(_phase_fixed(v.numpy()), _phase_fixed(tv.numpy()), rtol=tol, atol=tol)
+    np.testing.assert_allclose(ember.linalg.eigvals(ember.from_numpy(a.copy())).numpy(), tw.numpy(), rtol=tol,
+                               atol=tol)
+    np.testing.assert_allclose(a.astype(np.complex128) @ v.numpy(), v.numpy() * w.numpy()[..., None, :],
+                               atol=10 * tol)
+
+
+def test_eig_errors_and_edge_cases(torch):
+    for bad, kind in [(np.ones((2, 3)), "square"), (np.ones(3), "2 dimensions"),
+                      (np.array([[1.0, np.nan], [0, 1]]), "infs or NaNs")]:
+        with pytest.raises(RuntimeError, match=kind):
+            ember.linalg.eig(ember.tensor(bad))
+        with pytest.raises(RuntimeError, match=kind):
+            torch.linalg.eig(torch.tensor(bad))
+    with pytest.raises(NotImplementedError, match="Half"):
+        ember.linalg.eig(ember.ones(2, 2, dtype=ember.float16))
+    with pytest.raises(RuntimeError):
+        ember.linalg.eig(ember.ones(2, 2, dtype=ember.int64))
+    for shape in [(0, 3, 3), (2, 0, 0)]:
+        w, v = ember.linalg.eig(ember.zeros(shape))
+        tw, tv = torch.linalg.eig(torch.zeros(shape))
+        assert tuple(w.shape) == tuple(tw.shape) and tuple(v.shape) == tuple(tv.shape)
+        assert w.dtype is ember.complex64 and v.dtype is ember.complex64
+    r = ember.linalg.eig(ember.eye(2))
+    assert type(r).__name__ == "linalg_eig" and r.eigenvalues is r[0] and r.eigenvectors is r[1]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_eig_gradients_match_torch(torch, dtype):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 4, 4))
+    if dtype == "complex128":
+        a = a + 1j * rng.standard_normal((2, 4, 4))
+
+    def loss(m, x):  # a phase-invariant function of the eigenvectors, and the eigenvalues
+        w, v = m.linalg.eig(x)
+        return (v.abs() ** 2 * m.arange(4.0, dtype=m.float64)).sum() + (w * w).real.sum() + \
+            (_phase_fixed(v) ** 2).imag.sum() + (v[..., 0, :].abs() * w.abs()).sum()
+
+    grads = []
+    for m in (ember, torch):
+        x = m.from_numpy(a.copy()).requires_grad_(True)
+        loss(m, x).backward()
+        grads.append(x.grad.numpy())
+        assert str(x.grad.dtype).split(".")[-1] == dtype  # a real input's gradient is real
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-10)
+    for m in (ember, torch):  # eigvals differentiates through the eigenvalues only
+        x = m.from_numpy(a.copy()).requires_grad_(True)
+        w = m.linalg.eigvals(x)
+        (w.real * w.imag + w.abs()).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[2], grads[3], rtol=1e-8, atol=1e-10)
+    x = ember.from_numpy(a[0].copy()).requires_grad_(True)
+    assert gradcheck(lambda x: (ember.linalg.eigvals(x), _phase_fixed(ember.linalg.eig(x)[1])), (x,))
+    assert gradgradcheck(lambda x: _phase_fixed(ember.linalg.eig(x)[1]).abs().sum(-1), (x,))
+
+
+def test_eig_phase_dependent_loss_is_an_error(torch):
+    a = np.array([[0.0, -2.0, 0.5], [1.0, 0.0, 0.0], [0.3, 0.0, 1.0]])  # (a complex pair of eigenvalues)
+    for m in (torch, ember):
+        x = m.from_numpy(a.copy()).requires_grad_(True)
+        with pytest.raises(RuntimeError, match="specified up to multiplication by e\\^\\{i phi\\}"):
+            m.linalg.eig(x)[1].sum().abs().backward()
+
+
+def test_eig_forward_ad_and_vmap_match_torch(torch):
+    rng = np.random.default_rng(4)
+    a, t = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 4))
+
+    def f(m):
+        return lambda x: (lambda w, v: (w, _phase_fixed(v)))(*m.linalg.eig(x))
+    _, et = ember.func.jvp(f(ember), (ember.from_numpy(a.copy()),), (ember.from_numpy(t.copy()),))
+    _, tt = torch.func.jvp(f(torch), (torch.from_numpy(a.copy()),), (torch.from_numpy(t.copy()),))
+    for x, y in zip(et, tt):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-8, atol=1e-10)
+    vw, vv = ember.func.vmap(ember.linalg.eig)(ember.from_numpy(a.copy()))
+    w, v = ember.linalg.eig(ember.from_numpy(a.copy()))
+    np.testing.assert_array_equal(vw.numpy(), w.numpy())
+    np.testing.assert_array_equal(vv.numpy(), v.numpy())
 
 
 def test_qr_backward_errors():

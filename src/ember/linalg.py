@@ -41,6 +41,7 @@ _Slogdet = _rt("linalg_slogdet", ["sign", "logabsdet"])
 _QR = _rt("linalg_qr", ["Q", "R"])
 _SVD = _rt("linalg_svd", ["U", "S", "Vh"])
 _Eigh = _rt("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_Eig = _rt("linalg_eig", ["eigenvalues", "eigenvectors"])
 _Lstsq = _rt("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _LU = _rt("linalg_lu", ["P", "L", "U"])
 _LUF = _rt("linalg_lu_factor", ["LU", "pivots"])
@@ -308,23 +309,17 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return _out(_SP.eigh(A, UPLO)[0], out)
 
 
-def _complex_missing(name):
-    import ember
-    if not hasattr(ember, "complex64"):
-        raise RuntimeError(f"{name}: the eigenvalues of a general (non-symmetric) matrix are complex, and ember "
-                           f"has no complex dtypes yet; for a symmetric (Hermitian) matrix use linalg.eigh / "
-                           f"linalg.eigvalsh")
-    raise RuntimeError(f"{name} is not implemented in ember yet")
-
-
 def eig(A, *, out=None):
+    """Eigenvalues and unit eigenvectors of general square matrices, always complex (complex64 for
+    float32 input, complex128 for float64): LAPACK's geev, each eigenvector of unit norm with its
+    largest component real, as PyTorch's."""
     _need("linalg.eig", A)
-    _complex_missing("linalg.eig")
+    return _out(_Eig(*_SP.eig(A)), out)
 
 
 def eigvals(A, *, out=None):
     _need("linalg.eigvals", A)
-    _complex_missing("linalg.eigvals")
+    return _out(_SP.eig(A)[0], out)
 
 
 def householder_product(A, tau, *, out=None):
