@@ -20,9 +20,16 @@ def _tri(r, shape, upper):
 
 
 def _spd(m, a):
-    """A symmetric positive-definite matrix made from a (differentiably)."""
+    """A symmetric (Hermitian) positive-definite matrix made from a (differentiably)."""
     n = a.shape[-1]
-    return a @ a.mT + n * m.eye(n, dtype=a.dtype)
+    return a @ a.mH + n * m.eye(n, dtype=a.dtype)
+
+
+def _factor(m, a, upper):
+    """A Cholesky factor made from a: its triangle with a real positive diagonal (the abs, which is
+    the identity on the real samples' diagonal of 3 + U(-1, 1))."""
+    t = a.triu(1) if upper else a.tril(-1)
+    return t + m.diag_embed(a.diagonal(0, -2, -1).abs()).to(a.dtype)
 
 
 def _sym(m, a):
@@ -75,7 +82,7 @@ add("linalg_solve_triangular", "triangular_solve", fn=lambda m, b, a, **k: m.tri
 add("linalg_solve_triangular", "cholesky_solve", fn=lambda m, b, a: m.cholesky_solve(b, a.tril()),
     samples=fixed(lambda r: S((U(r, (3, 2)), _tri(r, (3, 3), False)))))
 add("linalg_solve_triangular", "cholesky_inverse",
-    fn=lambda m, a, **k: m.cholesky_inverse(a.triu() if k.get("upper") else a.tril(), **k),
+    fn=lambda m, a, **k: m.cholesky_inverse(_factor(m, a, k.get("upper", False)), **k),
     samples=fixed(lambda r: S((_tri(r, (3, 3), False),)), lambda r: S((_tri(r, (3, 3), True),), {"upper": True})))
 
 # ----------------------------------------------------------------------------- det

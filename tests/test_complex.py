@@ -228,14 +228,6 @@ _EXPECTED_GAPS = {
     "conv3d": "complex convolution", "conv_transpose3d": "complex convolution",
     "conv_transpose1d": "complex convolution",
     "lstm_layer": "the fused LSTM layer is real-only (PyTorch's LSTM takes complex input)",
-    # linalg rules not yet verified for complex input: they raise NotImplementedError (or PyTorch's
-    # dtype error) instead of answering
-    "cholesky_inverse": "complex linalg", "linalg_slogdet": "complex linalg", "linalg_logdet": "complex linalg",
-    "linalg_cholesky_ex": "complex linalg", "linalg_lstsq_all": "complex linalg", "linalg_lstsq": "complex linalg",
-    "linalg_lstsq_gelsd": "complex linalg",
-    "linalg_lstsq_residuals": "complex linalg", "linalg_matrix_norm_svd": "complex linalg",
-    "linalg_householder_product": "complex linalg", "ormqr": "complex linalg", "linalg_vecdot": "complex linalg",
-    "linalg_vander": "complex linalg",
     # scatter_reduce's prod/amax/amin primitive refuses complex gradients where PyTorch computes them
     "scatter_reduce_prod_self": "complex scatter_reduce gradients", "scatter_reduce_prod_noself":
     "complex scatter_reduce gradients", "scatter_reduce_amax_self": "complex scatter_reduce gradients",

@@ -591,3 +591,110 @@ def test_large_lu_and_qr_paths(torch):
     assert ember.linalg.inv_ex(ember.tensor(s)).info.tolist() == [0, 4]
     assert ember.linalg.solve_ex(ember.tensor(s), ember.tensor(b)).info.tolist() == [0, 4]
     assert ember.linalg.det(ember.tensor(s))[1].item() == 0
+
+
+# ----------------------------------------------------------------------------- complex input
+
+
+def _crand(*shape, seed=0):
+    r = np.random.default_rng(seed)
+    return r.uniform(-1, 1, shape) + 1j * r.uniform(-1, 1, shape)
+
+
+def _both(torch, fn, *arrays, grad=True):
+    """fn(m, *tensors) in ember and torch: outputs and gradients of a real loss of the outputs."""
+    res = []
+    for m in (ember, torch):
+        xs = [m.from_numpy(a.copy()).requires_grad_(grad) for a in arrays]
+        out = fn(m, *xs)
+        outs = out if isinstance(out, tuple) else (out,)
+        vals = [o.detach().resolve_conj().numpy() for o in outs]
+        gs = None
+        if grad:
+            loss = sum((m.view_as_real(o) if o.is_complex() else o).sin().sum() for o in outs
+                       if o.dtype.is_floating_point or o.dtype.is_complex)
+            gs = [g.resolve_conj().numpy() for g in m.autograd.grad(loss, xs)]
+        res.append((vals, gs))
+    return res
+
+
+def _same(res, tol=1e-9):
+    (ev, eg), (tv, tg) = res
+    for a, b in zip(ev, tv):
+        assert a.dtype == b.dtype, (a.dtype, b.dtype)
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    for a, b in zip(eg or (), tg or ()):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["slogdet", "logdet", "logdet_hermitian", "cholesky", "cholesky_upper",
+                                  "cholesky_inverse", "cholesky_inverse_upper", "vecdot", "vander",
+                                  "householder_product", "ormqr", "matrix_norm_2", "matrix_norm_-2",
+                                  "matrix_norm_nuc"])
+def test_complex_input_matches_torch(torch, name):
+    a = _crand(2, 3, 3)
+    herm = a @ np.conj(np.swapaxes(a, -1, -2)) + 3 * np.eye(3)
+    l_ = np.tril(a, -1) + np.eye(3) * (1 + np.abs(a))
+
+    def chol_inv(m, x, upper=False):
+        f = x.tril(-1) + m.diag_embed(x.diagonal(0, -2, -1).abs() + 1).to(x.dtype)
+        return m.cholesky_inverse(f.mH if upper else f, upper=upper)
+    cases = {
+        "slogdet": (lambda m, x: tuple(m.linalg.slogdet(x)), [a]),
+        "logdet": (lambda m, x: m.logdet(x), [a]),
+        "logdet_hermitian": (lambda m, x: m.logdet(x @ x.mH + 3 * m.eye(3)), [a]),
+        "cholesky": (lambda m, x: m.linalg.cholesky(x @ x.mH + 3 * m.eye(3)), [a]),
+        "cholesky_upper": (lambda m, x: m.linalg.cholesky_ex(x @ x.mH + 3 * m.eye(3), upper=True)[0], [a]),
+        "cholesky_inverse": (chol_inv, [a]),
+        "cholesky_inverse_upper": (lambda m, x: chol_inv(m, x, True), [a]),
+        "vecdot": (lambda m, x, y: m.linalg.vecdot(x, y, dim=-2), [a, _crand(3, 3, seed=1)]),
+        "vander": (lambda m, x: m.linalg.vander(x, N=4), [a[0, 0]]),
+        "householder_product": (lambda m, x, t: m.linalg.householder_product(x, t), [a, _crand(2, 2, seed=2)]),
+        "ormqr": (lambda m, x, t, c: m.ormqr(x, t, c, transpose=True), [a, _crand(2, 3, seed=2), _crand(2, 3, 2)]),
+        "matrix_norm_2": (lambda m, x: m.linalg.matrix_norm(x, 2), [a]),
+        "matrix_norm_-2": (lambda m, x: m.linalg.matrix_norm(x, -2), [a]),
+        "matrix_norm_nuc": (lambda m, x: m.linalg.matrix_norm(x, "nuc"), [a]),
+    }
+    fn, arrays = cases[name]
+    _same(_both(torch, fn, *arrays))
+    assert herm.shape == (2, 3, 3) and l_.shape == (2, 3, 3)
+    xs = tuple(ember.from_numpy(x.copy()).requires_grad_(True) for x in arrays)
+    assert gradcheck(lambda *x: fn(ember, *x), xs, check_forward_ad=True)
+
+
+def test_complex_vecdot_conjugates_the_first_argument():
+    x, y = ember.tensor([1j, 2.0]), ember.tensor([1j, 1.0 + 0j])
+    assert ember.linalg.vecdot(x, y).item() == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_complex_lstsq_matches_torch(torch, driver):
+    a, b = _crand(2, 5, 3), _crand(2, 5, 2, seed=1)
+    eo = ember.linalg.lstsq(ember.from_numpy(a.copy()), ember.from_numpy(b.copy()), driver=driver)
+    to = torch.linalg.lstsq(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()), driver=driver)
+    for x, y in zip(eo, to):
+        assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1] and tuple(x.shape) == tuple(y.shape)
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-9)
+    if driver != "gelsy":  # the residuals are differentiable (PyTorch: for the drivers that compute them)
+        _same(_both(torch, lambda m, x, y: tuple(m.linalg.lstsq(x, y, driver=driver)[:2]), a, b))
+        xs = (ember.from_numpy(a.copy()).requires_grad_(True), ember.from_numpy(b.copy()).requires_grad_(True))
+        assert gradcheck(lambda x, y: tuple(ember.linalg.lstsq(x, y, driver=driver)[:2]), xs, check_forward_ad=True)
+
+
+def test_complex_logdet_of_a_singular_matrix_as_torch(torch):
+    for m in ([[0, 0], [0, 0]], [[0, 1], [1, 0]], [[1j, 0], [0, 2]]):
+        e = ember.logdet(ember.tensor(m, dtype=ember.complex128)).item()
+        t = torch.logdet(torch.tensor(m, dtype=torch.complex128)).item()
+        np.testing.assert_equal(e, t)
+
+
+def test_complex_slogdet_sign_gradient(torch):
+    """The sign of a complex determinant carries a gradient (d sign = sign i Im tr(A^{-1} dA))."""
+    a = _crand(3, 3, seed=5)
+    _same(_both(torch, lambda m, x: m.linalg.slogdet(x).sign, a))
+    _, et = ember.func.jvp(lambda x: tuple(ember.linalg.slogdet(x)), (ember.from_numpy(a.copy()),),
+                           (ember.from_numpy(_crand(3, 3, seed=6)),))
+    _, tt = torch.func.jvp(lambda x: tuple(torch.linalg.slogdet(x)), (torch.from_numpy(a.copy()),),
+                           (torch.from_numpy(_crand(3, 3, seed=6)),))
+    for x, y in zip(et, tt):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12)

@@ -123,32 +123,23 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 # ----------------------------------------------------------------------------- determinants
 
 
-
-def _real_only(name, *tensors):
-    """ember's rules for these functions are not verified for complex input yet: a clear error
-    instead of a possibly wrong answer."""
-    for t in tensors:
-        if U.is_tensor(t) and t.is_complex():
-            raise NotImplementedError(f"{name}: complex input is not supported by ember yet (got {t.dtype}); "
-                                      f"real float32/float64 input works")
-
-
 def det(A, *, out=None):
     _need("linalg.det", A)
     return _out(dispatch(_LS.det_op, (A,)), out)
 
 
 def slogdet(A, *, out=None):
-    _real_only("linalg.slogdet", A)
     _need("linalg.slogdet", A)
     return _out(_Slogdet(*dispatch(_LS.slogdet_op, (A,))), out)
 
 
 def logdet(input):
-    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet)."""
-    _real_only("torch.logdet", input)
+    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet); for complex
+    input the principal complex logarithm log|det| + i arg(det)."""
     sign, la = slogdet(input)
     from .ops.elementwise import where
+    if input.is_complex():  # (log of a unit number: i arg(det); a zero determinant: -inf + nan i, as PyTorch)
+        return where(sign == 0, complex(-math.inf, math.nan), la + sign.log())
     return where(sign < 0, math.nan, la)
 
 
@@ -156,7 +147,6 @@ def logdet(input):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    _real_only("linalg.cholesky_ex", A)
     _need("linalg.cholesky", A)
     p = {"check_errors": check_errors}
     if upper:
@@ -202,7 +192,6 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
-    _real_only("torch.cholesky_inverse", L)
     _need("cholesky_inverse", L)
     _factor_check("cholesky_inverse", L)
     from ._creation import eye
@@ -340,7 +329,7 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
     for t in (A, tau):
-        if not t.is_floating_point():
+        if not (t.is_floating_point() or t.is_complex()):
             raise RuntimeError(f"torch.linalg.householder_product: Expected a floating point or complex tensor as "
                                f"input. Got {_LS.torch_dtype_name(t.dtype.np)}")
     from ._creation import eye
@@ -365,15 +354,21 @@ def geqrf(input, *, out=None):
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output."""
     for t in (input, tau, other):
-        if not t.is_floating_point():
+        if not (t.is_floating_point() or t.is_complex()):
             raise RuntimeError(f"torch.ormqr: Expected a floating point or complex tensor as input. Got "
                                f"{_LS.torch_dtype_name(t.dtype.np)}")
     if not (input.dtype is tau.dtype is other.dtype):
         raise RuntimeError(f"torch.ormqr: Expected input, tau and other to have the same dtype, got "
                            f"{input.dtype}, {tau.dtype} and {other.dtype}")
+    if other.dim() != input.dim():
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}")
     m = other.shape[-2] if left else other.shape[-1]
     if input.shape[-2] != m:
         raise RuntimeError(f"torch.ormqr: input.shape[-2] must be equal to other.shape[{-2 if left else -1}]")
+    if tau.shape[-1] != min(m, input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{-2 if left else -1}], "
+                           f"input.shape[-1])")
     from ._creation import zeros
     from .ops.shape import cat
     kk = input.shape[-1]
@@ -391,7 +386,6 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
-    _real_only("linalg.lstsq", A, B)
     _need("linalg.lstsq", A)
     if driver is None:
         driver = "gelsy"
@@ -548,7 +542,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return _out(_R.norm(A, 2, (d0, d1), keepdim), out)
     if ord in ("nuc", 2, -2):
-        if not A.is_floating_point():
+        if not (A.is_floating_point() or A.is_complex()):
             raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_LS.torch_dtype_name(A.dtype.np)}")
         s = svdvals(A.movedim((d0, d1), (-2, -1)))
@@ -632,8 +626,11 @@ def cross(input, other, *, dim=-1, out=None):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    if not x.is_floating_point() or not y.is_floating_point():
-        bad = x if not x.is_floating_point() else y
+    """sum(conj(x) * y) over ``dim`` (the conjugate of the first vector, as PyTorch's)."""
+    def ok(t):
+        return t.is_floating_point() or t.is_complex()
+    if not ok(x) or not ok(y):
+        bad = x if not ok(x) else y
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{_LS.torch_dtype_name(bad.dtype.np)}")
     if x.dtype is not y.dtype:
@@ -727,7 +724,7 @@ def vander(x, N=None):
         raise RuntimeError("linalg.vander: N must be greater than 1.")
     from ._creation import ones
     from .ops.shape import cat
-    if not (x.is_floating_point() or x.dtype.name in ("int64", "int32", "int16", "int8", "uint8")):
+    if not (x.is_floating_point() or x.is_complex() or x.dtype.name in ("int64", "int32", "int16", "int8", "uint8")):
         raise RuntimeError(f"linalg.vander: Unsupported dtype {x.dtype}")
     xs = x.unsqueeze(-1).expand(tuple(x.shape) + (n - 1,))
     return cat([ones(tuple(x.shape) + (1,), dtype=x.dtype), xs.cumprod(-1)], -1)

@@ -143,6 +143,12 @@ def _where(c, a, b):
     return where(c, a, b)
 
 
+def _zero_grad(g):
+    """True when ``g`` is known to be all zeros (an output that received no gradient)."""
+    v = concrete(g)
+    return v is not None and not v.any()
+
+
 def concrete(t):
     """The values of a plain (not vmap-wrapped) tensor, or None."""
     return t._data if t._wr is None else None
@@ -438,19 +444,32 @@ def _slogdet_impl(xp, a):
 
 
 # (the sign is an output of the node, as in PyTorch, with a zero gradient for real input)
-slogdet_op = defop("linalg_slogdet", _slogdet_impl, nout=2, save=("inputs",), family=FAM)
+slogdet_op = defop("linalg_slogdet", _slogdet_impl, nout=2, save=("inputs", "out"), family=FAM)
+
+
+def _slogdet_c(gs, gl, sign):
+    """The gradient's scalar factor: with tau = tr(A^{-1} dA), d logabsdet = Re(tau) and
+    d sign = sign * i Im(tau), so a real loss changes by Re(conj(c) tau), c = gl + i Im(gs conj(sign))
+    (gl alone for real input, whose sign has a zero derivative)."""
+    if not sign.dtype.is_complex or _zero_grad(gs):
+        return gl
+    return gl + (gs * sign.conj()).imag * 1j
 
 
 @slogdet_op.def_vjp
 def _(ctx, gs, gl):
     a = ctx.inputs[0]
-    return gl.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
+    c = _slogdet_c(gs, gl, ctx.outs[0])
+    return c.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
 
 
 @slogdet_op.def_jvp
 def _(ctx, t):
     a = ctx.inputs[0]
-    return None, (inv(a).mT * t).sum((-2, -1))
+    tau = (inv(a).mT * t).sum((-2, -1))
+    if not tau.dtype.is_complex:
+        return None, tau
+    return ctx.outs[0] * (tau.imag * 1j), tau.real
 
 
 slogdet_op.batch = elementwise_rule
@@ -818,10 +837,11 @@ def _lstsq_impl(xp, a, b, rcond=None, driver="gelsy"):
     nb = int(np.prod(batch))
     ab = np.broadcast_to(a, batch + (m, n)).reshape(nb, m, n)
     bb = np.broadcast_to(b, batch + (m, k)).reshape(nb, m, k)
+    real = a.real.dtype if a.dtype.kind == "c" else a.dtype  # (residuals and singular values are real)
     x = np.zeros((nb, n, k), a.dtype)
     ranks = np.zeros(nb, np.int64)
-    svals = np.zeros((nb, min(m, n)), a.dtype)
-    cond = rcond if rcond is not None else np.finfo(a.dtype).eps * max(m, n)
+    svals = np.zeros((nb, min(m, n)), real)
+    cond = rcond if rcond is not None else np.finfo(real).eps * max(m, n)
     for i in range(nb):
         if a.size == 0 or b.size == 0:
             break
@@ -845,11 +865,11 @@ def _lstsq_impl(xp, a, b, rcond=None, driver="gelsy"):
     full = driver != "gelsy" and m > n and (driver == "gels" or (ranks == n).all())
     if full:
         r = np.matmul(np.broadcast_to(a, batch + (m, n)), x) - np.broadcast_to(b, batch + (m, k))
-        res = (np.abs(r) ** 2).sum(-2).astype(a.real.dtype if a.dtype.kind == "c" else a.dtype)
+        res = (np.abs(r) ** 2).sum(-2).astype(real)
     else:
-        res = np.zeros((0,), a.dtype)
+        res = np.zeros((0,), real)
     rank = ranks.reshape(batch) if driver != "gels" else np.zeros((0,), np.int64)
-    sv = svals.reshape(batch + (min(m, n),)) if driver in ("gelsd", "gelss") else np.zeros((0,), a.dtype)
+    sv = svals.reshape(batch + (min(m, n),)) if driver in ("gelsd", "gelss") else np.zeros((0,), real)
     return x, res, rank, sv
 
 
@@ -898,7 +918,8 @@ def _(ctx, ta, tb):
             d = _mm(ta, sol)
         if tb is not None:
             d = d - tb
-        dres = (2 * (_mm(a, sol) - b) * d).sum(-2)
+        res = _mm(a, sol) - b  # d ||r||^2 = 2 Re(conj(r) dr), dr = dA x - dB (A^H r = 0 at the optimum)
+        dres = (2 * (_conj(res) * d).real).sum(-2) if res.dtype.is_complex else (2 * res * d).sum(-2)
     return r, dres, None, None
 
 
