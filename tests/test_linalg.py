@@ -698,3 +698,54 @@ def test_complex_slogdet_sign_gradient(torch):
                            (torch.from_numpy(_crand(3, 3, seed=6)),))
     for x, y in zip(et, tt):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- op_db findings
+
+
+def test_svd_forward_ad_full_matrices_non_square_as_torch(torch):
+    """Only the first k columns of U (rows of Vh) have a tangent; the completed ones get zeros."""
+    a, t = _rand(3, 5), _rand(3, 5, seed=1)
+    for shape in ((3, 5), (5, 3)):
+        x, dx = a.reshape(shape), t.reshape(shape)
+        _, et = ember.func.jvp(lambda y: tuple(ember.linalg.svd(y, full_matrices=True)), (ember.tensor(x),),
+                               (ember.tensor(dx),))
+        _, tt = torch.func.jvp(lambda y: tuple(torch.linalg.svd(y, full_matrices=True)), (torch.tensor(x),),
+                               (torch.tensor(dx),))
+        k = min(shape)
+        np.testing.assert_allclose(et[1].numpy(), tt[1].numpy(), atol=1e-12)
+        for e, tr in ((et[0], tt[0]), (et[2].mT, tt[2].mT)):  # columns of U and V, up to their signs
+            e, tr = e.numpy(), tr.numpy()
+            np.testing.assert_array_equal(e[:, k:], 0)
+            np.testing.assert_array_equal(tr[:, k:], 0)
+    _, et = ember.func.jvp(lambda y: tuple(ember.linalg.svd(y)), (ember.zeros(0, 3, dtype=ember.float64),),
+                           (ember.zeros(0, 3, dtype=ember.float64),))
+    assert [tuple(x.shape) for x in et] == [(0, 0), (0,), (3, 3)]
+
+
+def test_matrix_rank_and_pinv_batch_tensor_tolerances_under_vmap(torch):
+    a = _rand(3, 4, 4) @ np.diag([1.0, 0.5, 1e-3, 1e-9])
+    tols = np.array([1e-12, 1e-2, 0.6])
+    for name, f in (("matrix_rank", lambda m: lambda x, t: m.linalg.matrix_rank(x, atol=t)),
+                    ("pinv_both", lambda m: lambda x, t: m.linalg.pinv(x, atol=t, rtol=t)),
+                    ("matrix_rank_rtol", lambda m: lambda x, t: m.linalg.matrix_rank(x, rtol=t)),
+                    ("pinv", lambda m: lambda x, t: m.linalg.pinv(x, rtol=t)),
+                    ("pinv_atol", lambda m: lambda x, t: m.linalg.pinv(x, atol=t))):
+        e = ember.func.vmap(f(ember))(ember.tensor(a), ember.tensor(tols)).numpy()
+        loop = np.stack([f(ember)(ember.tensor(a[i]), ember.tensor(tols[i])).numpy() for i in range(3)])
+        t = torch.func.vmap(f(torch))(torch.tensor(a), torch.tensor(tols)).numpy()
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(e, loop, rtol=1e-12, atol=1e-12, err_msg=name)
+    # a batch of matrices with one tolerance per matrix, no vmap
+    r = ember.linalg.matrix_rank(ember.tensor(a), atol=ember.tensor(tols))
+    assert r.tolist() == torch.linalg.matrix_rank(torch.tensor(a), atol=torch.tensor(tols)).tolist()
+
+
+def test_matrix_exp_float32_is_float32_exact():
+    """float32 input computes in float64 and rounds once: every element right to float32 rounding,
+    even those far below the matrix's norm (scaling and squaring in float32 loses digits there)."""
+    a = np.random.default_rng(0).uniform(-3, 3, (4, 5, 5)).astype(np.float32)
+    exact = ember.linalg.matrix_exp(ember.tensor(a.astype(np.float64))).numpy()
+    e = ember.linalg.matrix_exp(ember.tensor(a)).numpy()
+    assert e.dtype == np.float32
+    np.testing.assert_allclose(e, exact, rtol=2 * np.finfo(np.float32).eps, atol=0)

@@ -402,28 +402,24 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     return _out(_Lstsq(x, res, rank, sv), out)
 
 
-def _tol_value(t):
-    """A float, or (a tensor of tolerances over the batch) its values."""
-    if t is None:
-        return None
-    if U.is_tensor(t):
-        U.check_plain("linalg tolerances", t)
-        return float(t.item()) if t.dim() == 0 else t.detach().numpy().astype(np.float64)
-    return float(t)
-
-
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
     _need("linalg.pinv", A)
     if rcond is not None:
         rtol = rcond
-    p = {}
-    atol, rtol = _tol_value(atol), _tol_value(rtol)
+    p = {"hermitian": True} if hermitian else {}
+    if U.is_tensor(atol) or U.is_tensor(rtol):
+        # tensor tolerances (one per matrix of a batch) are operands, so that they batch under vmap
+        from ._creation import tensor as _tensor
+        rd = A.dtype.to_real() if A.is_complex() else A.dtype
+        at = atol.to(rd) if U.is_tensor(atol) else _tensor(0.0 if atol is None else float(atol), dtype=rd)
+        if rtol is None:
+            return _out(dispatch(_LS.pinv_op, (A, at), p), out)
+        rt = rtol.to(rd) if U.is_tensor(rtol) else _tensor(float(rtol), dtype=rd)
+        return _out(dispatch(_LS.pinv_op, (A, at, rt), p), out)
     if atol is not None:
-        p["atol"] = atol
+        p["atol"] = float(atol)
     if rtol is not None:
-        p["rtol"] = rtol
-    if hermitian:
-        p["hermitian"] = True
+        p["rtol"] = float(rtol)
     return _out(dispatch(_LS.pinv_op, (A,), p), out)
 
 
@@ -432,23 +428,36 @@ def pinverse(input, rcond=1e-15):
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
+    """The number of singular values (|eigenvalues| when hermitian) above max(atol, rtol * s_max),
+    in ember ops: tensor tolerances (one per matrix of a batch) batch under vmap."""
     _need("linalg.matrix_rank", A)
     if tol is not None:
         atol, rtol = tol, 0.0
-    atol, rtol = _tol_value(atol), _tol_value(rtol)
     m, n = A.shape[-2:]
-    from ._creation import tensor as _tensor
+    from .ops.elementwise import maximum, where
     with _no_grad():
         s = eigvalsh(A).abs() if hermitian else svdvals(A)
-        if rtol is None:
-            rtol = 0.0 if (atol is not None and np.all(np.asarray(atol) > 0)) else \
-                float(np.finfo(A.dtype.np).eps) * max(m, n)
         smax = _R.amax(s, -1, True) if s.shape[-1] else s.sum(-1, keepdim=True)
-        rt = _tensor(np.asarray(rtol, A.dtype.np)).unsqueeze(-1)
-        at = _tensor(np.asarray(0.0 if atol is None else atol, A.dtype.np)).unsqueeze(-1)
-        from .ops.elementwise import maximum
-        r = (s > maximum(smax * rt, at)).sum(-1)
+        default = float(np.finfo(s.dtype.np).eps) * max(m, n)
+        at = None if atol is None else _tol_tensor(atol, s)
+        if rtol is not None:
+            rt = _tol_tensor(rtol, s)
+        else:  # (PyTorch: rtol is 0 where a positive atol is given, eps * max(m, n) elsewhere)
+            rt = default if at is None else where(at > 0, 0.0, default)
+        thr = smax * rt
+        if at is not None:
+            thr = maximum(thr, at)
+        r = (s > thr).sum(-1)
     return _out(r, out)
+
+
+def _tol_tensor(t, like):
+    """A tolerance (a number, or a tensor over the batch) as a tensor of ``like``'s dtype, with a
+    trailing dim to broadcast against the values."""
+    from ._creation import tensor as _tensor
+    if not U.is_tensor(t):
+        t = _tensor(float(t), dtype=like.dtype)
+    return t.to(like.dtype).unsqueeze(-1)
 
 
 def _no_grad():

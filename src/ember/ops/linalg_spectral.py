@@ -254,9 +254,11 @@ def _(ctx, t):
     u, s, vh = ctx.outs
     m, n = u.shape[-2], vh.shape[-1]
     k = s.shape[-1]
-    if ctx.params.get("full_matrices", True) and m != n:
-        raise err("linalg.svd: forward-mode AD is not supported for full_matrices=True with "
-                           "non-square input; use full_matrices=False")
+    if k == 0:  # (an empty matrix: nothing varies)
+        return u * 0, s * 0, vh * 0
+    pad = ctx.params.get("full_matrices", True) and m != n
+    if pad:  # only the first k columns of U (rows of Vh) are determined: the others get a zero tangent
+        u, vh = u[..., :, :k], vh[..., :k, :]
     v = vh.mH
     sc = s.to(u.dtype)
     p = _mm(_mm(u.mH, t), v)
@@ -270,6 +272,12 @@ def _(ctx, t):
         du = du + (_mm(t, v) - _mm(u, p)) / sc.unsqueeze(-2)
     if n > k:
         dv = dv + (_mm(t.mH, u) - _mm(v, p.mH)) / sc.unsqueeze(-2)
+    if pad:
+        from .shape import cat
+        dvh = dv.mH
+        z = (du[..., :, :1] * 0).expand(tuple(du.shape[:-1]) + (m - k,))
+        zr = (dvh[..., :1, :] * 0).expand(tuple(dvh.shape[:-2]) + (n - k, n))
+        return cat([du, z], -1), ds, cat([dvh, zr], -2)
     return du, ds, dv.mH
 
 
