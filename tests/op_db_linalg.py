@@ -29,7 +29,7 @@ def _factor(m, a, upper):
     """A Cholesky factor made from a: its triangle with a real positive diagonal (the abs, which is
     the identity on the real samples' diagonal of 3 + U(-1, 1))."""
     t = a.triu(1) if upper else a.tril(-1)
-    return t + m.diag_embed(a.diagonal(0, -2, -1).abs()).to(a.dtype)
+    return t + m.eye(*a.shape[-2:], dtype=a.abs().dtype) * a.abs()
 
 
 def _sym(m, a):
