@@ -1,4 +1,4 @@
-"""torch.linalg side by side: a batched solve, svd and eigh of one matrix, and a Cholesky factorization
+"""torch.linalg side by side: a batched solve, svd, eigh and eig of one matrix, and a Cholesky factorization
 followed by a triangular solve with the backward pass through both (float32, as PyTorch's default).
 
 Report the ratios at one thread (`python benchmarks/run.py linalg --threads 1`): ember calls
@@ -35,6 +35,11 @@ def _eigh(lib):
     return lambda: lib.linalg.eigh(a)
 
 
+def _eig(lib):
+    a = _rand(lib, 128, 128)
+    return lambda: lib.linalg.eig(a)
+
+
 def _chol_solve_backward(lib):
     a = _spd(lib, 512).requires_grad_(True)
     b = _rand(lib, 512, 16).requires_grad_(True)
@@ -52,6 +57,7 @@ WORKLOADS = [
     Workload("solve_64x32x32", ember=_solve, notes="linalg.solve of 64 32x32 systems, 8 right-hand sides"),
     Workload("svd_256", ember=_svd, notes="linalg.svd(full_matrices=False) of a 256x256 matrix"),
     Workload("eigh_256", ember=_eigh, notes="linalg.eigh of a symmetric 256x256 matrix"),
+    Workload("eig_128", ember=_eig, notes="linalg.eig of a general 128x128 matrix (complex eigenpairs)"),
     Workload("cholesky_solve_triangular_512_backward", ember=_chol_solve_backward,
              notes="cholesky of a 512x512 SPD matrix, solve_triangular with 16 columns, backward to both"),
 ]

@@ -20,9 +20,16 @@ def _tri(r, shape, upper):
 
 
 def _spd(m, a):
-    """A symmetric positive-definite matrix made from a (differentiably)."""
+    """A symmetric (Hermitian) positive-definite matrix made from a (differentiably)."""
     n = a.shape[-1]
-    return a @ a.mT + n * m.eye(n, dtype=a.dtype)
+    return a @ a.mH + n * m.eye(n, dtype=a.dtype)
+
+
+def _factor(m, a, upper):
+    """A Cholesky factor made from a: its triangle with a real positive diagonal (the abs, which is
+    the identity on the real samples' diagonal of 3 + U(-1, 1))."""
+    t = a.triu(1) if upper else a.tril(-1)
+    return t + m.eye(*a.shape[-2:], dtype=a.abs().dtype) * a.abs()
 
 
 def _sym(m, a):
@@ -75,7 +82,7 @@ add("linalg_solve_triangular", "triangular_solve", fn=lambda m, b, a, **k: m.tri
 add("linalg_solve_triangular", "cholesky_solve", fn=lambda m, b, a: m.cholesky_solve(b, a.tril()),
     samples=fixed(lambda r: S((U(r, (3, 2)), _tri(r, (3, 3), False)))))
 add("linalg_solve_triangular", "cholesky_inverse",
-    fn=lambda m, a, **k: m.cholesky_inverse(a.triu() if k.get("upper") else a.tril(), **k),
+    fn=lambda m, a, **k: m.cholesky_inverse(_factor(m, a, k.get("upper", False)), **k),
     samples=fixed(lambda r: S((_tri(r, (3, 3), False),)), lambda r: S((_tri(r, (3, 3), True),), {"upper": True})))
 
 # ----------------------------------------------------------------------------- det
@@ -160,6 +167,22 @@ add("linalg_eigh", "linalg_eigh", fn=_eigh_fixed,
 add("linalg_eigh", "linalg_eigvalsh", fn=lambda m, a: m.linalg.eigvalsh(_sym(m, a)),
     samples=fixed(lambda r: S((U(r, (2, 4, 4)),)), lambda r: S((U(r, (3, 3)),))))
 
+
+
+def _eig_fixed(m, a):
+    """eig with each eigenvector's phase fixed (its first component real and positive): the
+    eigenvectors are unique only up to that phase, and this function of them is differentiable."""
+    w, v = m.linalg.eig(a)
+    v0 = v[..., :1, :]
+    return w, v * (v0.conj() / v0.abs())
+
+
+add("linalg_eig", "linalg_eig", fn=_eig_fixed,
+    samples=fixed(lambda r: S((U(r, (3, 3)),)), lambda r: S((U(r, (2, 4, 4)),)),
+                  lambda r: S((_wc(r, (1, 1)),)),
+                  lambda r: S((U(r, (0, 2, 2)),), grad=False)))
+add("linalg_eig", "linalg_eigvals", fn=lambda m, a: m.linalg.eigvals(a),
+    samples=fixed(lambda r: S((U(r, (3, 3)),)), lambda r: S((U(r, (2, 4, 4)),))))
 
 def _svd_fixed(m, a, **k):
     u, s, vh = m.linalg.svd(a, **k)

@@ -225,14 +225,6 @@ def test_complex_functions_match_torch(torch, case):
 # ----------------------------------------------------------------------------- every op on complex inputs
 
 _EXPECTED_GAPS = {
-    # linalg rules not yet verified for complex input: they raise NotImplementedError (or PyTorch's
-    # dtype error) instead of answering
-    "cholesky_inverse": "complex linalg", "linalg_slogdet": "complex linalg", "linalg_logdet": "complex linalg",
-    "linalg_cholesky_ex": "complex linalg", "linalg_lstsq_all": "complex linalg", "linalg_lstsq": "complex linalg",
-    "linalg_lstsq_gelsd": "complex linalg",
-    "linalg_lstsq_residuals": "complex linalg", "linalg_matrix_norm_svd": "complex linalg",
-    "linalg_householder_product": "complex linalg", "ormqr": "complex linalg", "linalg_vecdot": "complex linalg",
-    "linalg_vander": "complex linalg",
 }
 
 

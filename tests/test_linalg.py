@@ -109,12 +109,105 @@ def test_ex_variants_return_info(torch):
         ember.linalg.cholesky_ex(ember.tensor(bad), check_errors=True)
 
 
-def test_eig_without_complex_dtypes_is_a_clear_error():
-    if hasattr(ember, "complex64"):
-        pytest.skip("complex dtypes exist")
-    for f in (ember.linalg.eig, ember.linalg.eigvals):
-        with pytest.raises(RuntimeError, match="complex"):
-            f(ember.eye(2))
+def _phase_fixed(v):
+    """Eigenvectors with their first component real and positive (they are unique up to a phase)."""
+    v0 = v[..., :1, :]
+    return v * (v0.conj() / abs(v0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_eig_matches_torch(torch, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 5, 5))
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal((3, 5, 5))
+    a = a.astype(dtype)
+    w, v = ember.linalg.eig(ember.from_numpy(a.copy()))
+    tw, tv = torch.linalg.eig(torch.from_numpy(a.copy()))
+    assert str(w.dtype) == str(tw.dtype).replace("torch", "ember") and w.dtype.is_complex
+    assert str(v.dtype) == str(tv.dtype).replace("torch", "ember") and tuple(v.shape) == (3, 5, 5)
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-10
+    np.testing.assert_allclose(w.numpy(), tw.numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.linalg.norm(v.numpy(), axis=-2), 1, rtol=tol)  # unit eigenvectors
+    np.testing.assert_allclose(_phase_fixed(v.numpy()), _phase_fixed(tv.numpy()), rtol=tol, atol=tol)
+    np.testing.assert_allclose(ember.linalg.eigvals(ember.from_numpy(a.copy())).numpy(), tw.numpy(), rtol=tol,
+                               atol=tol)
+    np.testing.assert_allclose(a.astype(np.complex128) @ v.numpy(), v.numpy() * w.numpy()[..., None, :],
+                               atol=10 * tol)
+
+
+def test_eig_errors_and_edge_cases(torch):
+    for bad, kind in [(np.ones((2, 3)), "square"), (np.ones(3), "2 dimensions"),
+                      (np.array([[1.0, np.nan], [0, 1]]), "infs or NaNs")]:
+        with pytest.raises(RuntimeError, match=kind):
+            ember.linalg.eig(ember.tensor(bad))
+        with pytest.raises(RuntimeError, match=kind):
+            torch.linalg.eig(torch.tensor(bad))
+    with pytest.raises(NotImplementedError, match="Half"):
+        ember.linalg.eig(ember.ones(2, 2, dtype=ember.float16))
+    with pytest.raises(RuntimeError):
+        ember.linalg.eig(ember.ones(2, 2, dtype=ember.int64))
+    for shape in [(0, 3, 3), (2, 0, 0)]:
+        w, v = ember.linalg.eig(ember.zeros(shape))
+        tw, tv = torch.linalg.eig(torch.zeros(shape))
+        assert tuple(w.shape) == tuple(tw.shape) and tuple(v.shape) == tuple(tv.shape)
+        assert w.dtype is ember.complex64 and v.dtype is ember.complex64
+    r = ember.linalg.eig(ember.eye(2))
+    assert type(r).__name__ == "linalg_eig" and r.eigenvalues is r[0] and r.eigenvectors is r[1]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_eig_gradients_match_torch(torch, dtype):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 4, 4))
+    if dtype == "complex128":
+        a = a + 1j * rng.standard_normal((2, 4, 4))
+
+    def loss(m, x):  # a phase-invariant function of the eigenvectors, and the eigenvalues
+        w, v = m.linalg.eig(x)
+        return (v.abs() ** 2 * m.arange(4.0, dtype=m.float64)).sum() + (w * w).real.sum() + \
+            (_phase_fixed(v) ** 2).imag.sum() + (v[..., 0, :].abs() * w.abs()).sum()
+
+    grads = []
+    for m in (ember, torch):
+        x = m.from_numpy(a.copy()).requires_grad_(True)
+        loss(m, x).backward()
+        grads.append(x.grad.numpy())
+        assert str(x.grad.dtype).split(".")[-1] == dtype  # a real input's gradient is real
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-10)
+    for m in (ember, torch):  # eigvals differentiates through the eigenvalues only
+        x = m.from_numpy(a.copy()).requires_grad_(True)
+        w = m.linalg.eigvals(x)
+        (w.real * w.imag + w.abs()).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[2], grads[3], rtol=1e-8, atol=1e-10)
+    x = ember.from_numpy(a[0].copy()).requires_grad_(True)
+    assert gradcheck(lambda x: (ember.linalg.eigvals(x), _phase_fixed(ember.linalg.eig(x)[1])), (x,))
+    assert gradgradcheck(lambda x: _phase_fixed(ember.linalg.eig(x)[1]).abs().sum(-1), (x,))
+
+
+def test_eig_phase_dependent_loss_is_an_error(torch):
+    a = np.array([[0.0, -2.0, 0.5], [1.0, 0.0, 0.0], [0.3, 0.0, 1.0]])  # (a complex pair of eigenvalues)
+    for m in (torch, ember):
+        x = m.from_numpy(a.copy()).requires_grad_(True)
+        with pytest.raises(RuntimeError, match="specified up to multiplication by e\\^\\{i phi\\}"):
+            m.linalg.eig(x)[1].sum().abs().backward()
+
+
+def test_eig_forward_ad_and_vmap_match_torch(torch):
+    rng = np.random.default_rng(4)
+    a, t = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 4))
+
+    def f(m):
+        return lambda x: (lambda w, v: (w, _phase_fixed(v)))(*m.linalg.eig(x))
+    _, et = ember.func.jvp(f(ember), (ember.from_numpy(a.copy()),), (ember.from_numpy(t.copy()),))
+    _, tt = torch.func.jvp(f(torch), (torch.from_numpy(a.copy()),), (torch.from_numpy(t.copy()),))
+    for x, y in zip(et, tt):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-8, atol=1e-10)
+    vw, vv = ember.func.vmap(ember.linalg.eig)(ember.from_numpy(a.copy()))
+    w, v = ember.linalg.eig(ember.from_numpy(a.copy()))
+    np.testing.assert_array_equal(vw.numpy(), w.numpy())
+    np.testing.assert_array_equal(vv.numpy(), v.numpy())
 
 
 def test_qr_backward_errors():
@@ -498,3 +591,161 @@ def test_large_lu_and_qr_paths(torch):
     assert ember.linalg.inv_ex(ember.tensor(s)).info.tolist() == [0, 4]
     assert ember.linalg.solve_ex(ember.tensor(s), ember.tensor(b)).info.tolist() == [0, 4]
     assert ember.linalg.det(ember.tensor(s))[1].item() == 0
+
+
+# ----------------------------------------------------------------------------- complex input
+
+
+def _crand(*shape, seed=0):
+    r = np.random.default_rng(seed)
+    return r.uniform(-1, 1, shape) + 1j * r.uniform(-1, 1, shape)
+
+
+def _both(torch, fn, *arrays, grad=True):
+    """fn(m, *tensors) in ember and torch: outputs and gradients of a real loss of the outputs."""
+    res = []
+    for m in (ember, torch):
+        xs = [m.from_numpy(a.copy()).requires_grad_(grad) for a in arrays]
+        out = fn(m, *xs)
+        outs = out if isinstance(out, tuple) else (out,)
+        vals = [o.detach().resolve_conj().numpy() for o in outs]
+        gs = None
+        if grad:
+            loss = sum((m.view_as_real(o) if o.is_complex() else o).sin().sum() for o in outs
+                       if o.dtype.is_floating_point or o.dtype.is_complex)
+            gs = [g.resolve_conj().numpy() for g in m.autograd.grad(loss, xs)]
+        res.append((vals, gs))
+    return res
+
+
+def _same(res, tol=1e-9):
+    (ev, eg), (tv, tg) = res
+    for a, b in zip(ev, tv):
+        assert a.dtype == b.dtype, (a.dtype, b.dtype)
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    for a, b in zip(eg or (), tg or ()):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["slogdet", "logdet", "logdet_hermitian", "cholesky", "cholesky_upper",
+                                  "cholesky_inverse", "cholesky_inverse_upper", "vecdot", "vander",
+                                  "householder_product", "ormqr", "matrix_norm_2", "matrix_norm_-2",
+                                  "matrix_norm_nuc"])
+def test_complex_input_matches_torch(torch, name):
+    a = _crand(2, 3, 3)
+    herm = a @ np.conj(np.swapaxes(a, -1, -2)) + 3 * np.eye(3)
+    l_ = np.tril(a, -1) + np.eye(3) * (1 + np.abs(a))
+
+    def chol_inv(m, x, upper=False):
+        f = x.tril(-1) + m.diag_embed(x.diagonal(0, -2, -1).abs() + 1).to(x.dtype)
+        return m.cholesky_inverse(f.mH if upper else f, upper=upper)
+    cases = {
+        "slogdet": (lambda m, x: tuple(m.linalg.slogdet(x)), [a]),
+        "logdet": (lambda m, x: m.logdet(x), [a]),
+        "logdet_hermitian": (lambda m, x: m.logdet(x @ x.mH + 3 * m.eye(3)), [a]),
+        "cholesky": (lambda m, x: m.linalg.cholesky(x @ x.mH + 3 * m.eye(3)), [a]),
+        "cholesky_upper": (lambda m, x: m.linalg.cholesky_ex(x @ x.mH + 3 * m.eye(3), upper=True)[0], [a]),
+        "cholesky_inverse": (chol_inv, [a]),
+        "cholesky_inverse_upper": (lambda m, x: chol_inv(m, x, True), [a]),
+        "vecdot": (lambda m, x, y: m.linalg.vecdot(x, y, dim=-2), [a, _crand(3, 3, seed=1)]),
+        "vander": (lambda m, x: m.linalg.vander(x, N=4), [a[0, 0]]),
+        "householder_product": (lambda m, x, t: m.linalg.householder_product(x, t), [a, _crand(2, 2, seed=2)]),
+        "ormqr": (lambda m, x, t, c: m.ormqr(x, t, c, transpose=True), [a, _crand(2, 3, seed=2), _crand(2, 3, 2)]),
+        "matrix_norm_2": (lambda m, x: m.linalg.matrix_norm(x, 2), [a]),
+        "matrix_norm_-2": (lambda m, x: m.linalg.matrix_norm(x, -2), [a]),
+        "matrix_norm_nuc": (lambda m, x: m.linalg.matrix_norm(x, "nuc"), [a]),
+    }
+    fn, arrays = cases[name]
+    _same(_both(torch, fn, *arrays))
+    assert herm.shape == (2, 3, 3) and l_.shape == (2, 3, 3)
+    xs = tuple(ember.from_numpy(x.copy()).requires_grad_(True) for x in arrays)
+    assert gradcheck(lambda *x: fn(ember, *x), xs, check_forward_ad=True)
+
+
+def test_complex_vecdot_conjugates_the_first_argument():
+    x, y = ember.tensor([1j, 2.0]), ember.tensor([1j, 1.0 + 0j])
+    assert ember.linalg.vecdot(x, y).item() == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_complex_lstsq_matches_torch(torch, driver):
+    a, b = _crand(2, 5, 3), _crand(2, 5, 2, seed=1)
+    eo = ember.linalg.lstsq(ember.from_numpy(a.copy()), ember.from_numpy(b.copy()), driver=driver)
+    to = torch.linalg.lstsq(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()), driver=driver)
+    for x, y in zip(eo, to):
+        assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1] and tuple(x.shape) == tuple(y.shape)
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-9)
+    if driver != "gelsy":  # the residuals are differentiable (PyTorch: for the drivers that compute them)
+        _same(_both(torch, lambda m, x, y: tuple(m.linalg.lstsq(x, y, driver=driver)[:2]), a, b))
+        xs = (ember.from_numpy(a.copy()).requires_grad_(True), ember.from_numpy(b.copy()).requires_grad_(True))
+        assert gradcheck(lambda x, y: tuple(ember.linalg.lstsq(x, y, driver=driver)[:2]), xs, check_forward_ad=True)
+
+
+def test_complex_logdet_of_a_singular_matrix_as_torch(torch):
+    for m in ([[0, 0], [0, 0]], [[0, 1], [1, 0]], [[1j, 0], [0, 2]]):
+        e = ember.logdet(ember.tensor(m, dtype=ember.complex128)).item()
+        t = torch.logdet(torch.tensor(m, dtype=torch.complex128)).item()
+        np.testing.assert_equal(e, t)
+
+
+def test_complex_slogdet_sign_gradient(torch):
+    """The sign of a complex determinant carries a gradient (d sign = sign i Im tr(A^{-1} dA))."""
+    a = _crand(3, 3, seed=5)
+    _same(_both(torch, lambda m, x: m.linalg.slogdet(x).sign, a))
+    _, et = ember.func.jvp(lambda x: tuple(ember.linalg.slogdet(x)), (ember.from_numpy(a.copy()),),
+                           (ember.from_numpy(_crand(3, 3, seed=6)),))
+    _, tt = torch.func.jvp(lambda x: tuple(torch.linalg.slogdet(x)), (torch.from_numpy(a.copy()),),
+                           (torch.from_numpy(_crand(3, 3, seed=6)),))
+    for x, y in zip(et, tt):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- op_db findings
+
+
+def test_svd_forward_ad_full_matrices_non_square_as_torch(torch):
+    """Only the first k columns of U (rows of Vh) have a tangent; the completed ones get zeros."""
+    a, t = _rand(3, 5), _rand(3, 5, seed=1)
+    for shape in ((3, 5), (5, 3)):
+        x, dx = a.reshape(shape), t.reshape(shape)
+        _, et = ember.func.jvp(lambda y: tuple(ember.linalg.svd(y, full_matrices=True)), (ember.tensor(x),),
+                               (ember.tensor(dx),))
+        _, tt = torch.func.jvp(lambda y: tuple(torch.linalg.svd(y, full_matrices=True)), (torch.tensor(x),),
+                               (torch.tensor(dx),))
+        k = min(shape)
+        np.testing.assert_allclose(et[1].numpy(), tt[1].numpy(), atol=1e-12)
+        for e, tr in ((et[0], tt[0]), (et[2].mT, tt[2].mT)):  # columns of U and V, up to their signs
+            e, tr = e.numpy(), tr.numpy()
+            np.testing.assert_array_equal(e[:, k:], 0)
+            np.testing.assert_array_equal(tr[:, k:], 0)
+    _, et = ember.func.jvp(lambda y: tuple(ember.linalg.svd(y)), (ember.zeros(0, 3, dtype=ember.float64),),
+                           (ember.zeros(0, 3, dtype=ember.float64),))
+    assert [tuple(x.shape) for x in et] == [(0, 0), (0,), (3, 3)]
+
+
+def test_matrix_rank_and_pinv_batch_tensor_tolerances_under_vmap(torch):
+    a = _rand(3, 4, 4) @ np.diag([1.0, 0.5, 1e-3, 1e-9])
+    tols = np.array([1e-12, 1e-2, 0.6])
+    for name, f in (("matrix_rank", lambda m: lambda x, t: m.linalg.matrix_rank(x, atol=t)),
+                    ("pinv_both", lambda m: lambda x, t: m.linalg.pinv(x, atol=t, rtol=t)),
+                    ("matrix_rank_rtol", lambda m: lambda x, t: m.linalg.matrix_rank(x, rtol=t)),
+                    ("pinv", lambda m: lambda x, t: m.linalg.pinv(x, rtol=t)),
+                    ("pinv_atol", lambda m: lambda x, t: m.linalg.pinv(x, atol=t))):
+        e = ember.func.vmap(f(ember))(ember.tensor(a), ember.tensor(tols)).numpy()
+        loop = np.stack([f(ember)(ember.tensor(a[i]), ember.tensor(tols[i])).numpy() for i in range(3)])
+        t = torch.func.vmap(f(torch))(torch.tensor(a), torch.tensor(tols)).numpy()
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(e, loop, rtol=1e-12, atol=1e-12, err_msg=name)
+    # a batch of matrices with one tolerance per matrix, no vmap
+    r = ember.linalg.matrix_rank(ember.tensor(a), atol=ember.tensor(tols))
+    assert r.tolist() == torch.linalg.matrix_rank(torch.tensor(a), atol=torch.tensor(tols)).tolist()
+
+
+def test_matrix_exp_float32_is_float32_exact():
+    """float32 input computes in float64 and rounds once: every element right to float32 rounding,
+    even those far below the matrix's norm (scaling and squaring in float32 loses digits there)."""
+    a = np.random.default_rng(0).uniform(-3, 3, (4, 5, 5)).astype(np.float32)
+    exact = ember.linalg.matrix_exp(ember.tensor(a.astype(np.float64))).numpy()
+    e = ember.linalg.matrix_exp(ember.tensor(a)).numpy()
+    assert e.dtype == np.float32
+    np.testing.assert_allclose(e, exact, rtol=2 * np.finfo(np.float32).eps, atol=0)

@@ -41,6 +41,7 @@ _Slogdet = _rt("linalg_slogdet", ["sign", "logabsdet"])
 _QR = _rt("linalg_qr", ["Q", "R"])
 _SVD = _rt("linalg_svd", ["U", "S", "Vh"])
 _Eigh = _rt("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_Eig = _rt("linalg_eig", ["eigenvalues", "eigenvectors"])
 _Lstsq = _rt("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _LU = _rt("linalg_lu", ["P", "L", "U"])
 _LUF = _rt("linalg_lu_factor", ["LU", "pivots"])
@@ -127,16 +128,6 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 # ----------------------------------------------------------------------------- determinants
 
 
-
-def _real_only(name, *tensors):
-    """ember's rules for these functions are not verified for complex input yet: a clear error
-    instead of a possibly wrong answer."""
-    for t in tensors:
-        if U.is_tensor(t) and t.is_complex():
-            raise NotImplementedError(f"{name}: complex input is not supported by ember yet (got {t.dtype}); "
-                                      f"real float32/float64 input works")
-
-
 def det(A, *, out=None):
     """The determinant of a square matrix (or batch).
 
@@ -146,21 +137,18 @@ def det(A, *, out=None):
 
 
 def slogdet(A, *, out=None):
-    """The sign and log of the absolute determinant.
-
-    Differences from PyTorch: complex input is refused with NotImplementedError."""
-    _real_only("linalg.slogdet", A)
+    """The sign and log of the absolute determinant."""
     _need("linalg.slogdet", A)
     return _out(_Slogdet(*dispatch(_LS.slogdet_op, (A,))), out)
 
 
 def logdet(input):
-    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet).
-
-    Differences from PyTorch: complex input is refused with NotImplementedError."""
-    _real_only("torch.logdet", input)
+    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet); for complex
+    input the principal complex logarithm log|det| + i arg(det)."""
     sign, la = slogdet(input)
     from .ops.elementwise import where
+    if input.is_complex():  # (log of a unit number: i arg(det); a zero determinant: -inf + nan i, as PyTorch)
+        return where(sign == 0, complex(-math.inf, math.nan), la + sign.log())
     return where(sign < 0, math.nan, la)
 
 
@@ -168,10 +156,7 @@ def logdet(input):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    """cholesky without raising on failure: returns (L, info), info > 0 where a matrix is not positive-definite.
-
-    Differences from PyTorch: complex input is refused with NotImplementedError."""
-    _real_only("linalg.cholesky_ex", A)
+    """cholesky without raising on failure: returns (L, info), info > 0 where a matrix is not positive-definite."""
     _need("linalg.cholesky", A)
     p = {"check_errors": check_errors}
     if upper:
@@ -226,9 +211,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 def cholesky_inverse(L, upper=False, *, out=None):
     """The inverse of A from its Cholesky factor.
 
-    Differences from PyTorch: complex input is refused with NotImplementedError; the derivative along the
-    triangle LAPACK never reads is 0 (finite differences agree), PyTorch's is not."""
-    _real_only("torch.cholesky_inverse", L)
+    Differences from PyTorch: the derivative along the triangle LAPACK never reads is 0 (finite differences agree), PyTorch's is not."""
     _need("cholesky_inverse", L)
     _factor_check("cholesky_inverse", L)
     from ._creation import eye
@@ -346,21 +329,12 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return _out(_SP.eigh(A, UPLO)[0], out)
 
 
-def _complex_missing(name):
-    import ember
-    if not hasattr(ember, "complex64"):
-        raise RuntimeError(f"{name}: the eigenvalues of a general (non-symmetric) matrix are complex, and ember "
-                           f"has no complex dtypes yet; for a symmetric (Hermitian) matrix use linalg.eigh / "
-                           f"linalg.eigvalsh")
-    raise RuntimeError(f"{name} is not implemented in ember yet")
-
-
 def eig(A, *, out=None):
-    """Eigenvalues and eigenvectors of a general square matrix.
-
-    Differences from PyTorch: not implemented yet: raises RuntimeError."""
+    """Eigenvalues and unit eigenvectors of general square matrices, always complex (complex64 for
+    float32 input, complex128 for float64): LAPACK's geev, each eigenvector of unit norm with its
+    largest component real, as PyTorch's."""
     _need("linalg.eig", A)
-    _complex_missing("linalg.eig")
+    return _out(_Eig(*_SP.eig(A)), out)
 
 
 def eigvals(A, *, out=None):
@@ -368,7 +342,7 @@ def eigvals(A, *, out=None):
 
     Differences from PyTorch: not implemented yet: raises RuntimeError."""
     _need("linalg.eigvals", A)
-    _complex_missing("linalg.eigvals")
+    return _out(_SP.eig(A)[0], out)
 
 
 def householder_product(A, tau, *, out=None):
@@ -390,7 +364,7 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
     for t in (A, tau):
-        if not t.is_floating_point():
+        if not (t.is_floating_point() or t.is_complex()):
             raise RuntimeError(f"torch.linalg.householder_product: Expected a floating point or complex tensor as "
                                f"input. Got {_LS.torch_dtype_name(t.dtype.np)}")
     from ._creation import eye
@@ -420,15 +394,21 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     raises IndexError where PyTorch raises RuntimeError."""
     U.no_lowp("ormqr_cpu", input)
     for t in (input, tau, other):
-        if not t.is_floating_point():
+        if not (t.is_floating_point() or t.is_complex()):
             raise RuntimeError(f"torch.ormqr: Expected a floating point or complex tensor as input. Got "
                                f"{_LS.torch_dtype_name(t.dtype.np)}")
     if not (input.dtype is tau.dtype is other.dtype):
         raise RuntimeError(f"torch.ormqr: Expected input, tau and other to have the same dtype, got "
                            f"{input.dtype}, {tau.dtype} and {other.dtype}")
+    if other.dim() != input.dim():
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}")
     m = other.shape[-2] if left else other.shape[-1]
     if input.shape[-2] != m:
         raise RuntimeError(f"torch.ormqr: input.shape[-2] must be equal to other.shape[{-2 if left else -1}]")
+    if tau.shape[-1] != min(m, input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{-2 if left else -1}], "
+                           f"input.shape[-1])")
     from ._creation import zeros
     from .ops.shape import cat
     kk = input.shape[-1]
@@ -446,10 +426,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
-    """The least-squares solution of A X = B, with residuals, rank and singular values by driver.
-
-    Differences from PyTorch: complex input is refused with NotImplementedError."""
-    _real_only("linalg.lstsq", A, B)
+    """The least-squares solution of A X = B, with residuals, rank and singular values by driver."""
     _need("linalg.lstsq", A)
     if driver is None:
         driver = "gelsy"
@@ -466,29 +443,25 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     return _out(_Lstsq(x, res, rank, sv), out)
 
 
-def _tol_value(t):
-    """A float, or (a tensor of tolerances over the batch) its values."""
-    if t is None:
-        return None
-    if U.is_tensor(t):
-        U.check_plain("linalg tolerances", t)
-        return float(t.item()) if t.dim() == 0 else t.detach().numpy().astype(np.float64)
-    return float(t)
-
-
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
     """The Moore-Penrose pseudo-inverse (atol, rtol, hermitian)."""
     _need("linalg.pinv", A)
     if rcond is not None:
         rtol = rcond
-    p = {}
-    atol, rtol = _tol_value(atol), _tol_value(rtol)
+    p = {"hermitian": True} if hermitian else {}
+    if U.is_tensor(atol) or U.is_tensor(rtol):
+        # tensor tolerances (one per matrix of a batch) are operands, so that they batch under vmap
+        from ._creation import tensor as _tensor
+        rd = A.dtype.to_real() if A.is_complex() else A.dtype
+        at = atol.to(rd) if U.is_tensor(atol) else _tensor(0.0 if atol is None else float(atol), dtype=rd)
+        if rtol is None:
+            return _out(dispatch(_LS.pinv_op, (A, at), p), out)
+        rt = rtol.to(rd) if U.is_tensor(rtol) else _tensor(float(rtol), dtype=rd)
+        return _out(dispatch(_LS.pinv_op, (A, at, rt), p), out)
     if atol is not None:
-        p["atol"] = atol
+        p["atol"] = float(atol)
     if rtol is not None:
-        p["rtol"] = rtol
-    if hermitian:
-        p["hermitian"] = True
+        p["rtol"] = float(rtol)
     return _out(dispatch(_LS.pinv_op, (A,), p), out)
 
 
@@ -498,26 +471,36 @@ def pinverse(input, rcond=1e-15):
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
-    """The numerical rank (singular values above max(atol, rtol * largest)).
-
-    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes the rank."""
+    """The number of singular values (|eigenvalues| when hermitian) above max(atol, rtol * s_max),
+    in ember ops: tensor tolerances (one per matrix of a batch) batch under vmap."""
     _need("linalg.matrix_rank", A)
     if tol is not None:
         atol, rtol = tol, 0.0
-    atol, rtol = _tol_value(atol), _tol_value(rtol)
     m, n = A.shape[-2:]
-    from ._creation import tensor as _tensor
+    from .ops.elementwise import maximum, where
     with _no_grad():
         s = eigvalsh(A).abs() if hermitian else svdvals(A)
-        if rtol is None:
-            rtol = 0.0 if (atol is not None and np.all(np.asarray(atol) > 0)) else \
-                float(np.finfo(A.dtype.np).eps) * max(m, n)
         smax = _R.amax(s, -1, True) if s.shape[-1] else s.sum(-1, keepdim=True)
-        rt = _tensor(np.asarray(rtol, A.dtype.np)).unsqueeze(-1)
-        at = _tensor(np.asarray(0.0 if atol is None else atol, A.dtype.np)).unsqueeze(-1)
-        from .ops.elementwise import maximum
-        r = (s > maximum(smax * rt, at)).sum(-1)
+        default = float(np.finfo(s.dtype.np).eps) * max(m, n)
+        at = None if atol is None else _tol_tensor(atol, s)
+        if rtol is not None:
+            rt = _tol_tensor(rtol, s)
+        else:  # (PyTorch: rtol is 0 where a positive atol is given, eps * max(m, n) elsewhere)
+            rt = default if at is None else where(at > 0, 0.0, default)
+        thr = smax * rt
+        if at is not None:
+            thr = maximum(thr, at)
+        r = (s > thr).sum(-1)
     return _out(r, out)
+
+
+def _tol_tensor(t, like):
+    """A tolerance (a number, or a tensor over the batch) as a tensor of ``like``'s dtype, with a
+    trailing dim to broadcast against the values."""
+    from ._creation import tensor as _tensor
+    if not U.is_tensor(t):
+        t = _tensor(float(t), dtype=like.dtype)
+    return t.to(like.dtype).unsqueeze(-1)
 
 
 def _no_grad():
@@ -618,7 +601,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         if A.is_floating_point() and A.dtype.itemsize == 2:  # (float16/bfloat16: as PyTorch)
             raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
                                f"{'Half' if A.dtype.name == 'float16' else 'BFloat16'}")
-        if not A.is_floating_point():
+        if not (A.is_floating_point() or A.is_complex()):
             raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_LS.torch_dtype_name(A.dtype.np)}")
         s = svdvals(A.movedim((d0, d1), (-2, -1)))
@@ -703,11 +686,11 @@ def cross(input, other, *, dim=-1, out=None):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    """The dot product along dim, conjugating x: sum(x.conj() * y, dim).
-
-    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it."""
-    if not x.is_floating_point() or not y.is_floating_point():
-        bad = x if not x.is_floating_point() else y
+    """sum(conj(x) * y) over ``dim`` (the conjugate of the first vector, as PyTorch's)."""
+    def ok(t):
+        return t.is_floating_point() or t.is_complex()
+    if not ok(x) or not ok(y):
+        bad = x if not ok(x) else y
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{_LS.torch_dtype_name(bad.dtype.np)}")
     if x.dtype is not y.dtype:
@@ -808,7 +791,7 @@ def vander(x, N=None):
         raise RuntimeError("linalg.vander: N must be greater than 1.")
     from ._creation import ones
     from .ops.shape import cat
-    if not (x.is_floating_point() or x.dtype.name in ("int64", "int32", "int16", "int8", "uint8")):
+    if not (x.is_floating_point() or x.is_complex() or x.dtype.name in ("int64", "int32", "int16", "int8", "uint8")):
         raise RuntimeError(f"linalg.vander: Unsupported dtype {x.dtype}")
     xs = x.unsqueeze(-1).expand(tuple(x.shape) + (n - 1,))
     return cat([ones(tuple(x.shape) + (1,), dtype=x.dtype), xs.cumprod(-1)], -1)

@@ -152,6 +152,12 @@ def _where(c, a, b):
     return where(c, a, b)
 
 
+def _zero_grad(g):
+    """True when ``g`` is known to be all zeros (an output that received no gradient)."""
+    v = concrete(g)
+    return v is not None and not v.any()
+
+
 def concrete(t):
     """The values of a plain (not vmap-wrapped) tensor, or None."""
     return t._data if t._wr is None else None
@@ -307,6 +313,17 @@ def _solve_tri_impl(xp, a, b, upper, unitriangular=False):
     if a.size == 0 or b.size == 0:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         return np.zeros(batch + b.shape[-2:], a.dtype)
+    if a.ndim == 2 and b.ndim == 2:
+        return _trsm(a, b, upper, unitriangular)
+    if big(a):
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        ab = np.broadcast_to(a, batch + a.shape[-2:]).reshape((-1,) + a.shape[-2:])
+        bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+        out = np.empty(batch + b.shape[-2:], a.dtype)
+        fo = out.reshape((-1,) + b.shape[-2:])
+        for i in range(fo.shape[0]):
+            fo[i] = _trsm(ab[i], bb[i], upper, unitriangular)
+        return out
     try:
         return _sla.solve_triangular(a, b, lower=not upper, unit_diagonal=unitriangular, check_finite=False)
     except np.linalg.LinAlgError:  # a zero on the diagonal: BLAS's trsm gives the infs and nans PyTorch gives
@@ -317,6 +334,25 @@ def _solve_tri_impl(xp, a, b, upper, unitriangular=False):
         with np.errstate(all="ignore"):
             x = [f(1.0, m, r, lower=not upper, diag=int(unitriangular)) for m, r in zip(ab, bb)]
         return np.asarray(x, a.dtype).reshape(batch + b.shape[-2:])
+
+
+def _trsm(a, b, upper, unit):
+    """A^{-1} B for one triangular A (BLAS trsm, no copy of A, one of B). trsm wants column-major
+    operands: a row-major B is the column-major B^T, so the solve runs as X^T A^T = B^T from the
+    right, A^T being A's own memory read as column-major (transposed once more by trans_a when A
+    is column-major itself); X^T comes back column-major, that is X row-major. (OpenBLAS's
+    right-side trsm is also several times faster than its left-side one at these sizes.) A zero on
+    the diagonal gives the infs and nans PyTorch gives, no error."""
+    f = _sla.get_blas_funcs("trsm", (a, b))
+    if not b.flags.c_contiguous:
+        b = np.ascontiguousarray(b)
+    if a.flags.f_contiguous and not a.flags.c_contiguous:
+        m, lower, trans = a, not upper, 1       # op(A) = A^T
+    else:
+        m, lower, trans = np.ascontiguousarray(a).T, upper, 0  # A^T's memory, read as is
+    with np.errstate(all="ignore"):
+        y = f(1.0, m, b.T, side=1, lower=lower, trans_a=trans, diag=int(unit))
+    return y.T
 
 
 solve_tri_op = defop("linalg_solve_triangular", _solve_tri_impl, save=("inputs", "out"), bcast=True, family=FAM)
@@ -447,19 +483,32 @@ def _slogdet_impl(xp, a):
 
 
 # (the sign is an output of the node, as in PyTorch, with a zero gradient for real input)
-slogdet_op = defop("linalg_slogdet", _slogdet_impl, nout=2, save=("inputs",), family=FAM)
+slogdet_op = defop("linalg_slogdet", _slogdet_impl, nout=2, save=("inputs", "out"), family=FAM)
+
+
+def _slogdet_c(gs, gl, sign):
+    """The gradient's scalar factor: with tau = tr(A^{-1} dA), d logabsdet = Re(tau) and
+    d sign = sign * i Im(tau), so a real loss changes by Re(conj(c) tau), c = gl + i Im(gs conj(sign))
+    (gl alone for real input, whose sign has a zero derivative)."""
+    if not sign.dtype.is_complex or _zero_grad(gs):
+        return gl
+    return gl + (gs * sign.conj()).imag * 1j
 
 
 @slogdet_op.def_vjp
 def _(ctx, gs, gl):
     a = ctx.inputs[0]
-    return gl.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
+    c = _slogdet_c(gs, gl, ctx.outs[0])
+    return c.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
 
 
 @slogdet_op.def_jvp
 def _(ctx, t):
     a = ctx.inputs[0]
-    return None, (inv(a).mT * t).sum((-2, -1))
+    tau = (inv(a).mT * t).sum((-2, -1))
+    if not tau.dtype.is_complex:
+        return None, tau
+    return ctx.outs[0] * (tau.imag * 1j), tau.real
 
 
 slogdet_op.batch = elementwise_rule
@@ -499,13 +548,21 @@ def _lu_sign_logabs(lu, piv):
 
 
 def _chol_big(a, upper):
+    """potrf matrix by matrix. LAPACK wants column-major input: a row-major matrix is its own
+    transpose in column-major, so potrf factors A^T with the other triangle (U^H U = A^T gives
+    A = L L^H with L = U^T, the same for complex Hermitian input) and the factor's transpose is
+    row-major again: no transposing copies."""
     f = _lapack.get_lapack_funcs("potrf", (a,))
-    out = np.empty(a.shape, a.dtype)
     info = np.zeros(a.shape[:-2], np.int32)
+    if a.ndim == 2:
+        c, inf = f(np.ascontiguousarray(a).T, lower=upper, clean=1)
+        info[()] = inf
+        return c.T, info
+    out = np.empty(a.shape, a.dtype)
     fo, fi = out.reshape((-1,) + a.shape[-2:]), info.reshape(-1)
     for i, m in enumerate(_flat(a)):
-        c, inf = f(m, lower=not upper, clean=1)
-        fo[i], fi[i] = c, inf
+        c, inf = f(np.ascontiguousarray(m).T, lower=upper, clean=1)
+        fo[i], fi[i] = c.T, inf
     return out, info
 
 
@@ -710,7 +767,11 @@ def _expm_impl(xp, a):
     check_matrix("linalg.matrix_exp", a)
     if a.size == 0:
         return a.copy()
-    return np.asarray(_sla.expm(a), a.dtype)
+    # single precision computes in double and rounds once: the scaling-and-squaring steps amplify
+    # float32 rounding (an element 1e-3 of the matrix's norm can lose three digits, PyTorch's own
+    # float32 result included); double keeps every element right to float32's precision
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    return np.asarray(_sla.expm(a.astype(wide, copy=False)), a.dtype)
 
 
 expm_op = defop("linalg_matrix_exp", _expm_impl, save=("inputs",), family=FAM, node_name="LinalgMatrixExpBackward0")
@@ -743,8 +804,9 @@ expm_op.batch = elementwise_rule
 
 def _tol(s, m, n, atol, rtol, dtype):
     """max(atol, rtol * s_max) per matrix (atol/rtol: floats, or arrays over the batch)."""
-    if rtol is None:
-        rtol = 0.0 if (atol is not None and np.all(np.asarray(atol) > 0)) else np.finfo(dtype).eps * max(m, n)
+    default = np.finfo(dtype).eps * max(m, n)
+    if rtol is None:  # (0 where a positive atol is given, per matrix)
+        rtol = default if atol is None else np.where(np.asarray(atol) > 0, 0.0, default)
     atol = 0.0 if atol is None else atol
     atol = np.asarray(atol, s.dtype)[..., None]
     rtol = np.asarray(rtol, s.dtype)[..., None]
@@ -798,15 +860,27 @@ def pinv_jvp(a, x, t):
 
 @pinv_op.def_vjp
 def _(ctx, g):
-    return pinv_vjp(ctx.inputs[0], ctx.out, g)
+    ga = pinv_vjp(ctx.inputs[0], ctx.out, g)
+    n = len(ctx.inputs)  # (tensor tolerances, when given, are operands without a gradient)
+    return ga if n == 1 else (ga,) + (None,) * (n - 1)
 
 
 @pinv_op.def_jvp
-def _(ctx, t):
+def _(ctx, t, *tols):
     return pinv_jvp(ctx.inputs[0], ctx.out, t)
 
 
-pinv_op.batch = elementwise_rule
+def _pinv_batch(op, vals, bd, params, size):
+    """A (matrices in its last two dims) and the tolerance tensors (one value per matrix) with their
+    batch dims lined up."""
+    from ._batching import _pad_to
+    core = (2, 0, 0)[:len(vals)]
+    nb = max((v.dim() - (1 if f else 0)) - c for v, f, c in zip(vals, bd, core))
+    new = [(_pad_to(v, nb + c) if f else v) for v, f, c in zip(vals, bd, core)]
+    return dispatch(op, tuple(new), params), True
+
+
+pinv_op.batch = _pinv_batch
 
 # ----------------------------------------------------------------------------- lstsq
 
@@ -827,10 +901,11 @@ def _lstsq_impl(xp, a, b, rcond=None, driver="gelsy"):
     nb = int(np.prod(batch))
     ab = np.broadcast_to(a, batch + (m, n)).reshape(nb, m, n)
     bb = np.broadcast_to(b, batch + (m, k)).reshape(nb, m, k)
+    real = a.real.dtype if a.dtype.kind == "c" else a.dtype  # (residuals and singular values are real)
     x = np.zeros((nb, n, k), a.dtype)
     ranks = np.zeros(nb, np.int64)
-    svals = np.zeros((nb, min(m, n)), a.dtype)
-    cond = rcond if rcond is not None else np.finfo(a.dtype).eps * max(m, n)
+    svals = np.zeros((nb, min(m, n)), real)
+    cond = rcond if rcond is not None else np.finfo(real).eps * max(m, n)
     for i in range(nb):
         if a.size == 0 or b.size == 0:
             break
@@ -854,11 +929,11 @@ def _lstsq_impl(xp, a, b, rcond=None, driver="gelsy"):
     full = driver != "gelsy" and m > n and (driver == "gels" or (ranks == n).all())
     if full:
         r = np.matmul(np.broadcast_to(a, batch + (m, n)), x) - np.broadcast_to(b, batch + (m, k))
-        res = (np.abs(r) ** 2).sum(-2).astype(a.real.dtype if a.dtype.kind == "c" else a.dtype)
+        res = (np.abs(r) ** 2).sum(-2).astype(real)
     else:
-        res = np.zeros((0,), a.dtype)
+        res = np.zeros((0,), real)
     rank = ranks.reshape(batch) if driver != "gels" else np.zeros((0,), np.int64)
-    sv = svals.reshape(batch + (min(m, n),)) if driver in ("gelsd", "gelss") else np.zeros((0,), a.dtype)
+    sv = svals.reshape(batch + (min(m, n),)) if driver in ("gelsd", "gelss") else np.zeros((0,), real)
     return x, res, rank, sv
 
 
@@ -907,7 +982,8 @@ def _(ctx, ta, tb):
             d = _mm(ta, sol)
         if tb is not None:
             d = d - tb
-        dres = (2 * (_mm(a, sol) - b) * d).sum(-2)
+        res = _mm(a, sol) - b  # d ||r||^2 = 2 Re(conj(r) dr), dr = dA x - dB (A^H r = 0 at the optimum)
+        dres = (2 * (_conj(res) * d).real).sum(-2) if res.dtype.is_complex else (2 * res * d).sum(-2)
     return r, dres, None, None
 
 

@@ -89,6 +89,100 @@ def _(ctx, t):
 
 eigh_op.batch = elementwise_rule
 
+# ----------------------------------------------------------------------------- eig (general matrices)
+
+
+def _eig_impl(xp, a):
+    if a.dtype.kind == "f" and a.dtype.itemsize < 4 or a.dtype.kind == "V":
+        raise err(NotImplementedError, f'"linalg_eig_out_cpu" not implemented for '
+                                       f'\'{"Half" if a.dtype.kind == "f" else "BFloat16"}\'')
+    check_matrix("linalg.eig", a)
+    cdt = np.result_type(a.dtype, np.complex64)  # complex64 for float32, complex128 for float64
+    if a.size == 0:
+        return np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt)
+    if not np.isfinite(a).all():
+        raise err("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    try:
+        # LAPACK geev, as PyTorch's CPU build: each eigenvector of unit 2-norm with its largest
+        # component real. NumPy's batched eig computes in double precision (a float32 matrix's real
+        # eigenvectors could then come out with the other sign than PyTorch's sgeev gives): single
+        # precision goes to SciPy's sgeev/cgeev matrix by matrix. NumPy returns real arrays when
+        # every eigenvalue is real: always complex here.
+        if a.dtype.itemsize == 8 and a.dtype.kind == "c" or a.dtype == np.float32:
+            w = np.empty(a.shape[:-1], cdt)
+            v = np.empty(a.shape, cdt)
+            fw, fv = w.reshape((-1, a.shape[-1])), v.reshape((-1,) + a.shape[-2:])
+            for i, m in enumerate(_flat(a)):
+                fw[i], fv[i] = _sla.eig(m, check_finite=False)
+        else:
+            w, v = np.linalg.eig(a)
+    except np.linalg.LinAlgError:
+        raise err(LinAlgError, "linalg.eig: The algorithm failed to converge because the input matrix is "
+                               "ill-conditioned or has too many repeated eigenvalues (error code: 1).") from None
+    return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
+
+
+eig_op = defop("linalg_eig", _eig_impl, nout=2, save=("inputs", "out"), family=FAM)
+
+
+def eig(a):
+    return dispatch(eig_op, (a,))
+
+
+def _eig_diff(w):
+    """E[i, j] = w[j] - w[i] off the diagonal, 1 on it."""
+    e = w.unsqueeze(-2) - w.unsqueeze(-1)
+    return _where(_eye(w.shape[-1], w) != 0, 1.0, e)
+
+
+def _eig_phase_check(vhgv):
+    """The eigenvectors are unit vectors defined up to a phase each: a loss that depends on the
+    phases (Im diag(V^H gV) != 0) has no gradient, and PyTorch refuses it."""
+    d = concrete(_diag(vhgv))
+    if d is not None and not np.allclose(d.imag, 0, rtol=1e-2, atol=1e-2):
+        raise err("linalg_eig_backward: The eigenvectors in the complex case are specified up to multiplication "
+                  "by e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.")
+
+
+@eig_op.def_vjp
+def _(ctx, gw, gv):
+    # A = V diag(w) V^{-1}, the columns of V of unit norm (the phase free): dw = diag(M),
+    # dV = V (M / E - diag(Re diag(V^H V (M / E)))) with M = V^{-1} dA V; the adjoint of that:
+    # gA = V^{-H} (diag(gw) + (V^H gV - V^H V diag(Re diag(V^H gV))) / conj(E), off the diagonal) V^H
+    w, v = ctx.outs
+    vh = v.mH
+    if _is_zero(gv):
+        inner = _diag_embed(gw)
+    else:
+        x = _mm(vh, gv)
+        _eig_phase_check(x)
+        x = x - _mm(vh, v * _diag(x).real.to(v.dtype).unsqueeze(-2))
+        offd = _where(_eye(w.shape[-1], w) != 0, 0.0, x / _eig_diff(w).conj())
+        inner = offd + _diag_embed(gw)
+    ga = _solve(vh, _mm(inner, vh))
+    return ga if ctx.inputs[0].dtype.is_complex else ga.real  # (real input: the real part, as PyTorch)
+
+
+@eig_op.def_jvp
+def _(ctx, t):
+    w, v = ctx.outs
+    if not t.dtype.is_complex:
+        t = t.to(v.dtype)
+    m = _solve(v, _mm(t, v))
+    dw = _diag(m)
+    x = _where(_eye(w.shape[-1], w) != 0, 0.0, m / _eig_diff(w))
+    vx = _mm(v, x)
+    dv = vx - v * (v.conj() * vx).sum(-2).real.to(v.dtype).unsqueeze(-2)
+    return dw, dv
+
+
+def _solve(a, b):
+    from .linalg_solve import solve
+    return solve(a, b)
+
+
+eig_op.batch = elementwise_rule
+
 # ----------------------------------------------------------------------------- svd
 
 
@@ -160,9 +254,11 @@ def _(ctx, t):
     u, s, vh = ctx.outs
     m, n = u.shape[-2], vh.shape[-1]
     k = s.shape[-1]
-    if ctx.params.get("full_matrices", True) and m != n:
-        raise err("linalg.svd: forward-mode AD is not supported for full_matrices=True with "
-                           "non-square input; use full_matrices=False")
+    if k == 0:  # (an empty matrix: nothing varies)
+        return u * 0, s * 0, vh * 0
+    pad = ctx.params.get("full_matrices", True) and m != n
+    if pad:  # only the first k columns of U (rows of Vh) are determined: the others get a zero tangent
+        u, vh = u[..., :, :k], vh[..., :k, :]
     v = vh.mH
     sc = s.to(u.dtype)
     p = _mm(_mm(u.mH, t), v)
@@ -176,6 +272,12 @@ def _(ctx, t):
         du = du + (_mm(t, v) - _mm(u, p)) / sc.unsqueeze(-2)
     if n > k:
         dv = dv + (_mm(t.mH, u) - _mm(v, p.mH)) / sc.unsqueeze(-2)
+    if pad:
+        from .shape import cat
+        dvh = dv.mH
+        z = (du[..., :, :1] * 0).expand(tuple(du.shape[:-1]) + (m - k,))
+        zr = (dvh[..., :1, :] * 0).expand(tuple(dvh.shape[:-2]) + (n - k, n))
+        return cat([du, z], -1), ds, cat([dvh, zr], -2)
     return du, ds, dv.mH
 
 
