@@ -524,8 +524,9 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values from start to end (excluded) by step.
 
-    Differences from PyTorch: out= of an integer dtype with a fractional step is not checked: ember fills it
-    where PyTorch raises."""
+    Differences from PyTorch: with out= of an integer dtype and a fractional step, PyTorch truncates
+    the step to an integer (ValueError when it becomes 0) where ember steps by the fraction and
+    truncates the values: arange(0, 3, 1.5, out=int64) is [0, 1] in ember, [0, 1, 2] in PyTorch."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]

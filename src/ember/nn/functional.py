@@ -915,9 +915,7 @@ def native_channel_shuffle(input, groups):
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta.
-
-    Differences from PyTorch: complex input is computed where PyTorch raises NotImplementedError."""
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:
@@ -1125,9 +1123,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed.
-
-    Differences from PyTorch: complex input is refused with a RuntimeError; PyTorch computes it."""
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed."""
     op = "fold"
     if input.dim() not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "

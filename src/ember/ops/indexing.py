@@ -404,10 +404,7 @@ def scatter_add(input, dim, index, src):
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """input with src reduced into it at index along dim ('sum', 'prod', 'mean', 'amax', 'amin'),
     with or without the values of ``input`` at the scattered-to positions (``include_self``); 'sum'
-    and 'mean' are composed from scatter_add (so differentiable).
-
-    Differences from PyTorch: gradients through complex outputs are computed where PyTorch raises
-    RuntimeError (it does not differentiate scatter_reduce for complex dtypes)."""
+    and 'mean' are composed from scatter_add (so differentiable)."""
     if reduce in ("prod", "amax", "amin"):  # a primitive of its own (ops/scatter_reduce.py)
         from .scatter_extreme import _scatter_reduce_extreme
         return _scatter_reduce_extreme(input, dim, index, src, reduce, include_self)

@@ -125,19 +125,13 @@ class _Conv(_ConvNd):
 
 
 class Conv1d(_Conv):
-    """1-D convolution over (N, C, L) input (stride, padding, dilation, groups, padding_mode).
-
-    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
-    PyTorch convolves them."""
+    """1-D convolution over (N, C, L) input (stride, padding, dilation, groups, padding_mode)."""
     _n = 1
     _conv = staticmethod(F.conv1d)
 
 
 class Conv2d(_Conv):
-    """2-D convolution over (N, C, H, W) input (stride, padding, dilation, groups, padding_mode).
-
-    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
-    PyTorch convolves them."""
+    """2-D convolution over (N, C, H, W) input (stride, padding, dilation, groups, padding_mode)."""
     _n = 2
     _conv = staticmethod(F.conv2d)
 
@@ -164,10 +158,7 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose2d(_ConvTransposeNd):
-    """2-D transposed convolution (the gradient of Conv2d with respect to its input).
-
-    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
-    PyTorch convolves them."""
+    """2-D transposed convolution (the gradient of Conv2d with respect to its input)."""
     _n = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
@@ -187,10 +178,7 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 
 class Conv3d(_Conv):
-    """3-D convolution over (N, C, D, H, W) input.
-
-    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
-    PyTorch convolves them."""
+    """3-D convolution over (N, C, D, H, W) input."""
     _n = 3
     _conv = staticmethod(F.conv3d)
 
@@ -213,18 +201,12 @@ class _ConvTranspose(_ConvTransposeNd):
 
 
 class ConvTranspose1d(_ConvTranspose):
-    """1-D transposed convolution (the gradient of Conv1d with respect to its input).
-
-    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
-    PyTorch convolves them."""
+    """1-D transposed convolution (the gradient of Conv1d with respect to its input)."""
     _n = 1
     _convt = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose3d(_ConvTranspose):
-    """3-D transposed convolution (the gradient of Conv3d with respect to its input).
-
-    Differences from PyTorch: complex and bfloat16 input are refused with a RuntimeError;
-    PyTorch convolves them."""
+    """3-D transposed convolution (the gradient of Conv3d with respect to its input)."""
     _n = 3
     _convt = staticmethod(F.conv_transpose3d)

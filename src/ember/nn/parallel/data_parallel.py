@@ -7,8 +7,9 @@ from ..modules.module import Module
 class DataParallel(Module):
     """Runs the module in-process on the CPU (no replicas).
 
-    Differences from PyTorch: with device_ids of a GPU it raises AssertionError, as PyTorch's CPU-only build
-    does; with none it calls the module directly."""
+    Differences from PyTorch: device_ids given raise AssertionError ("Torch not compiled with CUDA
+    enabled"), where PyTorch's CPU-only build ignores them and calls the module directly, as both do
+    without device_ids."""
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
         if device_ids:
