@@ -915,7 +915,10 @@ def native_channel_shuffle(input, groups):
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta."""
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels (zero padded)) ** beta.
+
+    Differences from PyTorch: float16 and bfloat16 input of 4 or more dims is computed where PyTorch
+    raises NotImplementedError (3-D input is computed by both)."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:

@@ -235,7 +235,10 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """Multi-layer LSTM, optionally bidirectional, with proj_size; packed sequences accepted."""
+    """Multi-layer LSTM, optionally bidirectional, with proj_size; packed sequences accepted.
+
+    Differences from PyTorch: bfloat16 input and weights raise RuntimeError where PyTorch runs them
+    (float16 runs in both, as do GRU and RNN in bfloat16)."""
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
