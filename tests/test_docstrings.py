@@ -207,6 +207,41 @@ def test_claimed_differences_against_pytorch(torch):
             assert a.grad.tolist() == [0.0, 0.0] and b.grad.tolist() == [1.0, 1.0]
 
 
+# ops whose docstrings say that complex input raises RuntimeError where PyTorch raises NotImplementedError
+_COMPLEX_ERRORS = {
+    "median": lambda L, F, x: L.median(x.flatten()),
+    "kthvalue": lambda L, F, x: L.kthvalue(x.flatten(), 2),
+    "histc": lambda L, F, x: L.histc(x),
+    "max_pool1d": lambda L, F, x: F.max_pool1d(x[0], 2),
+    "avg_pool1d": lambda L, F, x: F.avg_pool1d(x[0], 2),
+    "max_pool2d": lambda L, F, x: F.max_pool2d(x, 2),
+    "avg_pool2d": lambda L, F, x: F.avg_pool2d(x, 2),
+    "max_pool3d": lambda L, F, x: F.max_pool3d(x[None], 2),
+    "avg_pool3d": lambda L, F, x: F.avg_pool3d(x[None], 2),
+    "adaptive_max_pool2d": lambda L, F, x: F.adaptive_max_pool2d(x, 2),
+    "layer_norm": lambda L, F, x: F.layer_norm(x, (4,)),
+    "batch_norm": lambda L, F, x: F.batch_norm(x, None, None, training=True),
+    "group_norm": lambda L, F, x: F.group_norm(x, 1),
+    "instance_norm": lambda L, F, x: F.instance_norm(x),
+    "interpolate": lambda L, F, x: F.interpolate(x, scale_factor=2),
+    "prelu": lambda L, F, x: F.prelu(x, x.new_ones(1)),
+    "mse_loss": lambda L, F, x: F.mse_loss(x, x),
+    "smooth_l1_loss": lambda L, F, x: F.smooth_l1_loss(x, x),
+    "huber_loss": lambda L, F, x: F.huber_loss(x, x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COMPLEX_ERRORS))
+def test_claimed_complex_errors(name, torch):
+    fn = _COMPLEX_ERRORS[name]
+    obj = getattr(ember, name, None) or getattr(ember.nn.functional, name)
+    assert "complex input raises RuntimeError where PyTorch raises NotImplementedError" in " ".join(obj.__doc__.split())
+    for L in (ember, torch):
+        x = L.randn(1, 2, 4, 4, dtype=L.complex64)
+        got = _raises(lambda: fn(L, L.nn.functional, x))
+        assert got is (NotImplementedError if L is torch else RuntimeError), (L.__name__, got)
+
+
 def test_claimed_matrix_exp_accuracy(torch):
     """float32 matrix_exp computed in float64 and rounded once: closer to the exact value than PyTorch's."""
     scipy_linalg = pytest.importorskip("scipy.linalg")

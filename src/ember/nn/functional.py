@@ -388,7 +388,9 @@ def _float_operands(name, input, target, dtype=None):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean (or sum) squared error."""
+    """Mean (or sum) squared error.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
@@ -413,7 +415,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above."""
+    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -431,7 +435,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """Huber loss: squared error below delta, linear above."""
+    """Huber loss: squared error below delta, linear above.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got {delta}).")
@@ -601,7 +607,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max pooling over 1 spatial dim.
 
     Differences from PyTorch: a 2-D input with a batch of 0 gives an empty result where PyTorch raises
-    RuntimeError."""
+    RuntimeError; complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"max_pool1d: expected 2D or 3D input, got {input.dim()}D")
     stride = kernel_size if stride is None or stride == [] else stride
@@ -613,7 +619,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """Average pooling over 1 spatial dim."""
+    """Average pooling over 1 spatial dim.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"avg_pool1d: expected 2D or 3D input, got {input.dim()}D")
     stride = kernel_size if stride is None or stride == [] else stride
@@ -647,7 +655,9 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile."""
+    """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile.
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     H, W = input.shape[-2], input.shape[-1]
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
     oh = H if oh is None else oh
@@ -720,7 +730,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
-    """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view)."""
+    """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view).
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     if input.dim() < 3:
         raise ValueError(f"instance_norm: expected 3D or more input (got {input.dim()}D input)")
     N, C = input.shape[0], input.shape[1]
@@ -848,7 +860,9 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
 
 
 def prelu(input, weight):
-    """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D)."""
+    """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D).
+
+    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
     if not U.is_tensor(input) or not U.is_tensor(weight):
         raise TypeError("prelu(): argument 'input' and 'weight' must be Tensors")
     from ..ops.pool3d import float_only
