@@ -498,6 +498,11 @@ cases(
     C("full.float_into_int", lambda m: m.full((2,), 1.5, dtype=m.int64)),
     C("masked_select.bcast", lambda m: m.masked_select(_f(m, 3), _f(m, 2) > 0), op="masked_select",
       mention=("3", "2")),
+    # an integer mask once indexed by position (x[[1, 0, 1]]): a silent wrong answer
+    C("masked_select.int_mask", lambda m: m.masked_select(_f(m, 3), _i(m, 1, 0, 1)), op="masked_select",
+      mention=("int64",)),
+    C("masked_scatter.int_mask", lambda m: _f(m, 3).masked_scatter(_i(m, 0, 1, 2), _f(m, 3)),
+      op="masked_scatter", mention=("int64",)),
     C("cross_entropy.weight_size", lambda m: m.nn.functional.cross_entropy(_f(m, 2, 3), _i(m, 0, 1),
                                                                             weight=m.ones(4)),
       op=("cross_entropy", "nll_loss"), mention=("4", "3")),

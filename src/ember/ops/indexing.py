@@ -627,6 +627,8 @@ def masked_fill(input, mask, value):
 
 def masked_select(input, mask):
     U.check_plain("masked_select", input, mask)
+    if mask.dtype is not U.dt.bool_:  # (an integer mask would index by position: a silent wrong answer)
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
     from .shape import broadcast_tensors
     try:
         x, m = broadcast_tensors(input, mask)
@@ -638,6 +640,8 @@ def masked_select(input, mask):
 
 def masked_scatter(input, mask, source):
     U.check_plain("masked_scatter", input, mask, source)
+    if mask.dtype is not U.dt.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
     from .shape import broadcast_tensors
     try:
         x, m = broadcast_tensors(input, mask)
