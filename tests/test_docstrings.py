@@ -242,6 +242,21 @@ def test_claimed_complex_errors(name, torch):
         assert got is (NotImplementedError if L is torch else RuntimeError), (L.__name__, got)
 
 
+def test_claimed_set_num_threads_behaviour(torch):
+    """set_num_threads refuses as PyTorch's does; its workers are dynamic unless OMP_DYNAMIC=false."""
+    import os
+    import subprocess
+    import sys
+    for L in (ember, torch):
+        assert _raises(lambda: L.set_num_threads(0)) is RuntimeError
+        assert _raises(lambda: L.set_num_threads(2.0)) is RuntimeError
+    code = "import ember._parallel as P; print(P._DYNAMIC)"
+    for env, want in (("", "True"), ("false", "False")):
+        e = dict(os.environ, OMP_DYNAMIC=env) if env else {k: v for k, v in os.environ.items() if k != "OMP_DYNAMIC"}
+        got = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, check=True)
+        assert got.stdout.strip() == want, (env, got.stdout, got.stderr)
+
+
 def test_claimed_matrix_exp_accuracy(torch):
     """float32 matrix_exp computed in float64 and rounded once: closer to the exact value than PyTorch's."""
     scipy_linalg = pytest.importorskip("scipy.linalg")

@@ -96,10 +96,11 @@ def set_num_threads(n):
     kernels) and of the BLAS under NumPy (OpenBLAS), kept in step; starts from OMP_NUM_THREADS. A
     value that is not a positive int raises RuntimeError, as PyTorch's does.
 
-    Differences from PyTorch: the pool's workers join a kernel only while another core is idle (as
-    OpenMP's dynamic adjustment; the load is read from /proc/stat), so on a busy machine a kernel may
-    run on one thread where PyTorch's would use all n; OMP_DYNAMIC=false in the environment turns
-    this off and always uses the n threads."""
+    Differences from PyTorch: the pool's workers join a kernel only while another core is idle
+    (OpenMP's dynamic adjustment: other processes' load, read from /proc/stat at most every 0.2 s, must
+    leave about 1.5 cores free), so on a busy machine a kernel may run on one thread where PyTorch's
+    would use all n; OMP_DYNAMIC=false in the environment turns this off (large kernels then always
+    use the n threads)."""
     from ._parallel import set_num_threads as _set
     _set(n)
 
