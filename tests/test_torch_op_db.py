@@ -548,8 +548,6 @@ XFAIL = {
     ('index_reduce.amin', 'vmap'): "GAP: no batching rule (the op reads values); vmap raises a clear RuntimeError where torch.func.vmap runs",
     ('index_reduce.amax', 'vmap'): "GAP: no batching rule (the op reads values); vmap raises a clear RuntimeError where torch.func.vmap runs",
     ('put', 'vmap'): "GAP: no batching rule (the op reads values); vmap raises a clear RuntimeError where torch.func.vmap runs",
-    ('bucketize', 'vmap'): "KNOWN BUG (issue 15): vmap over a batched sorted sequence with these samples gives indices that differ from the per-sample loop",
-    ('searchsorted', 'vmap'): "KNOWN BUG (issue 15): vmap over a batched sorted sequence with these samples gives indices that differ from the per-sample loop",
     ('resize_', 'vmap'): "GAP: no batching rule (the op reads values); vmap raises a clear RuntimeError where torch.func.vmap runs",
     ('nonzero_static', 'vmap'): "GAP: no batching rule (the op reads values); vmap raises a clear RuntimeError where torch.func.vmap runs",
     ('_segment_reduce.lengths', 'vmap'): "GAP: no batching rule (the op reads values); vmap raises a clear RuntimeError where torch.func.vmap runs",
