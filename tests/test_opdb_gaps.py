@@ -51,3 +51,120 @@ def test_searchsorted_vmap_sorter_and_python_number(torch):
     ref = torch.func.vmap(lambda s, o: torch.searchsorted(s, -0.2, sorter=o, right=True))(
         torch.tensor(seq), torch.tensor(sorter))
     np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+# ----------------------------------------------------------------------------- validation (PyTorch's errors)
+
+import ember.nn.functional as F  # noqa: E402
+
+
+def _raises(exc, match, fn):
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+def test_rrelu_lower_above_upper():
+    _raises(RuntimeError, "rrelu: Lower bound should be less than or equal to the upper bound",
+            lambda: F.rrelu(ember.randn(5, 5), 0.3, 0.1))
+    assert F.rrelu(ember.randn(3), 0.2, 0.2).shape == (3,)
+
+
+@pytest.mark.parametrize("shape", [(0, 1, 2, 10), (2, 1, 0, 1, 2), (2, 0, 2, 2, 2)])
+def test_pool3d_empty_non_batch_dims(torch, shape):
+    for name in ("max_pool3d", "avg_pool3d"):
+        with pytest.raises(RuntimeError) as theirs:
+            getattr(torch.nn.functional, name)(torch.zeros(shape), 1)
+        assert "non-batch dimensions to have positive length" in str(theirs.value)
+        _raises(RuntimeError, f"{name}\\(\\): Expected input's non-batch dimensions to have positive length",
+                lambda: getattr(F, name)(ember.zeros(shape), 1))
+    assert F.max_pool3d(ember.zeros(0, 1, 2, 2, 2), 1).shape == (0, 1, 2, 2, 2)   # an empty batch is fine
+
+
+def test_multinomial_out_must_be_long():
+    p = ember.rand(2, 3)
+    for dt in (ember.float64, ember.int32):
+        _raises(RuntimeError, "multinomial expects Long tensor out", lambda: ember.multinomial(p, 2, out=ember.empty(2, 2, dtype=dt)))
+    out = ember.empty(2, 2, dtype=ember.int64)
+    assert ember.multinomial(p, 2, out=out) is out
+
+
+def test_bernoulli_expanded_out_is_refused():
+    _raises(RuntimeError, "unsupported operation", lambda: ember.bernoulli(ember.full((6,), 0.5), out=ember.zeros(1).expand(6)))
+
+
+def test_linear_cross_entropy_validation():
+    x, w = ember.randn(2, 3), ember.randn(2, 3)
+    _raises(RuntimeError, "ignore_index cannot be specified when target contains probabilities",
+            lambda: F.linear_cross_entropy(x, w, ember.rand(2, 2), ignore_index=-100))
+    _raises(RuntimeError, "K-dimensional loss defined by linear_weight shape \\(2, 4, 3\\) requires batched input",
+            lambda: F.linear_cross_entropy(ember.randn(3), ember.randn(2, 4, 3), ember.rand(2, 4)))
+    assert F.linear_cross_entropy(x, w, ember.tensor([0, 1]), ignore_index=0).dim() == 0
+
+
+def test_error_types_as_pytorch():
+    _raises(ValueError, "Input dimension should be at least 4", lambda: F.adaptive_avg_pool3d(ember.randn(2, 2, 2), (2, 2, 2)))
+    _raises(ValueError, "Input dimension should be at least 4", lambda: F.adaptive_max_pool3d(ember.randn(2, 2, 2), (2, 2, 2)))
+    _raises(RuntimeError, "Expected 4D or 5D", lambda: F.adaptive_avg_pool3d(ember.randn(2, 2, 2), 2))
+    for conv, x, w in ((F.conv3d, ember.randn(1, 1, 4, 4, 4), ember.randn(1, 1, 2, 2, 2)),
+                       (F.conv2d, ember.randn(1, 1, 4, 4), ember.randn(1, 1, 2, 2)),
+                       (F.conv1d, ember.randn(1, 1, 4), ember.randn(1, 1, 2))):
+        _raises(RuntimeError, "padding='same' is not supported for strided convolutions",
+                lambda: conv(x, w, stride=2, padding="same"))
+    t = ember.tensor([0, 1, 2, 3, 0])
+    for wt in (ember.tensor(1.0), ember.randn(5, 4)):
+        _raises(ValueError, "weight must be one-dimensional", lambda: F.multi_margin_loss(ember.randn(5, 4), t, weight=wt))
+    _raises(RuntimeError, "inconsistent weight size", lambda: F.multi_margin_loss(ember.randn(5, 4), t, weight=ember.ones(5)))
+    s = ember.tensor(1.0)
+    _raises(RuntimeError, "input must have at least 2 dimensions", lambda: ember.ormqr(s, s, s))
+    _raises(RuntimeError, "other must have at least 2 dimensions", lambda: ember.ormqr(ember.randn(3, 3), ember.randn(3), ember.randn(3)))
+
+
+# ----------------------------------------------------------------------------- what PyTorch accepts
+
+
+@pytest.mark.parametrize("target", [0, [0]])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_margin_losses_of_a_0dim_input(torch, target, reduction):
+    for name in ("multi_margin_loss", "multilabel_margin_loss"):
+        x_t = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+        x_e = ember.tensor(0.7, dtype=ember.float64, requires_grad=True)
+        r_t = getattr(torch.nn.functional, name)(x_t, torch.tensor(target), reduction=reduction)
+        r_e = getattr(F, name)(x_e, ember.tensor(target), reduction=reduction)
+        assert tuple(r_e.shape) == tuple(r_t.shape)
+        np.testing.assert_allclose(r_e.detach().numpy(), r_t.detach().numpy())
+        g_t, = torch.autograd.grad(r_t.sum(), x_t)
+        g_e, = ember.autograd.grad(r_e.sum(), x_e)
+        np.testing.assert_allclose(g_e.numpy(), g_t.numpy())
+
+
+def test_multi_margin_loss_1d_input_keeps_the_target_shape(torch):
+    x = np.random.default_rng(3).standard_normal(3)
+    for target in (1, [1]):
+        r_t = torch.nn.functional.multi_margin_loss(torch.tensor(x), torch.tensor(target), reduction="none")
+        r_e = F.multi_margin_loss(ember.tensor(x), ember.tensor(target), reduction="none")
+        assert tuple(r_e.shape) == tuple(r_t.shape)
+        np.testing.assert_allclose(r_e.numpy(), r_t.numpy())
+
+
+def test_unfold_of_an_empty_batch_stays_in_the_graph():
+    x = ember.randn(0, 3, 4, 4, requires_grad=True)
+    y = F.unfold(x, 2)
+    assert y.shape == (0, 12, 9) and y.requires_grad
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_resize_as_function():
+    a, b = ember.randn(2, 3), ember.arange(4.0)
+    r = ember.resize_as_(b, a)
+    assert r is b and b.shape == (2, 3)
+    np.testing.assert_array_equal(b.numpy().reshape(-1)[:4], np.arange(4.0))
+
+
+def test_resize_under_vmap_resizes_each_row(torch):
+    x = ember.arange(6.0).reshape(2, 3)
+    y = ember.func.vmap(lambda a, b: a.resize_as_(b) * 2)(x.clone(), ember.randn(2, 3))
+    np.testing.assert_array_equal(y.numpy(), np.arange(6.0).reshape(2, 3) * 2)
+    r = ember.func.vmap(lambda a: a.resize_(4))(x.clone())
+    np.testing.assert_array_equal(r.numpy(), [[0, 1, 2, 0], [3, 4, 5, 0]])
+    assert ember.func.vmap(lambda a: a.resize_(2))(x.clone()).shape == (2, 2)

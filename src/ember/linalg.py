@@ -376,6 +376,10 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if not (input.dtype is tau.dtype is other.dtype):
         raise RuntimeError(f"torch.ormqr: Expected input, tau and other to have the same dtype, got "
                            f"{input.dtype}, {tau.dtype} and {other.dtype}")
+    for nm, t in (("input", input), ("other", other)):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.ormqr: {nm} must have at least 2 dimensions, got {nm} of size "
+                               f"{list(t.shape)}")
     m = other.shape[-2] if left else other.shape[-1]
     if input.shape[-2] != m:
         raise RuntimeError(f"torch.ormqr: input.shape[-2] must be equal to other.shape[{-2 if left else -1}]")
