@@ -168,3 +168,30 @@ def test_resize_under_vmap_resizes_each_row(torch):
     r = ember.func.vmap(lambda a: a.resize_(4))(x.clone())
     np.testing.assert_array_equal(r.numpy(), [[0, 1, 2, 0], [3, 4, 5, 0]])
     assert ember.func.vmap(lambda a: a.resize_(2))(x.clone()).shape == (2, 2)
+
+
+# ----------------------------------------------------------------------------- found by the full sweep
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 5, 0), (0, 5)), ((2, 3, 0), (0, 4)), ((5, 0), (0, 5))])
+def test_matmul_with_an_empty_inner_dim(torch, a_shape, b_shape):
+    a = ember.randn(*a_shape, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(*b_shape, dtype=ember.float64, requires_grad=True)
+    r = ember.matmul(a, b)
+    assert tuple(r.shape) == tuple(torch.matmul(torch.zeros(a_shape), torch.zeros(b_shape)).shape)
+    assert not r.detach().numpy().any()
+    r.sum().backward()
+    assert a.grad.shape == a.shape and b.grad.shape == b.shape
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((2, 3, 0), (4, 0)), ((2, 3, 5), (0, 5)), ((0, 3, 5), (4, 5))])
+def test_linear_with_empty_dims(torch, x_shape, w_shape):
+    x = ember.randn(*x_shape, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(*w_shape, dtype=ember.float64, requires_grad=True)
+    b = ember.ones(w_shape[0], dtype=ember.float64)
+    y = F.linear(x, w, b)
+    ref = torch.nn.functional.linear(torch.zeros(x_shape, dtype=torch.float64), torch.zeros(w_shape, dtype=torch.float64),
+                                     torch.ones(w_shape[0], dtype=torch.float64))
+    np.testing.assert_array_equal(y.detach().numpy(), ref.numpy())
+    y.sum().backward()
+    assert x.grad.shape == x.shape and w.grad.shape == w.shape
