@@ -195,3 +195,66 @@ def test_linear_with_empty_dims(torch, x_shape, w_shape):
     np.testing.assert_array_equal(y.detach().numpy(), ref.numpy())
     y.sum().backward()
     assert x.grad.shape == x.shape and w.grad.shape == w.shape
+
+
+# ----------------------------------------------------------------------------- vmap of composites that check values
+
+
+def _vmap_both(torch, fe, ft, *arrays, in_dims=0):
+    got = ember.func.vmap(fe, in_dims=in_dims)(*[ember.tensor(a) for a in arrays])
+    ref = torch.func.vmap(ft, in_dims=in_dims)(*[torch.tensor(a) for a in arrays])
+    got = got if isinstance(got, tuple) else (got,)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        assert tuple(g.shape) == tuple(r.shape)
+        np.testing.assert_allclose(g.numpy(), r.numpy())
+
+
+def test_vmap_unravel_index(torch):
+    idx = np.array([[0, 5, -1, 11], [3, 7, 2, -12]])
+    _vmap_both(torch, lambda i: ember.unravel_index(i, (3, 4)), lambda i: torch.unravel_index(i, (3, 4)), idx)
+    with pytest.raises(ValueError, match="must be in range"):   # every row is checked
+        ember.func.vmap(lambda i: ember.unravel_index(i, (3, 4)))(ember.tensor([[0, 1], [2, 12]]))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_vmap_put(torch, accumulate):
+    rng = np.random.default_rng(4)
+    x, src = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 4))
+    idx = np.array([[0, 8, -1, 4], [2, 2, 5, -9]]) if accumulate else np.array([[0, 8, -2, 4], [2, 3, 5, -9]])
+    _vmap_both(torch, lambda a, i, s: ember.put(a, i, s, accumulate), lambda a, i, s: torch.put(a, i, s, accumulate),
+               x, idx, src)
+    with pytest.raises(IndexError, match="out of range"):
+        ember.func.vmap(lambda a, i, s: ember.put(a, i, s))(ember.tensor(x), ember.tensor([[0, 1, 2, 3], [0, 1, 2, 9]]),
+                                                             ember.tensor(src))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_vmap_index_reduce(torch, reduce):
+    rng = np.random.default_rng(5)
+    x, src = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3))
+    idx = np.array([[0, 1, 1, 3, 0], [2, 2, 2, 0, 1]])
+    _vmap_both(torch, lambda a, i, s: a.index_reduce(0, i, s, reduce), lambda a, i, s: a.index_reduce(0, i, s, reduce),
+               x, idx, src)
+    _vmap_both(torch, lambda a, s: a.index_reduce(1, ember.tensor([0, 0, 2, 1, 2]), s, reduce, include_self=False),
+               lambda a, s: a.index_reduce(1, torch.tensor([0, 0, 2, 1, 2]), s, reduce, include_self=False),
+               x.transpose(0, 2, 1).copy(), src.transpose(0, 2, 1).copy())
+
+
+def test_vmap_nonzero_static(torch):
+    x = np.array([[0.0, 1.0, 0.0, 2.0], [3.0, 0.0, 0.0, 0.0]])
+    for size in (1, 3, 6):
+        _vmap_both(torch, lambda a: ember.nonzero_static(a, size=size), lambda a: torch.nonzero_static(a, size=size), x)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+def test_vmap_segment_reduce_lengths(torch, reduce):
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((2, 6, 2))
+    lengths = np.array([[1, 2, 0, 3], [3, 3, 0, 0]])
+    _vmap_both(torch, lambda d, n: ember.segment_reduce(d, reduce, lengths=n),
+               lambda d, n: torch.segment_reduce(d, reduce, lengths=n), data, lengths)
+    with pytest.raises(RuntimeError, match="sum to data.size"):
+        ember.func.vmap(lambda d, n: ember.segment_reduce(d, reduce, lengths=n))(
+            ember.tensor(data), ember.tensor([[1, 2, 0, 3], [3, 3, 0, 1]]))
