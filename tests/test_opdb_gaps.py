@@ -258,3 +258,16 @@ def test_vmap_segment_reduce_lengths(torch, reduce):
     with pytest.raises(RuntimeError, match="sum to data.size"):
         ember.func.vmap(lambda d, n: ember.segment_reduce(d, reduce, lengths=n))(
             ember.tensor(data), ember.tensor([[1, 2, 0, 3], [3, 3, 0, 1]]))
+
+
+def test_orthogonal_polynomials_of_a_huge_degree_end():
+    """op_db's reference sample has degrees of 1e20: SciPy's integer-degree recurrences take O(n) steps
+    (the sweep never ended); beyond 2**31 the value is NaN, smaller degrees are evaluated."""
+    x = ember.tensor([0.3, -0.3, 1.5], dtype=ember.float64)
+    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                 "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+                 "shifted_chebyshev_polynomial_t"):
+        r = getattr(ember.special, name)(x, ember.tensor([1e20, 2.0 ** 40, -1e20], dtype=ember.float64)).numpy()
+        assert np.isnan(r[0]) and np.isnan(r[1]) and r[2] == 0.0
+        small = getattr(ember.special, name)(x, ember.tensor([3.0, 3.0, 3.0], dtype=ember.float64)).numpy()
+        assert np.isfinite(small).all()
