@@ -840,6 +840,10 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
                            "while right was True")
     side = side or ("right" if right else "left")
     seq = sorted_sequence
+    for t in (seq, values):
+        if U.is_tensor(t) and t.is_complex():  # (no order on complex numbers, as PyTorch's CPU kernel)
+            raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{t.dtype}' (searchsorted of "
+                                      f"a {seq.dtype} sequence of shape {list(seq.shape)})")
     vshape = tuple(values.shape) if U.is_tensor(values) else ()
     if sorter is not None:
         if tuple(sorter.shape) != tuple(seq.shape):
