@@ -394,8 +394,6 @@ XFAIL = {
                   "PyTorch returns an empty result", "nn.functional.batch_norm", "forward backward forward_ad"),
     ("nn.functional.batch_norm.without_cudnn", "forward_ad"): "a 1-D input of 0 elements: ember requires (N, C, "
                                                                 "...) and raises a clear ValueError",
-    **_each_check("torch.zero_ (the function form) is not in ember yet (issue 15, missing ops); Tensor.zero_ "
-                  "works", "zero_", "forward backward forward_ad"),
     **_each_check("tensor start/end are read as Python numbers (.item()): under vmap ember refuses with a clear "
                   "error where torch.func.vmap runs", "linspace.tensor_overload logspace.tensor_overload", "vmap"),
     **_each_check("a tensor q is read as Python numbers: with a batched q ember refuses under vmap with a clear "
