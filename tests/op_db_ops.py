@@ -58,3 +58,21 @@ add("detach", fn=lambda m, x: m.func.vmap(lambda a: a.detach() * 2)(x), grad=Fal
     samples=fixed(lambda r: S((U(r, (3, 4)),)), lambda r: S((U(r, (2,)),))))
 
 op_db.NON_DIFFERENTIABLE.extend(["gcd", "lcm", "histc", "histogram", "detach"])
+
+# ----------------------------------------------------------------------------- searchsorted (a primitive with a
+# batching rule: each vmap row searches its own sorted sequence)
+
+
+def _sorted(r, shape):
+    return np.sort(U(r, shape), axis=-1)
+
+
+add("searchsorted", fn=lambda m, s, v, **kw: m.searchsorted(s, v, **kw), grad=False,
+    samples=fixed(lambda r: S((_sorted(r, (6,)), U(r, (2, 3)))),
+                  lambda r: S((_sorted(r, (2, 5)), U(r, (2, 4))), {"right": True, "out_int32": True}),
+                  lambda r: S((np.array([1.0, 2.0, 2.0, 3.0]), np.array([2.0, 0.5, 3.5])), {"side": "right"})))
+add("searchsorted", "bucketize", fn=lambda m, v, b: m.bucketize(v, b), grad=False,
+    samples=fixed(lambda r: S((U(r, (3, 2)), _sorted(r, (5,))))))
+add("searchsorted", "searchsorted_scalar", fn=lambda m, s: m.searchsorted(s, 0.25), grad=False,
+    samples=fixed(lambda r: S((_sorted(r, (7,)),))))
+op_db.NON_DIFFERENTIABLE.append("searchsorted")

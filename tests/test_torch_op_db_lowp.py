@@ -159,18 +159,11 @@ XFAIL = {
             "nn.functional.linear_cross_entropy.chunked_none", "*", "forward backward"),
     **_each("PyTorch 2.13's input gradient is wrong here (its own OpInfo xfails it; as in the float runs)",
             "as_strided_scatter", "*", "backward"),
-    **_each("GAP (as in the float runs): unfold of a batch of 0 returns an output that does not require grad",
-            "nn.functional.unfold", "*", "backward"),
-    **_each("GAP: torch.zero_ / torch.resize_as_ (the function forms) are not in ember yet (issue 15)",
-            "zero_ resize_as_", "*", "forward backward"),
     **_each("ember refuses sparse=True with NotImplementedError (as in the float runs)", "nn.functional.embedding",
             "*", "forward"),
     # --- what ember does not have
     **_each("ember has no complex32 (ComplexHalf) dtype: complex results with float16 parts are refused with a "
             "clear RuntimeError", "view_as_complex complex", "float16", "forward backward"),
-    **_each("linalg.eig/eigvals are not in ember yet (the linalg issue): ember raises RuntimeError where "
-            "PyTorch's float16/bfloat16 refusal is a NotImplementedError", "linalg.eig linalg.eigvals", "*",
-            "unsupported"),
     # --- PyTorch's own float16/bfloat16 results that ember does not reproduce
     **_each("PyTorch's float16/bfloat16 matrix_exp overflows to nan on op_db's sample (its scaling and squaring "
             "runs in the low dtype); ember computes in float32 and rounds once, a finite answer",

@@ -39,6 +39,8 @@ from . import serialization  # noqa: F401  (torch.serialization: add_safe_global
 from . import __config__  # noqa: F401  (ember.__config__.show(), as torch's)
 from . import _tensor_methods  # noqa: F401  (conversions: .to, .float, .double, ...)
 globals().update(_tensor_methods._LEGACY)  # FloatTensor, LongTensor, ... (legacy constructors and types)
+resize_as_ = _tensor_methods.resize_as_  # torch.resize_as_(input, the_template): the Tensor method as a function
+zero_ = Tensor.zero_  # torch.zero_(input): the same, for zero_
 from . import autograd  # noqa: F401
 # torch.linalg (the star import from .ops bound the name to ops.linalg, which `from . import`
 # would return)

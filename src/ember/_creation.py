@@ -1032,6 +1032,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
     if num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (got {num_samples})")
+    if out is not None and U.is_tensor(out) and out.dtype != dt.int64:
+        from .ops.linalg_solve import torch_dtype_name
+        raise RuntimeError(f"multinomial expects Long tensor out, got: {torch_dtype_name(out.dtype.np)} (out= of "
+                           f"shape {list(out.shape)})")
     g = _gen(generator)
     p = input._data.astype(np.float64)
     if input.dim() not in (1, 2):

@@ -151,12 +151,28 @@ def resize_(self, *sizes, memory_format=None):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    if self._wr is not None or self._base is not None and tuple(self.shape) != sizes:
-        if self._wr is not None:
-            raise RuntimeError("resize_: not supported inside a function transform (vmap, grad)")
     n = 1
     for s in sizes:
         n *= s
+    if self._wr is not None:
+        w = self._wr
+        phys = getattr(self, "_val", None)
+        if getattr(w, "kind", None) != "vmap" or phys is None or phys._wr is not None or phys.requires_grad:
+            raise RuntimeError("resize_: not supported inside a function transform (vmap, grad)")
+        # under vmap each batch row is a tensor of its own: resize every row (its first elements kept)
+        B = phys._data.shape[0]
+        old = np.ascontiguousarray(phys._data).reshape(B, -1)
+        if old.shape[1] == n:
+            new = old.reshape((B,) + sizes)
+        else:
+            new = np.zeros((B, n), old.dtype)
+            k = min(n, old.shape[1])
+            new[:, :k] = old[:, :k]
+            new = new.reshape((B,) + sizes)
+        phys._data = new
+        phys._bump()
+        self._data = w.wrap(phys)._data
+        return self
     old = self._data.reshape(-1) if self._data.flags.c_contiguous else np.ascontiguousarray(self._data).reshape(-1)
     if n == old.shape[0]:
         new = old.reshape(sizes)

@@ -392,6 +392,10 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if not (input.dtype is tau.dtype is other.dtype):
         raise RuntimeError(f"torch.ormqr: Expected input, tau and other to have the same dtype, got "
                            f"{input.dtype}, {tau.dtype} and {other.dtype}")
+    for nm, t in (("input", input), ("other", other)):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.ormqr: {nm} must have at least 2 dimensions, got {nm} of size "
+                               f"{list(t.shape)}")
     if other.dim() != input.dim():
         raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
                            f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}")

@@ -892,6 +892,9 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     float_only("rrelu", input)
     if training and input.dtype is _dtype_mod.float16:  # (PyTorch's CPU build: bfloat16 only)
         U.no_lowp("rrelu_with_noise_out_cpu", input)
+    if lower > upper:
+        raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
+                           f"and upper={upper}")
     if not training:  # (leaky_relu's slope, in the input's dtype: a float64 input keeps a float64 slope)
         out = _ops.where(input > 0, input, input * ((lower + upper) / 2))
         return input.copy_(out) if inplace else out
@@ -975,18 +978,21 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     op = "multi_margin_loss"
     U.no_lowp("multi_margin_loss_cpu_kernel", input)
-    if input.dim() not in (1, 2) or (input.dim() == 2 and input.shape[1] == 0) or input.numel() == 0 and input.dim() < 2:
+    if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or input.numel() == 0 and input.dim() < 2:
         raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{U.fmt_shape(input.shape)}")
     from ..ops.pool3d import float_only
     float_only(op, input, name="multi_margin_loss_cpu_kernel")
-    x = input if input.dim() == 2 else input.unsqueeze(0)
+    # a 0-dim input is one sample of one class (PyTorch accepts it: its loss is 0)
+    x = input if input.dim() == 2 else input.reshape(1, -1)
     N, C = x.shape
     t = target.reshape(-1)
     if t.shape[0] != N:
         raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
                            f"{U.fmt_shape(input.shape)}")
-    if weight is not None and (weight.dim() != 1 or weight.shape[0] != C):
+    if weight is not None and weight.dim() != 1:  # (PyTorch's Python-level check: a ValueError)
+        raise ValueError(f"{op}: weight must be one-dimensional, got a weight of size {U.fmt_shape(weight.shape)}")
+    if weight is not None and weight.shape[0] != C:
         raise RuntimeError(f"{op}: inconsistent weight size, expected {C} but got {U.fmt_shape(weight.shape)}")
     _margin_target(t, C, op)
     xy = x.gather(1, t.unsqueeze(1))
@@ -998,8 +1004,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     from .._creation import arange
     not_y = (arange(C).unsqueeze(0) != t.unsqueeze(1))
     loss = (z * not_y.to(z.dtype)).sum(1) / C
-    if input.dim() == 1:
-        loss = loss.reshape(())
+    if input.dim() <= 1:  # one sample: the target's shape, () or (1,) (as PyTorch)
+        loss = loss.reshape(tuple(target.shape))
     elif target.dim() == 0 and reduction == "none":
         pass
     return _reduce(loss, reduction)
@@ -1014,13 +1020,15 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     _check_reduction(reduction)
     op = "multilabel_margin_loss"
     U.no_lowp("multilabel_margin_loss_forward_out_frame", input)
-    if input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape):
+    # a 0-dim input is one sample of one class, its target one label of 0 or 1 dims (PyTorch accepts it)
+    scalar = input.dim() == 0 and target.dim() <= 1 and target.numel() == 1
+    if not scalar and (input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape)):
         raise RuntimeError(f"{op}: inconsistent target size: {U.fmt_shape(target.shape)} for input of size: "
                            f"{U.fmt_shape(input.shape)}")
     from ..ops.pool3d import float_only
     float_only(op, input)
-    x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = target if target.dim() == 2 else target.unsqueeze(0)
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target if target.dim() == 2 else target.reshape(1, -1)
     N, C = x.shape
     _margin_target(t, C, op)
     valid = (t >= 0).to(_int64()).cumprod(1) > 0                      # the labels before the first -1
@@ -1032,7 +1040,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     m = _ops.clamp_min(1.0 - (xj.unsqueeze(2) - x.unsqueeze(1)), 0.0)  # (N, J, C)
     w = valid.to(x.dtype).unsqueeze(2) * (1.0 - is_t).unsqueeze(1)
     loss = (m * w).sum((1, 2)) / C
-    if input.dim() == 1:
+    if input.dim() <= 1:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
 
@@ -1130,9 +1138,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                            f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
                            f"blocks as ({Ho}, {Wo}), but its components must be at least one.")
     K = kh * kw
-    if N * C == 0:
-        from .._creation import zeros
-        out = zeros((N, C * K, Ho * Wo), dtype=x.dtype)
+    if N * C == 0:  # no block: an empty result that stays in the graph (requires grad with the input)
+        out = x.reshape(N, C * K, Ho * Wo)
     else:
         cols = conv2d(x.reshape(N * C, 1, H, W), _eye_kernel(K, kh, kw, x.dtype), None, s, p, d)
         out = cols.reshape(N, C * K, Ho * Wo)
@@ -1354,10 +1361,18 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
         if not isinstance(options, LinearCrossEntropyOptions):
             raise TypeError(f"linear_cross_entropy(): options must be a LinearCrossEntropyOptions or None, got "
                             f"{type(options).__name__}")
+    if ignore_index is not None and U.is_tensor(target) and target.is_floating_point():
+        raise RuntimeError(f"linear_cross_entropy: ignore_index cannot be specified when target contains "
+                           f"probabilities (target of dtype {target.dtype} and shape {U.fmt_shape(target.shape)}, "
+                           f"ignore_index={ignore_index})")
     if linear_weight.dim() < 2:
         raise RuntimeError(f"linear_cross_entropy: expected linear_weight of 2 or more dims (out_features..., "
                            f"in_features), got {U.fmt_shape(linear_weight.shape)}")
     out_shape = tuple(linear_weight.shape[:-1])
+    if linear_weight.dim() > 2 and input.dim() < 2:
+        raise RuntimeError(f"linear_cross_entropy: K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, {linear_weight.shape[-1]}), got "
+                           f"unbatched input with shape {tuple(input.shape)}")
     if linear_weight.dim() == 2:
         logits = linear(input, linear_weight, linear_bias)
     else:

@@ -270,6 +270,15 @@ def check_plain(op, *tensors):
                                f"masked formulation")
 
 
+def raw_values(t):
+    """The array of ``t``'s values below every transform level (under vmap: every batch row at once),
+    for checks that read data (index ranges, lengths) in composites that must also run under vmap;
+    never for results."""
+    while t._wr is not None:
+        t = t._val
+    return t._data
+
+
 def write_out(r, out):
     """The ``out=`` keyword: copy the result ``r`` (a Tensor or a tuple of them) into ``out`` (resized to
     the result's shape when it differs, as PyTorch does) and return ``out``; ``out=None`` returns ``r``."""

@@ -240,7 +240,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             pad = ((0, 0),) * 3
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+                raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
             pad = tuple((d * (kk - 1) // 2, d * (kk - 1) - d * (kk - 1) // 2) for kk, d in zip(k, dilation))
         else:
             raise ValueError(f"{op}: Invalid padding string {padding!r}, should be one of 'valid' or 'same'")

@@ -821,54 +821,64 @@ def bincount(input, weights=None, minlength=0):
     return D._new_tensor(r)
 
 
-def _searchsorted_composite(seq, values, side, sorter, dt):
-    """searchsorted from comparisons and a sum (registry ops, so it batches under vmap): the position
-    is the count of boundaries below the value (left) or not above it (right)."""
-    if sorter is not None:
-        seq = seq.gather(-1, sorter)
-    if not U.is_tensor(values):
-        from .._creation import as_tensor
-        values = as_tensor(values, dtype=seq.dtype)
-    if seq.dim() <= 1:
-        s = seq.reshape(-1)
-        c = s < values.unsqueeze(-1) if side == "left" else s <= values.unsqueeze(-1)
-    else:
-        c = seq.unsqueeze(-2) < values.unsqueeze(-1) if side == "left" else \
-            seq.unsqueeze(-2) <= values.unsqueeze(-1)
-    return c.sum(-1).to(dt)
+def _searchsorted_impl(xp, s, v=None, side="left", out_int32=False, scalar=None):
+    """Binary search of ``v`` (or the Python number ``scalar``) in the last dim of ``s``: one sorted
+    sequence (``s`` 1-D) or one per leading index (``s`` N-D, its leading dims those of ``v``)."""
+    dt = np.int32 if out_int32 else np.int64
+    if s.ndim <= 1:
+        return np.asarray(np.searchsorted(s.reshape(-1), scalar if v is None else v, side=side), dtype=dt)
+    shape = s.shape[:-1] if v is None else v.shape
+    res = [np.searchsorted(s[i], scalar if v is None else v[i], side=side) for i in np.ndindex(s.shape[:-1])]
+    return np.stack(res).reshape(shape).astype(dt) if res else np.zeros(shape, dt)
+
+
+searchsorted_op = defop("searchsorted", _searchsorted_impl, differentiable=False, family=IDX)
+
+
+def searchsorted_rule(op, vals, bd, params, size):
+    """Each batch row searches its own sequence: the batch becomes a leading dim of the sequence (a
+    logical 1-D sequence turns into one sequence per row, its values flattened per row)."""
+    from ._batching import _materialize, _prod
+    s = vals[0] if bd[0] else _materialize(vals[0], size)
+    if len(vals) == 1:       # a Python number searched in every row's sequence
+        return dispatch(op, (s,), params), True
+    v = vals[1] if bd[1] else _materialize(vals[1], size)
+    if s.dim() == 2:
+        shape = tuple(v.shape)
+        return dispatch(op, (s, v.reshape(size, _prod(shape[1:]))), params).reshape(shape), True
+    return dispatch(op, (s, v), params), True
+
+
+searchsorted_op.batch = searchsorted_rule
 
 
 def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None, out=None):
-    if any(U.is_tensor(t) and t._wr is not None for t in (sorted_sequence, values, sorter)):
-        from .. import int32, int64
-        sd = side or ("right" if right else "left")
-        return U.write_out(_searchsorted_composite(sorted_sequence, values, sd, sorter,
-                                                   int32 if out_int32 else int64), out)
-    U.check_plain("searchsorted", sorted_sequence, values if U.is_tensor(values) else None, sorter)
     if side is not None and side not in ("left", "right"):
         raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
     if side == "left" and right:
         raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
                            "while right was True")
     side = side or ("right" if right else "left")
-    s = sorted_sequence._data
-    v = values._data if U.is_tensor(values) else np.asarray(values)
+    seq = sorted_sequence
+    for t in (seq, values):
+        if U.is_tensor(t) and t.is_complex():  # (no order on complex numbers, as PyTorch's CPU kernel)
+            raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{t.dtype}' (searchsorted of "
+                                      f"a {seq.dtype} sequence of shape {list(seq.shape)})")
+    vshape = tuple(values.shape) if U.is_tensor(values) else ()
     if sorter is not None:
-        if sorter.shape != sorted_sequence.shape:
+        if tuple(sorter.shape) != tuple(seq.shape):
             raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got "
-                               f"boundary tensor {list(sorted_sequence.shape)} and sorter tensor "
-                               f"{list(sorter.shape)}")
-        s = np.take_along_axis(s, sorter._data, -1)
-    if s.ndim > 1 and s.shape[:-1] != v.shape[:-1]:
+                               f"boundary tensor {list(seq.shape)} and sorter tensor {list(sorter.shape)}")
+        seq = seq.gather(-1, sorter)
+    if seq.dim() > 1 and tuple(seq.shape[:-1]) != vshape[:-1]:
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
                            f"dimensions of boundaries tensor and input value tensor must match, but we got "
-                           f"boundaries tensor {list(s.shape)} and input value tensor {list(v.shape)}")
-    dt = np.int32 if out_int32 else np.int64
-    if s.ndim <= 1:
-        r = D._new_tensor(np.asarray(np.searchsorted(s.reshape(-1), v, side=side), dtype=dt))
+                           f"boundaries tensor {list(seq.shape)} and input value tensor {list(vshape)}")
+    p = {"side": side, "out_int32": out_int32}
+    if U.is_tensor(values):
+        r = dispatch(searchsorted_op, (seq, values), p)
     else:
-        res = [np.searchsorted(s[i], v[i], side=side) for i in np.ndindex(s.shape[:-1])]
-        r = D._new_tensor(np.stack(res).reshape(v.shape).astype(dt) if res else np.zeros(v.shape, dt))
+        r = dispatch(searchsorted_op, (seq,), dict(p, scalar=values))
     return U.write_out(r, out)
 
 

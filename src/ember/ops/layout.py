@@ -357,8 +357,9 @@ def unravel_index(indices, shape):
     numel = 1
     for s in shape:
         numel *= s
-    if indices.numel():
-        lo, hi = int(indices.min()), int(indices.max())
+    a = U.raw_values(indices)  # (every row under vmap)
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
         if lo < -numel or hi >= numel:
             raise ValueError(f"'indices' must be in range [{-numel}, {numel - 1}]")
     idx = indices.long()
@@ -417,14 +418,22 @@ def put(input, index, source, accumulate=False):
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = input.numel()
     idx = _S.reshape(index, (-1,))
-    if idx.numel():
-        lo, hi = int(idx.min()), int(idx.max())
+    a = U.raw_values(index)  # (every row under vmap)
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
         if lo < -n or hi >= n:
             bad = lo if lo < -n else hi
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
     idx = idx % n if n else idx
     flat = _S.reshape(input, (-1,))
-    return _S.reshape(index_put(flat, (idx,), _S.reshape(source, (-1,)), accumulate), tuple(input.shape))
+    src = _S.reshape(source, (-1,))
+    if D.state.levels:
+        # under a transform (vmap: a batched index) scatter/scatter_add, which batch with their index,
+        # instead of index_put, whose index is a Python-level argument
+        from .indexing import scatter, scatter_add
+        return _S.reshape(scatter_add(flat, 0, idx, src) if accumulate else scatter(flat, 0, idx, src),
+                          tuple(input.shape))
+    return _S.reshape(index_put(flat, (idx,), src, accumulate), tuple(input.shape))
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):

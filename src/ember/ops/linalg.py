@@ -41,7 +41,8 @@ def _matmul_impl(xp, a, b):
     if b.ndim == 2 and a.ndim > 2:
         # (..., k) @ (k, n) as one 2-D product: NumPy's stacked matmul with a broadcast 2-D operand
         # loops outside BLAS (10-40x slower for a GPT block's projections)
-        return xp.matmul(a.reshape(-1, ka), b).reshape(a.shape[:-1] + (b.shape[1],))
+        # (an empty k: -1 cannot be inferred from a size of 0, the rows are counted instead)
+        return xp.matmul(a.reshape(-1 if ka else _prod(a.shape[:-1]), ka), b).reshape(a.shape[:-1] + (b.shape[1],))
     try:
         if a.dtype is U.BF16:  # float32 products and sums (BLAS), rounded once, as PyTorch's CPU kernels
             return U.bf16_f32(xp.matmul, a, b)
@@ -321,7 +322,8 @@ def _linear_impl(xp, x, w, b=None):
     if U.is_lowp(x):  # float32 products, sums and bias, rounded once, as PyTorch's CPU addmm
         return U.lowp_f32(_linear_impl, xp, x, w, b)
     if x.ndim > 2:  # one 2-D GEMM (a strided input is copied once: NumPy would loop over small GEMMs)
-        y = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        k = x.shape[-1]
+        y = xp.matmul(x.reshape(-1 if k else _prod(x.shape[:-1]), k), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:
         y = xp.matmul(x, w.T)
     if b is not None:
@@ -347,7 +349,8 @@ def _(ctx, g):
         elif x.dim() == 2:
             gw = matmul(g.mT, x)
         else:
-            gw = matmul(g.reshape(-1, g.shape[-1]).mT, x.reshape(-1, x.shape[-1]))
+            rows = _prod(tuple(x.shape[:-1]))  # (not -1: a size-0 dim leaves -1 undetermined)
+            gw = matmul(g.reshape(rows, g.shape[-1]).mT, x.reshape(rows, x.shape[-1]))
     if len(n) > 2 and n[2]:
         gb = g.sum(tuple(range(g.dim() - 1))) if g.dim() > 1 else g
     return (gx, gw, gb) if len(n) > 2 else (gx, gw)

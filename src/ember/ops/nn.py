@@ -758,7 +758,7 @@ def _conv_padding(padding, k, dilation, stride, op):
             return (0, 0, 0, 0)
         if padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+                raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
             out = []
             for kk, d in zip(k, dilation):
                 tot = d * (kk - 1)

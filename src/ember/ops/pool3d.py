@@ -156,8 +156,19 @@ def _check_dims(op, input, nsp):
                            f"size {U.fmt_shape(input.shape)}")
 
 
+def _check_nonempty(op, input, nsp):
+    """Every dim but an optional leading batch dim must have positive length (PyTorch's 3-d pools)."""
+    sh = tuple(input.shape)
+    first = 1 if len(sh) == nsp + 2 else 0
+    for i in range(first, len(sh)):
+        if sh[i] == 0:
+            raise RuntimeError(f"{op}(): Expected input's non-batch dimensions to have positive length, but input "
+                               f"has a shape of {list(sh)} and non-batch dimension {i - first} has length zero!")
+
+
 def _max_pool_nd(op, nsp, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     _check_dims(op, input, nsp)
+    _check_nonempty(op, input, nsp)
     k = _tuple(kernel_size, nsp, "kernel_size", op)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
         _tuple(stride, nsp, "stride", op)
@@ -198,6 +209,10 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 def _adaptive_out(op, input, output_size, nsp):
+    if isinstance(output_size, (list, tuple)) and U.is_tensor(input) and input.dim() <= len(output_size):
+        # PyTorch's Python-level check (before its kernel's dims check): a ValueError
+        raise ValueError(f"{op}: Input dimension should be at least {len(output_size) + 1}, got input of size "
+                         f"{U.fmt_shape(input.shape)} for output_size {list(output_size)}")
     _check_dims(op, input, nsp)
     if isinstance(output_size, (list, tuple)):
         if len(output_size) != nsp:
@@ -340,6 +355,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     nsp = 3
     _check_dims(op, input, nsp)
     U.no_lowp("avg_pool3d_out_frame", input)
+    _check_nonempty(op, input, nsp)
     if input.dtype.np.kind not in "fiu":
         raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[input.dtype.np].name}'")
     k = _tuple(kernel_size, nsp, "kernel_size", op)

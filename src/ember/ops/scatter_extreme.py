@@ -187,8 +187,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     shape = [1] * n
     shape[d] = index.numel()
     idx = index.long().reshape(-1)
-    if idx.numel():
-        lo, hi = int(idx.min()), int(idx.max())
+    a = U.raw_values(index)  # (every row under vmap)
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
         if lo < -input.shape[d] or hi >= input.shape[d]:
             raise IndexError(f"index_reduce(): index out of range for dimension {d} with size {input.shape[d]}")
     idx = idx % input.shape[d] if input.shape[d] else idx
@@ -223,9 +224,16 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
                            f"for data of shape {list(data.shape)} and axis {ax}, got {list(lengths.shape)}")
     n = data.shape[ax]
     if not unsafe:
-        if lengths.numel() and bool((lengths < 0).any()):
+        lv = U.raw_values(lengths) if U.is_tensor(lengths) and lengths._wr is not None and \
+            getattr(lengths._wr, "kind", None) == "vmap" and lengths._val._wr is None else None
+        if lv is not None:  # lengths batched by vmap: every row's values checked at once
+            bad_neg, bad_sum = lv.size and (lv < 0).any(), lv.size and (lv.sum(-1) != n).any()
+        else:
+            bad_neg = lengths.numel() and bool((lengths < 0).any())
+            bad_sum = lengths.numel() and bool((lengths.sum(-1) != n).any())
+        if bad_neg:
             raise RuntimeError("segment_reduce(): lengths contains negative value!")
-        if lengths.numel() and bool((lengths.sum(-1) != n).any()):
+        if bad_sum:
             raise RuntimeError(f"segment_reduce(): Expected all rows of lengths along axis to sum to data.size(axis) "
                                f"= {n}")
     lead = tuple(data.shape[:ax])

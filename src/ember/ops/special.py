@@ -230,14 +230,18 @@ def _(ctx, tx, ty):
 
 # orthogonal polynomials p_n(x): n is truncated to an integer, negative n gives 0 (PyTorch's)
 
+_POLY_MAX_N = 2 ** 31   # SciPy's integer-degree evaluations take O(n) steps: a degree of 1e20 never ends
+
+
 def _poly(evaluate, shift=False):
     def fn(x, n):
         n = np.trunc(np.asarray(n, np.float64))
         neg = n < 0
-        ni = np.where(neg, 0, n).astype(np.int64)
+        big = n > _POLY_MAX_N   # NaN, not an endless loop (PyTorch's own int64 cast of such n overflows)
+        ni = np.where(neg | big, 0, n).astype(np.int64)
         xx = 2.0 * np.asarray(x) - 1.0 if shift else x
         r = evaluate(ni, xx)
-        return np.where(neg, 0.0, r)
+        return np.where(neg, 0.0, np.where(big, np.nan, r))
     return fn
 
 

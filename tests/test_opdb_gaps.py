@@ -1,0 +1,273 @@
+"""Regression tests for the op_db findings closed in issue 15 (each was a KNOWN BUG or GAP entry of
+tests/test_torch_op_db.py's XFAIL table): PyTorch is the oracle where it is installed."""
+import numpy as np
+import pytest
+
+import ember
+
+
+def _rows(seq):
+    """A batch of two sequences: the sorted one and its reverse (unsorted, as op_db's vmap check
+    builds its second row)."""
+    return np.stack([seq, seq[..., ::-1]])
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_vmap_batched_sequence_matches_loop(torch, side):
+    rng = np.random.default_rng(0)
+    seq = np.sort(rng.standard_normal((3, 6)), -1)
+    vals = rng.standard_normal((3, 4))
+    s_b, v_b = _rows(seq), _rows(vals)
+    f = (lambda s, v: ember.searchsorted(s, v, side=side))
+    got = ember.func.vmap(f)(ember.tensor(s_b), ember.tensor(v_b))
+    loop = ember.stack([f(ember.tensor(s_b[i]), ember.tensor(v_b[i])) for i in range(2)])
+    ref = torch.func.vmap(lambda s, v: torch.searchsorted(s, v, side=side))(torch.tensor(s_b), torch.tensor(v_b))
+    np.testing.assert_array_equal(got.numpy(), loop.numpy())
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    assert got.dtype == ember.int64
+
+
+def test_bucketize_vmap_over_boundaries_and_scalar_inputs(torch):
+    rng = np.random.default_rng(1)
+    b = _rows(np.sort(rng.standard_normal(5)))
+    x = rng.standard_normal((2, 5, 5))
+    for in_dims in [(0, 0), (None, 0), (0, None)]:
+        xs = x[0] if in_dims[0] is None else x
+        bs = b[0] if in_dims[1] is None else b
+        got = ember.func.vmap(lambda a, c: ember.bucketize(a, c, right=True, out_int32=True),
+                              in_dims=in_dims)(ember.tensor(xs), ember.tensor(bs))
+        ref = torch.func.vmap(lambda a, c: torch.bucketize(a, c, right=True, out_int32=True),
+                              in_dims=in_dims)(torch.tensor(xs), torch.tensor(bs))
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+        assert got.dtype == ember.int32
+
+
+def test_searchsorted_vmap_sorter_and_python_number(torch):
+    rng = np.random.default_rng(2)
+    seq = rng.standard_normal((2, 8))
+    sorter = np.argsort(seq, -1)
+    got = ember.func.vmap(lambda s, o: ember.searchsorted(s, -0.2, sorter=o, right=True))(
+        ember.tensor(seq), ember.tensor(sorter))
+    ref = torch.func.vmap(lambda s, o: torch.searchsorted(s, -0.2, sorter=o, right=True))(
+        torch.tensor(seq), torch.tensor(sorter))
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+# ----------------------------------------------------------------------------- validation (PyTorch's errors)
+
+import ember.nn.functional as F  # noqa: E402
+
+
+def _raises(exc, match, fn):
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+def test_rrelu_lower_above_upper():
+    _raises(RuntimeError, "rrelu: Lower bound should be less than or equal to the upper bound",
+            lambda: F.rrelu(ember.randn(5, 5), 0.3, 0.1))
+    assert F.rrelu(ember.randn(3), 0.2, 0.2).shape == (3,)
+
+
+@pytest.mark.parametrize("shape", [(0, 1, 2, 10), (2, 1, 0, 1, 2), (2, 0, 2, 2, 2)])
+def test_pool3d_empty_non_batch_dims(torch, shape):
+    for name in ("max_pool3d", "avg_pool3d"):
+        with pytest.raises(RuntimeError) as theirs:
+            getattr(torch.nn.functional, name)(torch.zeros(shape), 1)
+        assert "non-batch dimensions to have positive length" in str(theirs.value)
+        _raises(RuntimeError, f"{name}\\(\\): Expected input's non-batch dimensions to have positive length",
+                lambda: getattr(F, name)(ember.zeros(shape), 1))
+    assert F.max_pool3d(ember.zeros(0, 1, 2, 2, 2), 1).shape == (0, 1, 2, 2, 2)   # an empty batch is fine
+
+
+def test_multinomial_out_must_be_long():
+    p = ember.rand(2, 3)
+    for dt in (ember.float64, ember.int32):
+        _raises(RuntimeError, "multinomial expects Long tensor out", lambda: ember.multinomial(p, 2, out=ember.empty(2, 2, dtype=dt)))
+    out = ember.empty(2, 2, dtype=ember.int64)
+    assert ember.multinomial(p, 2, out=out) is out
+
+
+def test_bernoulli_expanded_out_is_refused():
+    _raises(RuntimeError, "unsupported operation", lambda: ember.bernoulli(ember.full((6,), 0.5), out=ember.zeros(1).expand(6)))
+
+
+def test_linear_cross_entropy_validation():
+    x, w = ember.randn(2, 3), ember.randn(2, 3)
+    _raises(RuntimeError, "ignore_index cannot be specified when target contains probabilities",
+            lambda: F.linear_cross_entropy(x, w, ember.rand(2, 2), ignore_index=-100))
+    _raises(RuntimeError, "K-dimensional loss defined by linear_weight shape \\(2, 4, 3\\) requires batched input",
+            lambda: F.linear_cross_entropy(ember.randn(3), ember.randn(2, 4, 3), ember.rand(2, 4)))
+    assert F.linear_cross_entropy(x, w, ember.tensor([0, 1]), ignore_index=0).dim() == 0
+
+
+def test_error_types_as_pytorch():
+    _raises(ValueError, "Input dimension should be at least 4", lambda: F.adaptive_avg_pool3d(ember.randn(2, 2, 2), (2, 2, 2)))
+    _raises(ValueError, "Input dimension should be at least 4", lambda: F.adaptive_max_pool3d(ember.randn(2, 2, 2), (2, 2, 2)))
+    _raises(RuntimeError, "Expected 4D or 5D", lambda: F.adaptive_avg_pool3d(ember.randn(2, 2, 2), 2))
+    for conv, x, w in ((F.conv3d, ember.randn(1, 1, 4, 4, 4), ember.randn(1, 1, 2, 2, 2)),
+                       (F.conv2d, ember.randn(1, 1, 4, 4), ember.randn(1, 1, 2, 2)),
+                       (F.conv1d, ember.randn(1, 1, 4), ember.randn(1, 1, 2))):
+        _raises(RuntimeError, "padding='same' is not supported for strided convolutions",
+                lambda: conv(x, w, stride=2, padding="same"))
+    t = ember.tensor([0, 1, 2, 3, 0])
+    for wt in (ember.tensor(1.0), ember.randn(5, 4)):
+        _raises(ValueError, "weight must be one-dimensional", lambda: F.multi_margin_loss(ember.randn(5, 4), t, weight=wt))
+    _raises(RuntimeError, "inconsistent weight size", lambda: F.multi_margin_loss(ember.randn(5, 4), t, weight=ember.ones(5)))
+    s = ember.tensor(1.0)
+    _raises(RuntimeError, "input must have at least 2 dimensions", lambda: ember.ormqr(s, s, s))
+    _raises(RuntimeError, "other must have at least 2 dimensions", lambda: ember.ormqr(ember.randn(3, 3), ember.randn(3), ember.randn(3)))
+
+
+# ----------------------------------------------------------------------------- what PyTorch accepts
+
+
+@pytest.mark.parametrize("target", [0, [0]])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_margin_losses_of_a_0dim_input(torch, target, reduction):
+    for name in ("multi_margin_loss", "multilabel_margin_loss"):
+        x_t = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+        x_e = ember.tensor(0.7, dtype=ember.float64, requires_grad=True)
+        r_t = getattr(torch.nn.functional, name)(x_t, torch.tensor(target), reduction=reduction)
+        r_e = getattr(F, name)(x_e, ember.tensor(target), reduction=reduction)
+        assert tuple(r_e.shape) == tuple(r_t.shape)
+        np.testing.assert_allclose(r_e.detach().numpy(), r_t.detach().numpy())
+        g_t, = torch.autograd.grad(r_t.sum(), x_t)
+        g_e, = ember.autograd.grad(r_e.sum(), x_e)
+        np.testing.assert_allclose(g_e.numpy(), g_t.numpy())
+
+
+def test_multi_margin_loss_1d_input_keeps_the_target_shape(torch):
+    x = np.random.default_rng(3).standard_normal(3)
+    for target in (1, [1]):
+        r_t = torch.nn.functional.multi_margin_loss(torch.tensor(x), torch.tensor(target), reduction="none")
+        r_e = F.multi_margin_loss(ember.tensor(x), ember.tensor(target), reduction="none")
+        assert tuple(r_e.shape) == tuple(r_t.shape)
+        np.testing.assert_allclose(r_e.numpy(), r_t.numpy())
+
+
+def test_unfold_of_an_empty_batch_stays_in_the_graph():
+    x = ember.randn(0, 3, 4, 4, requires_grad=True)
+    y = F.unfold(x, 2)
+    assert y.shape == (0, 12, 9) and y.requires_grad
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_resize_as_function():
+    a, b = ember.randn(2, 3), ember.arange(4.0)
+    r = ember.resize_as_(b, a)
+    assert r is b and b.shape == (2, 3)
+    np.testing.assert_array_equal(b.numpy().reshape(-1)[:4], np.arange(4.0))
+
+
+def test_resize_under_vmap_resizes_each_row(torch):
+    x = ember.arange(6.0).reshape(2, 3)
+    y = ember.func.vmap(lambda a, b: a.resize_as_(b) * 2)(x.clone(), ember.randn(2, 3))
+    np.testing.assert_array_equal(y.numpy(), np.arange(6.0).reshape(2, 3) * 2)
+    r = ember.func.vmap(lambda a: a.resize_(4))(x.clone())
+    np.testing.assert_array_equal(r.numpy(), [[0, 1, 2, 0], [3, 4, 5, 0]])
+    assert ember.func.vmap(lambda a: a.resize_(2))(x.clone()).shape == (2, 2)
+
+
+# ----------------------------------------------------------------------------- found by the full sweep
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 5, 0), (0, 5)), ((2, 3, 0), (0, 4)), ((5, 0), (0, 5))])
+def test_matmul_with_an_empty_inner_dim(torch, a_shape, b_shape):
+    a = ember.randn(*a_shape, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(*b_shape, dtype=ember.float64, requires_grad=True)
+    r = ember.matmul(a, b)
+    assert tuple(r.shape) == tuple(torch.matmul(torch.zeros(a_shape), torch.zeros(b_shape)).shape)
+    assert not r.detach().numpy().any()
+    r.sum().backward()
+    assert a.grad.shape == a.shape and b.grad.shape == b.shape
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((2, 3, 0), (4, 0)), ((2, 3, 5), (0, 5)), ((0, 3, 5), (4, 5))])
+def test_linear_with_empty_dims(torch, x_shape, w_shape):
+    x = ember.randn(*x_shape, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(*w_shape, dtype=ember.float64, requires_grad=True)
+    b = ember.ones(w_shape[0], dtype=ember.float64)
+    y = F.linear(x, w, b)
+    ref = torch.nn.functional.linear(torch.zeros(x_shape, dtype=torch.float64), torch.zeros(w_shape, dtype=torch.float64),
+                                     torch.ones(w_shape[0], dtype=torch.float64))
+    np.testing.assert_array_equal(y.detach().numpy(), ref.numpy())
+    y.sum().backward()
+    assert x.grad.shape == x.shape and w.grad.shape == w.shape
+
+
+# ----------------------------------------------------------------------------- vmap of composites that check values
+
+
+def _vmap_both(torch, fe, ft, *arrays, in_dims=0):
+    got = ember.func.vmap(fe, in_dims=in_dims)(*[ember.tensor(a) for a in arrays])
+    ref = torch.func.vmap(ft, in_dims=in_dims)(*[torch.tensor(a) for a in arrays])
+    got = got if isinstance(got, tuple) else (got,)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        assert tuple(g.shape) == tuple(r.shape)
+        np.testing.assert_allclose(g.numpy(), r.numpy())
+
+
+def test_vmap_unravel_index(torch):
+    idx = np.array([[0, 5, -1, 11], [3, 7, 2, -12]])
+    _vmap_both(torch, lambda i: ember.unravel_index(i, (3, 4)), lambda i: torch.unravel_index(i, (3, 4)), idx)
+    with pytest.raises(ValueError, match="must be in range"):   # every row is checked
+        ember.func.vmap(lambda i: ember.unravel_index(i, (3, 4)))(ember.tensor([[0, 1], [2, 12]]))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_vmap_put(torch, accumulate):
+    rng = np.random.default_rng(4)
+    x, src = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 4))
+    idx = np.array([[0, 8, -1, 4], [2, 2, 5, -9]]) if accumulate else np.array([[0, 8, -2, 4], [2, 3, 5, -9]])
+    _vmap_both(torch, lambda a, i, s: ember.put(a, i, s, accumulate), lambda a, i, s: torch.put(a, i, s, accumulate),
+               x, idx, src)
+    with pytest.raises(IndexError, match="out of range"):
+        ember.func.vmap(lambda a, i, s: ember.put(a, i, s))(ember.tensor(x), ember.tensor([[0, 1, 2, 3], [0, 1, 2, 9]]),
+                                                             ember.tensor(src))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_vmap_index_reduce(torch, reduce):
+    rng = np.random.default_rng(5)
+    x, src = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3))
+    idx = np.array([[0, 1, 1, 3, 0], [2, 2, 2, 0, 1]])
+    _vmap_both(torch, lambda a, i, s: a.index_reduce(0, i, s, reduce), lambda a, i, s: a.index_reduce(0, i, s, reduce),
+               x, idx, src)
+    _vmap_both(torch, lambda a, s: a.index_reduce(1, ember.tensor([0, 0, 2, 1, 2]), s, reduce, include_self=False),
+               lambda a, s: a.index_reduce(1, torch.tensor([0, 0, 2, 1, 2]), s, reduce, include_self=False),
+               x.transpose(0, 2, 1).copy(), src.transpose(0, 2, 1).copy())
+
+
+def test_vmap_nonzero_static(torch):
+    x = np.array([[0.0, 1.0, 0.0, 2.0], [3.0, 0.0, 0.0, 0.0]])
+    for size in (1, 3, 6):
+        _vmap_both(torch, lambda a: ember.nonzero_static(a, size=size), lambda a: torch.nonzero_static(a, size=size), x)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+def test_vmap_segment_reduce_lengths(torch, reduce):
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((2, 6, 2))
+    lengths = np.array([[1, 2, 0, 3], [3, 3, 0, 0]])
+    _vmap_both(torch, lambda d, n: ember.segment_reduce(d, reduce, lengths=n),
+               lambda d, n: torch.segment_reduce(d, reduce, lengths=n), data, lengths)
+    with pytest.raises(RuntimeError, match="sum to data.size"):
+        ember.func.vmap(lambda d, n: ember.segment_reduce(d, reduce, lengths=n))(
+            ember.tensor(data), ember.tensor([[1, 2, 0, 3], [3, 3, 0, 1]]))
+
+
+def test_orthogonal_polynomials_of_a_huge_degree_end():
+    """op_db's reference sample has degrees of 1e20: SciPy's integer-degree recurrences take O(n) steps
+    (the sweep never ended); beyond 2**31 the value is NaN, smaller degrees are evaluated."""
+    x = ember.tensor([0.3, -0.3, 1.5], dtype=ember.float64)
+    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                 "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+                 "shifted_chebyshev_polynomial_t"):
+        r = getattr(ember.special, name)(x, ember.tensor([1e20, 2.0 ** 40, -1e20], dtype=ember.float64)).numpy()
+        assert np.isnan(r[0]) and np.isnan(r[1]) and r[2] == 0.0
+        small = getattr(ember.special, name)(x, ember.tensor([3.0, 3.0, 3.0], dtype=ember.float64)).numpy()
+        assert np.isfinite(small).all()
