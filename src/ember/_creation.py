@@ -1025,9 +1025,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
-    """num_samples category indices per row, drawn with the probabilities in input.
-
-    Differences from PyTorch: out= of a floating dtype is accepted; PyTorch requires int64 (RuntimeError)."""
+    """num_samples category indices per row, drawn with the probabilities in input."""
     if not input.is_floating_point():
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
     if num_samples <= 0:

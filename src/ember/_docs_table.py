@@ -565,9 +565,6 @@ Tensor.cuda: raises RuntimeError ("ember has no CUDA device") where PyTorch's CP
   AssertionError ("Torch not compiled with CUDA enabled").
 Tensor.to: a device other than 'cpu' and 'meta' raises RuntimeError; PyTorch's CPU-only build raises
   AssertionError for 'cuda'.
-ops.conv3d:conv3d: padding='same' with a stride raises ValueError where PyTorch raises RuntimeError.
-ops.nn:conv2d: padding='same' with a stride raises ValueError where PyTorch raises RuntimeError.
-ops.nn:conv1d: padding='same' with a stride raises ValueError where PyTorch raises RuntimeError.
 ops.nn:embedding: sparse=True is refused with NotImplementedError (no sparse gradients).
 native_layer_norm: the mean and inverse-std outputs require grad (they are differentiable);
   PyTorch's do not.

@@ -380,10 +380,7 @@ def geqrf(input, *, out=None):
 
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
-    """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output.
-
-    Differences from PyTorch: a 1-D input
-    raises IndexError where PyTorch raises RuntimeError."""
+    """op(Q) @ other (left) or other @ op(Q), Q the full orthogonal factor of geqrf's output."""
     U.no_lowp("ormqr_cpu", input)
     for t in (input, tau, other):
         if not (t.is_floating_point() or t.is_complex()):

@@ -968,10 +968,7 @@ def _margin_target(target, C, op):
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
-    """sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, per sample.
-
-    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError; a weight
-    that is not 1-D raises RuntimeError where PyTorch raises ValueError."""
+    """sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, per sample."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):
@@ -1013,9 +1010,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over target classes j (up to the first -1) and non-target classes i of
-    max(0, 1 - (x[j] - x[i])) / C, per sample.
-
-    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError."""
+    max(0, 1 - (x[j] - x[i])) / C, per sample."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     op = "multilabel_margin_loss"
@@ -1114,9 +1109,7 @@ def _eye_kernel(K, kh, kw, dtype):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns (a convolution
-    with an identity kernel, so its gradient is fold's and both are differentiable to any order).
-
-    Differences from PyTorch: with a batch of 0 the (empty) output does not require grad where PyTorch's does."""
+    with an identity kernel, so its gradient is fold's and both are differentiable to any order)."""
     op = "unfold"
     if input.dim() not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
@@ -1350,10 +1343,7 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                          ignore_index=None, label_smoothing=0.0, options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): PyTorch's reference
     definition (``options`` only selects PyTorch's memory-saving chunked evaluation, whose result is
-    the same; ember evaluates the reference).
-
-    Differences from PyTorch: ignore_index with class-probability targets is accepted (and ignored) where
-    PyTorch raises RuntimeError."""
+    the same; ember evaluates the reference)."""
     from ..ops.pool3d import float_only
     float_only("linear_cross_entropy", input, linear_weight, linear_bias)
     if options is not None:

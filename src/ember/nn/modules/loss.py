@@ -179,9 +179,7 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 
 class MultiMarginLoss(_WeightedLoss):
-    """Multi-class hinge loss (p = 1 or 2, margin, weight).
-
-    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError."""
+    """Multi-class hinge loss (p = 1 or 2, margin, weight)."""
     def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
@@ -197,9 +195,7 @@ class MultiMarginLoss(_WeightedLoss):
 
 
 class MultiLabelMarginLoss(_Loss):
-    """Multi-class multi-label hinge loss over target index lists.
-
-    Differences from PyTorch: 0-dim input, which PyTorch accepts, is refused with a RuntimeError."""
+    """Multi-class multi-label hinge loss over target index lists."""
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
