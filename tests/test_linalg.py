@@ -749,3 +749,24 @@ def test_matrix_exp_float32_is_float32_exact():
     e = ember.linalg.matrix_exp(ember.tensor(a)).numpy()
     assert e.dtype == np.float32
     np.testing.assert_allclose(e, exact, rtol=2 * np.finfo(np.float32).eps, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (3, 3), (2, 4, 3)])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_complex_svd_forward_mode_matches_pytorch(torch, shape, full_matrices):
+    """Regression: complex svd's tangents left out the phase of each singular pair (U S Vh's tangent
+    was not dA) and gave a complex dS; PyTorch splits i Im(diag(U^H dA V)) / s between U and V."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    t = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    outs = {}
+    for lib in (ember, torch):
+        o, dt = lib.func.jvp(lambda x: lib.linalg.svd(x, full_matrices=full_matrices), (lib.tensor(a),),
+                             (lib.tensor(t),))
+        _, dr = lib.func.jvp(lambda x: (lambda u, s, vh: u @ lib.diag_embed(s.to(x.dtype)) @ vh)(
+            *lib.linalg.svd(x, full_matrices=False)), (lib.tensor(a),), (lib.tensor(t),))
+        outs[lib] = [v.numpy() for v in (*o, *dt)] + [dr.numpy()]
+    np.testing.assert_allclose(outs[ember][-1], t, atol=1e-12)   # the tangent of U S Vh is dA itself
+    assert outs[ember][4].dtype == np.float64                       # dS is real
+    for e, p in zip(outs[ember], outs[torch]):
+        np.testing.assert_allclose(e, p, atol=1e-12)

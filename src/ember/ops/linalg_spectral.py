@@ -268,6 +268,11 @@ def _(ctx, t):
     sp = sc.unsqueeze(-1) * p
     du = _mm(u, f * (ps + ps.mH))  # Omega_U = F o (P S + S P^H)
     dv = _mm(v, f * (sp + sp.mH))  # Omega_V = F o (S P + P^H S)
+    if u.dtype.is_complex:  # dS = Re(diag P); the phase of each pair, i Im(diag P) / s, split evenly
+        ph = ((ds - ds.conj()) * 0.25 / sc).unsqueeze(-2)  # between U and V, as PyTorch's gauge
+        du = du + u * ph
+        dv = dv - v * ph
+        ds = ds.real
     if m > k:
         du = du + (_mm(t, v) - _mm(u, p)) / sc.unsqueeze(-2)
     if n > k:
