@@ -571,9 +571,6 @@ native_layer_norm: the mean and inverse-std outputs require grad (they are diffe
 dtype: ember has no complex32 (chalf), uint16, uint32, uint64 or float8 dtypes; PyTorch has them.
 median: complex input raises RuntimeError where PyTorch raises NotImplementedError.
 ops.nn:max_pool2d: complex input raises RuntimeError where PyTorch raises NotImplementedError.
-ops.nn:avg_pool2d: complex input raises RuntimeError where PyTorch raises NotImplementedError.
-ops.nn:layer_norm: complex input raises RuntimeError where PyTorch raises NotImplementedError.
-ops.nn:batch_norm: complex input raises RuntimeError where PyTorch raises NotImplementedError.
 """
 
 
@@ -582,4 +579,4 @@ ops.nn:batch_norm: complex input raises RuntimeError where PyTorch raises NotImp
 # docstrings)
 _CPLX = "complex input raises RuntimeError where PyTorch raises NotImplementedError."
 DIFFERENCES += "".join(f"{_n}: {_CPLX}\n" for _n in (
-    "ops.pool3d:max_pool3d", "ops.pool3d:avg_pool3d", "ops.nn:group_norm", "kthvalue", "histc"))
+    "ops.pool3d:max_pool3d", "ops.pool3d:avg_pool3d", "kthvalue", "histc"))

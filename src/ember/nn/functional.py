@@ -381,6 +381,9 @@ def _float_operands(name, input, target, dtype=None):
     if dtype is None:
         from ..ops._util import result_dtype
         dtype = result_dtype(input._data, target._data)
+    for t in (input, target):
+        if t.is_complex():  # PyTorch's error names its CPU kernel: mse_cpu, smooth_l1_cpu, huber_cpu
+            U.no_complex(name.replace("_loss", "_cpu"), t._data)
     if not dtype.is_floating_point:
         raise RuntimeError(f"{name}: not implemented for {input.dtype} input and {target.dtype} target "
                            f"(a floating point input or target is expected)")
@@ -388,9 +391,7 @@ def _float_operands(name, input, target, dtype=None):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean (or sum) squared error.
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """Mean (or sum) squared error."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_broadcast("mse_loss", input, target)
@@ -415,9 +416,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above.
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """Smooth L1 loss: 0.5 x^2 / beta below beta, abs(x) - 0.5 beta above."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -435,9 +434,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """Huber loss: squared error below delta, linear above.
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """Huber loss: squared error below delta, linear above."""
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got {delta}).")
@@ -619,9 +616,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """Average pooling over 1 spatial dim.
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """Average pooling over 1 spatial dim."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"avg_pool1d: expected 2D or 3D input, got {input.dim()}D")
     stride = kernel_size if stride is None or stride == [] else stride
@@ -730,9 +725,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
-    """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view).
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """Per-sample, per-channel normalisation over the spatial dims (batch_norm on a (1, N*C, ...) view)."""
     if input.dim() < 3:
         raise ValueError(f"instance_norm: expected 3D or more input (got {input.dim()}D input)")
     N, C = input.shape[0], input.shape[1]

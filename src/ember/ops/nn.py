@@ -89,8 +89,14 @@ def _tuple(v, n, name, op):
         raise TypeError(f"{op}: {name} must be an int or a tuple of ints, got {type(v).__name__}") from None
 
 
+# PyTorch's CPU kernel named in its error for complex input, where it differs from the op's name
+_COMPLEX_KERNEL = {"layer_norm": "LayerNormKernelImpl", "group_norm": "GroupNormKernelImpl"}
+
+
 def _float_check(op, *arrs):
     for a in arrs:
+        if a is not None and a.dtype.kind == "c":
+            U.no_complex(_COMPLEX_KERNEL.get(op, op), a)
         if a is not None and a.dtype.kind != "f" and a.dtype != U.BF16:
             raise RuntimeError(f"{op}: expected a floating point tensor, got {dt.FROM_NP[a.dtype].name}")
 
