@@ -1353,12 +1353,7 @@ def _bn_impl(xp, x, w, b, rm, rv, *, training, momentum, eps):
         var = xp.einsum("ij,ij->j", xc, xc) if two_d else xp.einsum("ncl,ncl->c", xc, xc)
         var = var / n
         invstd = 1.0 / xp.sqrt(var + eps)
-        if rm is not None and momentum:
-            rm *= 1 - momentum
-            rm += momentum * mean
-        if rv is not None and momentum:
-            rv *= 1 - momentum
-            rv += momentum * var * (n / (n - 1) if n > 1 else 1.0)
+        _bn_running(rm, rv, mean, var, momentum, n)
         scale = invstd if w is None else invstd * w
         y = xc
         y *= _bcast(scale.astype(x.dtype, copy=False), two_d)
