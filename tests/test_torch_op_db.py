@@ -556,17 +556,24 @@ def _finish(op, check, failures, ran, skipped):
     key = _op_id(op)
     reason = None if STRICT else XFAIL.get((key, check)) or XFAIL.get((key, "*")) or \
         (FULL_XFAIL.get((key, check)) if FULL else None)
+    report((key, check), reason, failures, ran, skipped)
+
+
+def report(fields, reason, failures, ran, skipped):
+    """The outcome of one (op, ..., check) test: fail, xfail with its reason, or skip when no sample
+    ran. fields name it (op id, check; the low-precision runs add the dtype)."""
+    label = " ".join(fields)
     if failures:
-        msg = f"{key} {check}: {len(failures)} of {ran} samples fail:\n  " + "\n  ".join(failures[:6])
+        msg = f"{label}: {len(failures)} of {ran} samples fail:\n  " + "\n  ".join(failures[:6])
         log = os.environ.get("EMBER_OPDB_LOG")
-        if log:  # one line per failing (op, check) as the run goes: triage of long sweeps
+        if log:  # one line per failing test as the run goes: triage of long sweeps
             with open(log, "a") as f:
-                f.write(f"{key}\t{check}\t{'XFAIL' if reason else 'FAIL'}\t{failures[0][:300]}\n")
+                f.write("\t".join(fields) + f"\t{'XFAIL' if reason else 'FAIL'}\t{failures[0][:300]}\n")
         if reason:
             pytest.xfail(f"{reason} ({msg.splitlines()[0]})")
         pytest.fail(msg, pytrace=False)
     if ran == 0:
-        pytest.skip(f"{key} {check}: no sample ember can run here" +
+        pytest.skip(f"{label}: no sample ember can run here" +
                     (f" ({'; '.join(sorted(set(skipped))[:3])})" if skipped else ""))
 
 

@@ -18,7 +18,6 @@ The default run caps the samples per op and dtype (``CAP``); ``EMBER_OPDB_FULL=1
 (``sample_inputs``; the reference inputs' extremal values are the float runs' business).
 ``EMBER_OPDB_STRICT=1`` ignores the XFAIL table, ``EMBER_OPDB_LOG=file`` logs each failure.
 """
-import os
 
 import numpy as np
 import pytest
@@ -190,18 +189,7 @@ def _finish(op, dtype, check, failures, ran, skipped):
     key, dn = H._op_id(op), str(dtype).split(".")[-1]
     reason = None if STRICT else next((XFAIL[k] for k in ((key, dn, check), (key, "*", check), (key, dn, "*"),
                                                            (key, "*", "*")) if k in XFAIL), None)
-    if failures:
-        msg = f"{key} {dn} {check}: {len(failures)} of {ran} samples fail:\n  " + "\n  ".join(failures[:6])
-        log = os.environ.get("EMBER_OPDB_LOG")
-        if log:
-            with open(log, "a") as f:
-                f.write(f"{key}\t{dn}\t{check}\t{'XFAIL' if reason else 'FAIL'}\t{failures[0][:300]}\n")
-        if reason:
-            pytest.xfail(f"{reason} ({msg.splitlines()[0]})")
-        pytest.fail(msg, pytrace=False)
-    if ran == 0:
-        pytest.skip(f"{key} {dn} {check}: no sample ember can run here" +
-                    (f" ({'; '.join(sorted(set(skipped))[:3])})" if skipped else ""))
+    H.report((key, dn, check), reason, failures, ran, skipped)
 
 
 def _params(check):
