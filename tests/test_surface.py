@@ -225,3 +225,36 @@ def test_linalg_error_at_pytorchs_names(torch):
     assert issubclass(ember.linalg.LinAlgError, RuntimeError) and issubclass(torch.linalg.LinAlgError, RuntimeError)
     with pytest.raises(ember._C._LinAlgError):
         ember.linalg.cholesky(-ember.eye(2))
+
+
+def test_pin_memory_and_elementwise_python_callables(torch):
+    # pin_memory answers as PyTorch's CPU-only build; apply_/map_ run a Python function per element
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="accelerator"):
+            lib.ones(2).pin_memory()
+        assert lib.ones(2).is_pinned() is False
+    for dtype in ("float32", "int64"):
+        outs = []
+        for lib in (ember, torch):
+            x = lib.arange(6, dtype=getattr(lib, dtype)).reshape(2, 3)[:, ::2]  # a strided view
+            x.apply_(lambda v: v * 2.7 + 1)
+            y = lib.arange(6.).reshape(2, 3)
+            y.map_(lib.tensor([1., -2., 3.]), lambda a, b: a * b - 1)
+            outs.append((x.numpy().copy(), y.numpy().copy()))
+        for e, t in zip(*outs):
+            np.testing.assert_array_equal(e, t)
+            assert e.dtype == t.dtype
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="requires grad"):
+            lib.ones(2, requires_grad=True).apply_(abs)
+        with pytest.raises(RuntimeError, match="expanded size"):
+            lib.ones(2).map_(lib.ones(3), lambda a, b: a)
+        with pytest.raises(TypeError):
+            lib.ones(2).apply_(3)
+
+
+def test_module_bfloat16(torch):
+    m = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.BatchNorm1d(3)).bfloat16()
+    assert m[0].weight.dtype == ember.bfloat16 and m[1].running_mean.dtype == ember.bfloat16
+    assert m[1].num_batches_tracked.dtype == ember.int64  # integer buffers stay as they are
+    assert m(ember.ones(4, 2, dtype=ember.bfloat16)).dtype == ember.bfloat16

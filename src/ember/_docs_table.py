@@ -430,6 +430,11 @@ Tensor.long: An int64 copy.
 Tensor.short: An int16 copy.
 Tensor.cpu: self (tensors live on the CPU).
 Tensor.cuda: Refuse: there is no CUDA device.
+Tensor.pin_memory: Refuse as PyTorch's CPU-only build does: there is no accelerator to pin memory for.
+Tensor.is_pinned: False: there is no accelerator, so no memory is pinned.
+Tensor.apply_: Apply a Python function to each element, in place (slow: one Python call per element).
+Tensor.map_: Replace each element x of self with callable(x, y), y the matching element of tensor
+  (broadcast to self's shape), in place.
 Tensor.is_nonzero: The truth value of a one-element tensor.
 Tensor.new_empty: An uninitialised tensor with this tensor's dtype (unless given).
 Tensor.new_empty_strided: An uninitialised tensor with given sizes and strides, this tensor's dtype.

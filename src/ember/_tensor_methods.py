@@ -1,5 +1,9 @@
 """Tensor conversions: .to(), .float()/.double()/..., .type(), .cpu(), and the device/dtype parsing
 they share. Casts go through the registry's ``_to_copy`` op, so they are differentiable."""
+import builtins
+
+import numpy as np
+
 from . import _dtype as dt
 from ._memory_format import memory_format as _MF, suggest_memory_format as _suggest_mf
 from ._tensor import Tensor, device as _device
@@ -95,6 +99,45 @@ Tensor.cdouble = _caster(dt.complex128)
 Tensor.cpu = lambda self, memory_format=None: self.to("cpu") if self._meta else self
 Tensor.cuda = lambda self, *a, **k: (_ for _ in ()).throw(
     RuntimeError("ember has no CUDA device: tensors live on the 'cpu' device"))
+
+
+def pin_memory(self, device=None):
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+def is_pinned(self, device=None):
+    return False
+
+
+def _fill_from(self, vals):
+    """Write Python values (one per element, in row-major order) into self, in place."""
+    if vals:
+        np.copyto(self._data, np.array(vals).reshape(self._data.shape), casting="unsafe")
+        self._bump()
+    return self
+
+
+def apply_(self, callable):
+    if self.requires_grad:
+        raise RuntimeError("Can't call apply_() on Variable that requires grad. Use var.detach().apply_() instead.")
+    if not builtins.callable(callable):
+        raise TypeError(f"apply_(): expected a callable, got {type(callable).__name__}")
+    return _fill_from(self, [callable(v) for v in self._data.ravel().tolist()])
+
+
+def map_(self, tensor, callable):
+    if self.requires_grad or tensor.requires_grad:
+        raise RuntimeError("Can't call map_() on Variable that requires grad. Use var.detach().map_() instead.")
+    if not builtins.callable(callable):
+        raise TypeError(f"map_(): expected a callable, got {type(callable).__name__}")
+    other = tensor.expand(self.shape)._data.ravel().tolist()
+    return _fill_from(self, [callable(x, y) for x, y in zip(self._data.ravel().tolist(), other)])
+
+
+Tensor.pin_memory = pin_memory
+Tensor.is_pinned = is_pinned
+Tensor.apply_ = apply_
+Tensor.map_ = map_
 
 
 # ----------------------------------------------------------------------------- new_* constructors

@@ -484,6 +484,10 @@ class Module:
         """Cast the floating-point parameters and buffers to float16."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
+    def bfloat16(self):
+        """Cast the floating-point parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
     def type(self, dst_type):
         """Cast every parameter and buffer to a dtype."""
         return self._apply(lambda t: t.type(dst_type))
