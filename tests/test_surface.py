@@ -103,6 +103,12 @@ def test_no_registry_objects_in_namespace():
     assert ember.ops.abs_op.__name__ == "abs"
 
 
+def test_public_names_are_torch_names(torch):
+    # ember's own helpers (batching rules, dispatch, op-family modules, nn.functional-only functions)
+    # stay out of the top-level namespace: every public name there is a torch.* name
+    assert [n for n in dir(ember) if not n.startswith("_") and not hasattr(torch, n)] == []
+
+
 def test_index_with_range(torch):
     a, t = ember.arange(12.).reshape(3, 4), torch.arange(12.).reshape(3, 4)
     for idx in (range(2), range(1, 3), (range(2), range(2)), (slice(None), range(0, 4, 2))):

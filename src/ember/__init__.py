@@ -31,6 +31,22 @@ from .ops import *  # noqa: F401,F403
 # ember.ops and ember._dispatch.REGISTRY, out of the public namespace
 for _k in [k for k in globals() if k.endswith("_op") and isinstance(globals()[k], _dispatch.Op)] + ["aten"]:
     del globals()[_k]
+# ... nor are the helpers the star imports bring along: batching rules, the dispatch machinery, the op
+# family submodules, and functions torch has only in torch.nn.functional (gelu, silu, ...). The names
+# torch has not (tests/test_surface.py compares with dir(torch)):
+for _k in """
+    D EW IDX LIN RED REGISTRY U VIEW as_strided_backward_rule as_strided_rule
+    as_strided_scatter_rule batched_index calculus cat_rule cj composite constant_pad contiguous
+    defop dim_shift_rule dispatch dt einsum_rule elementwise elementwise_rule elu empty_array expand
+    expand_rule fallback_rule gather_like_rule gelu getitem hardsigmoid hardswish hardtanh
+    histograms index_add_rule index_backward_rule index_put_rule index_rule index_select_rule
+    indexing inplace is_complex_t leaky_relu linear linear_rule logsigmoid masked_fill_rule
+    matmul_rule mish native_dropout_backward native_norms nonzero_rule not_for_complex np numeric
+    order_stats permute_rule range_ reduce relu6 repeat repeat_rule scalar_name scatter_extreme
+    searchsorted_rule setitem shape silu slice_dim softplus softsign spectral string sum_to
+    sum_to_size to_dtype view view_dtype view_rule
+""".split():
+    del globals()[_k]
 globals().update(_ops._PRIVATE_OPS)  # torch._softmax_backward_data and the like (issue 15)
 from ._printing import set_printoptions  # noqa: F401
 from ._serialization import save, load  # noqa: F401

@@ -60,8 +60,8 @@ def _resolve(path):
     obj = ember
     for p in parts[1:]:
         obj = getattr(obj, p, None)
-        if obj is None:
-            return None
+        if obj is None:  # a registry function that is no torch.* name (gelu, view, a batching rule)
+            return getattr(ember.ops, parts[1], None) if len(parts) == 2 else None
     return obj
 
 

@@ -412,7 +412,7 @@ ops.conv3d:conv_transpose3d: 3-D transposed convolution.
 ops.ctc:ctc_loss: Connectionist temporal classification loss over log-probabilities (T, N, C).
 dispatch: ember internal, not a torch name: run one registry op through the dispatch path.
 elementwise_rule: ember internal, not a torch name: the vmap batching rule shared by elementwise ops.
-empty_array: ember internal, not a torch name: an uninitialised NumPy array of a dtype.
+_creation:empty_array: ember internal, not a torch name: an uninitialised NumPy array of a dtype.
 Tensor: A multi-dimensional array of one dtype, with autograd (the torch.Tensor of ember).
 Tensor.bernoulli: 0/1 samples with the probabilities in this tensor (or p).
 Tensor.multinomial: num_samples category indices per row, drawn with the probabilities in this tensor.
@@ -548,8 +548,6 @@ gelu: with approximate='none', float32 (and bfloat16, computed in float32) gelu(
   PyTorch's x * (1 + erf(x / sqrt(2))) / 2 loses its relative accuracy to cancellation (down to 0),
   ember's keeps float32's (relative error about 1e-6); elsewhere the two differ by at most about
   1e-6. float64 (to about 1e-15) and approximate='tanh' (to float32 rounding) agree.
-relu6: the gradient at a NaN input is 0 where PyTorch's is the incoming gradient (values agree).
-hardtanh: the gradient at a NaN input is 0 where PyTorch's is the incoming gradient (values agree).
 cummax: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
 cummin: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
 signbit: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.

@@ -78,7 +78,10 @@ def relu_(input):
 
 
 def relu6(input, inplace=False):
-    """min(max(0, x), 6)."""
+    """min(max(0, x), 6).
+
+    Differences from PyTorch: the gradient at a NaN input is 0 where PyTorch's is the incoming gradient
+    (values agree)."""
     return _maybe_inplace(input, _ops.relu6(_src(input, inplace)), inplace)
 
 
@@ -93,7 +96,10 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """Clamp to [min_val, max_val]."""
+    """Clamp to [min_val, max_val].
+
+    Differences from PyTorch: the gradient at a NaN input is 0 where PyTorch's is the incoming gradient
+    (values agree)."""
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
     return _maybe_inplace(input, _ops.hardtanh(_src(input, inplace), min_val, max_val), inplace)
