@@ -260,14 +260,30 @@ def test_vmap_segment_reduce_lengths(torch, reduce):
             ember.tensor(data), ember.tensor([[1, 2, 0, 3], [3, 3, 0, 1]]))
 
 
+_POLY_NAMES = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+               "shifted_chebyshev_polynomial_t")
+
+
 def test_orthogonal_polynomials_of_a_huge_degree_end():
     """op_db's reference sample has degrees of 1e20: SciPy's integer-degree recurrences take O(n) steps
-    (the sweep never ended); beyond 2**31 the value is NaN, smaller degrees are evaluated."""
+    (the sweep never ended); a degree with no int64 value (1e20, inf, NaN) gives 0 as in PyTorch, one
+    beyond 2**31 NaN, smaller degrees are evaluated."""
     x = ember.tensor([0.3, -0.3, 1.5], dtype=ember.float64)
-    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
-                 "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
-                 "shifted_chebyshev_polynomial_t"):
+    for name in _POLY_NAMES:
         r = getattr(ember.special, name)(x, ember.tensor([1e20, 2.0 ** 40, -1e20], dtype=ember.float64)).numpy()
-        assert np.isnan(r[0]) and np.isnan(r[1]) and r[2] == 0.0
+        assert r[0] == 0.0 and np.isnan(r[1]) and r[2] == 0.0
         small = getattr(ember.special, name)(x, ember.tensor([3.0, 3.0, 3.0], dtype=ember.float64)).numpy()
         assert np.isfinite(small).all()
+
+
+def test_orthogonal_polynomials_of_a_nan_or_infinite_degree(torch):
+    """op_db's extremal sample (x and n from inf, -inf, NaN) hung ember: a NaN degree cast to int64 is -2**63,
+    a 2**63-step recurrence in SciPy. Such degrees (and 1e20) give PyTorch's 0, at once."""
+    vals = [np.inf, -np.inf, np.nan, 0.5]
+    x = np.repeat(vals, 4)
+    n = np.tile([np.inf, -np.inf, np.nan, 1e20], 4)
+    for name in _POLY_NAMES:
+        got = getattr(ember.special, name)(ember.tensor(x), ember.tensor(n)).numpy()
+        want = getattr(torch.special, name)(torch.tensor(x), torch.tensor(n)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=name)

@@ -236,8 +236,11 @@ _POLY_MAX_N = 2 ** 31   # SciPy's integer-degree evaluations take O(n) steps: a 
 def _poly(evaluate, shift=False):
     def fn(x, n):
         n = np.trunc(np.asarray(n, np.float64))
-        neg = n < 0
-        big = n > _POLY_MAX_N   # NaN, not an endless loop (PyTorch's own int64 cast of such n overflows)
+        # a degree with no int64 value (NaN, +-inf, |n| >= 2**63) is 0, as PyTorch's CPU kernels give: their
+        # int64 conversion of it is negative. (A NaN degree cast to int64 here would be -2**63, a loop of
+        # 2**63 steps in SciPy's recurrences.)
+        neg = (n < 0) | ~(np.abs(n) < 2.0 ** 63)
+        big = ~neg & (n > _POLY_MAX_N)   # NaN, not an endless loop
         ni = np.where(neg | big, 0, n).astype(np.int64)
         xx = 2.0 * np.asarray(x) - 1.0 if shift else x
         r = evaluate(ni, xx)
