@@ -287,3 +287,37 @@ def test_orthogonal_polynomials_of_a_nan_or_infinite_degree(torch):
         got = getattr(ember.special, name)(ember.tensor(x), ember.tensor(n)).numpy()
         want = getattr(torch.special, name)(torch.tensor(x), torch.tensor(n)).numpy()
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_trigamma_at_minus_infinity_is_nan(torch):
+    """polygamma(1, -inf) (digamma's derivative there) has no limit: NaN as PyTorch, not SciPy's inf."""
+    x = np.array([-np.inf, np.inf, -2.5, 3.0])
+    np.testing.assert_allclose(ember.polygamma(1, ember.tensor(x)).numpy(),
+                               torch.polygamma(1, torch.tensor(x)).numpy(), rtol=1e-9)
+    g = ember.tensor(x, requires_grad=True)
+    ember.digamma(g).sum().backward()
+    assert np.isnan(g.grad.numpy()[0]) and g.grad.numpy()[1] == 0.0
+
+
+def test_xlog1py_gradient_at_x_zero_is_log1p_y(torch):
+    """x * log1p(y) is linear in x: at x = 0 its x-derivative is log1p(y) (ember gave 0, a wrong gradient
+    that op_db's reference sample found); PyTorch's, finite differences and forward mode agree."""
+    x = np.array([0.0, 0.0, 0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 1.0])
+    y = np.array([0.25, -0.5, 3.0, 0.7, -1.0, -2.0, -np.inf, np.inf, -2.0])   # (0, y <= -1): 0, as PyTorch
+    xe, ye = ember.tensor(x, requires_grad=True), ember.tensor(y, requires_grad=True)
+    ember.special.xlog1py(xe, ye).sum().backward()
+    xt, yt = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    torch.special.xlog1py(xt, yt).sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ye.grad.numpy(), yt.grad.numpy(), rtol=1e-12)
+    xf, yf = ember.tensor(x[:4], requires_grad=True), ember.tensor(y[:4], requires_grad=True)
+    assert ember.autograd.gradcheck(ember.special.xlog1py, (xf, yf))
+    _, t = ember.func.jvp(lambda a: ember.special.xlog1py(a, ember.tensor(y)), (ember.tensor(x),),
+                          (ember.ones(len(x), dtype=ember.float64),))
+    np.testing.assert_allclose(t.numpy(), xt.grad.numpy(), rtol=1e-12)
+    for num in (0.5, -1.0):     # a number as other
+        xs = ember.tensor([0.0, 2.0], dtype=ember.float64, requires_grad=True)
+        ember.special.xlog1py(xs, num).sum().backward()
+        ts = torch.tensor([0.0, 2.0], dtype=torch.float64, requires_grad=True)
+        torch.special.xlog1py(ts, num).sum().backward()
+        np.testing.assert_allclose(xs.grad.numpy(), ts.grad.numpy(), rtol=1e-12)

@@ -434,7 +434,7 @@ XFAIL = {
     **_each_check("the samples are views into a larger storage and as_strided addresses that storage; the "
                   "harness copies each tensor through NumPy (contiguous, offset 0), so the storage cannot be "
                   "reproduced (tests/test_views.py covers as_strided on real storage)",
-                  "as_strided.partial_views", "forward backward forward_ad"),
+                  "as_strided.partial_views", "forward"),
     **_each_check("an unbound Tensor method called with a Python number as self: ember's Tensor methods are "
                   "plain functions that do not check the type of self (no program calls them this way)",
                   "__radd__ __rmul__ __rand__ __ror__ __rxor__", "errors"),
@@ -544,17 +544,19 @@ XFAIL = {
 # reaches, with their reasons; the default run never consults this table.
 FULL_XFAIL = {
     **_each_check("ember refuses with NotImplementedError: interpolate: antialias=True when downsampling",
-                  "nn.functional.interpolate.bilinear", "forward backward forward_ad vmap"),
+                  "nn.functional.interpolate.bilinear", "forward vmap"),
     **_each_check("a complex Python number as a scalar operand: ember has no complex dtypes yet (complex issue) "
-                  "and refuses it with a TypeError", "where", "forward backward forward_ad vmap"),
+                  "and refuses it with a TypeError", "where", "forward vmap"),
     **_each_check("ember refuses with NotImplementedError: embedding_bag: scale_grad_by_freq and sparse",
                   "nn.functional.embedding_bag", "forward backward forward_ad vmap"),
     **_each_check("gradient at NaN/inf inputs (op_db's extremal-value samples): PyTorch passes the incoming "
                   "gradient through at a NaN input (its masks are 'not <= threshold'), ember's rules give 0 or "
                   "NaN there; values elsewhere match",
-                  "maximum minimum max.binary min.binary logaddexp nn.functional.elu nn.functional.celu "
-                  "nn.functional.selu nn.functional.softshrink nn.functional.hardshrink nn.functional.hardtanh "
-                  "nn.functional.relu6", "backward forward_ad"),
+                  "logaddexp nn.functional.elu nn.functional.celu nn.functional.selu nn.functional.softshrink "
+                  "nn.functional.hardshrink nn.functional.hardtanh nn.functional.relu6", "backward forward_ad"),
+    **_each_check("gradient at NaN inputs (op_db's extremal-value samples): PyTorch passes the incoming gradient "
+                  "through at a NaN input (its masks are 'not <= threshold'), ember's rules give 0 there; values "
+                  "and tangents match", "maximum minimum max.binary min.binary", "backward"),
     ("index_copy", "backward"): "repeated indices (which PyTorch documents as nondeterministic): ember copies the "
                                 "last slice and sends the gradient to it only, PyTorch to every repeated slice",
     ("half", "backward"): "the float64 -> float16 cast of a large gradient: a few values (47 of 943593) differ by "
@@ -563,8 +565,6 @@ FULL_XFAIL = {
                            "ember's 0",
     ("logit", "backward"): "outside [0, 1], where logit is NaN, PyTorch's gradient is NaN and ember's the "
                            "formula's finite value",
-    ("linalg.norm.subgradients_at_zero", "backward"): "ember refuses with NotImplementedError: "
-                                                      "linalg.matrix_norm(ord='nuc') needs singular values",
     **_each_check("tangents at NaN/inf inputs (op_db's extremal-value samples): PyTorch's forward-AD formulas "
                   "give NaN (or pass the tangent through a NaN) where ember's give 0, or the reverse; values "
                   "elsewhere match", "clamp_max clamp_min atan2 div.trunc_rounding div.floor_rounding fmax hypot "
@@ -573,8 +573,6 @@ FULL_XFAIL = {
     ("cov", "forward_ad"): "float32 aweights: a 1e-6 relative difference from float32 rounding",
     ("cat", "forward_ad"): "a float16 input among float64 ones: its tangent is rounded to float16 at a different "
                            "point (differences of one float16 ulp)",
-    ("linalg.norm.subgradients_at_zero", "forward_ad"): "ember refuses with NotImplementedError: "
-                                                        "linalg.matrix_norm(ord='nuc') needs singular values",
     ("gather", "vmap"): "a logical 0-dim input with a 1-element index under vmap: the batch rule raises a clear "
                         "error (the dims do not match) where torch.func.vmap runs",
     ("cov", "backward"): "float32 aweights: ember's gradient for them is float32 rounding noise (1e-6) where "
@@ -584,9 +582,16 @@ FULL_XFAIL = {
                   "ember NaN (a NaN input propagates, as SciPy's gammainc/gammaincc)", "igamma igammac", "forward"),
     ("special.zeta", "forward"): "zeta(1e20, 1e20) = 1e20 ** -1e20 underflows to 0 (ember and SciPy); PyTorch's "
                                  "kernel returns NaN (PyTorch's own deviation)",
-    **_each_check("polygamma(4, +inf): the limit is 0 (ember -0.0, as SciPy); PyTorch returns NaN (PyTorch's own "
-                  "deviation)", "polygamma.polygamma_n_1 polygamma.polygamma_n_2 polygamma.polygamma_n_3 "
-                  "polygamma.polygamma_n_4", "forward"),
+    **_each_check("polygamma(4, +inf) (and polygamma(5, +inf), its derivative): the limit is 0 (ember -0.0, as "
+                  "SciPy); PyTorch returns NaN (PyTorch's own deviation)", "polygamma.polygamma_n_1 "
+                  "polygamma.polygamma_n_2 polygamma.polygamma_n_3 polygamma.polygamma_n_4",
+                  "forward backward forward_ad"),
+    **_each_check("the derivative at a NaN input: PyTorch's i1/i1e rules give 0.5 there (their "
+                  "'|x| small' branch is taken by NaN), ember's NaN (PyTorch's own deviation)",
+                  "special.i1 special.i1e", "backward forward_ad"),
+    **_each_check("the derivative trigamma(x) at a negative integer x (a pole): ember's is inf, PyTorch's "
+                  "reflection formula gives a finite ~1e32 from sin(pi x) ~ 1e-16 (PyTorch's own rounding)",
+                  "digamma", "backward forward_ad"),
     ("signal.windows.kaiser", "forward"): "float32 with beta=100: PyTorch's I0(100) ~ 1e42 overflows float32 and its "
                                           "window is NaN/0 there; ember's values agree with SciPy's float64 kaiser",
     **_each_check("the large reference sample (943593 values): PyTorch's float64 kernel is off by up to 2.2e-6 "
@@ -604,9 +609,14 @@ FULL_XFAIL = {
                   "P_n(x), x > 1, is positive); ember gives +inf (SciPy), PyTorch's recurrence inf - inf = NaN "
                   "(PyTorch's own deviation)", "special.laguerre_polynomial_l special.legendre_polynomial_p",
                   "forward"),
-    ("ldexp", "backward"): "the gradient for the exponent near the float64 maximum (grad * x * 2**n * ln 2 = 1.26e308, "
-                           "op_db's extremal sample): PyTorch forms x * 2**n * grad before the factor ln 2 < 1 and "
-                           "overflows to inf; ember's finite value is the right one (PyTorch's own overflow)",
+    **_each_check("the derivative for the exponent near the float64 maximum (grad * x * 2**n * ln 2 = 1.26e308, "
+                  "op_db's extremal sample): PyTorch forms x * 2**n * grad before the factor ln 2 < 1 and "
+                  "overflows to inf; ember's finite value is the right one (PyTorch's own overflow)",
+                  "ldexp", "backward forward_ad"),
+    ("nn.functional.prelu", "forward_ad"): "the tangent at x = 0 exactly: PyTorch's forward-AD formula takes the "
+                                           "x >= 0 branch (tangent t), its backward formula the weight branch "
+                                           "(w * t); ember's forward mode is consistent with both libraries' "
+                                           "backward (PyTorch's own inconsistency)",
     ("nn.functional.grid_sample", "forward"): "float32 rounding of the unnormalized grid coordinates near cell edges "
                                               "(values up to ~40): 7 of 943920 values; ember's and PyTorch's float32 "
                                               "results are both up to 8.8e-3 from the float64 result, 3.8e-3 from "
