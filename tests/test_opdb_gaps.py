@@ -321,3 +321,18 @@ def test_xlog1py_gradient_at_x_zero_is_log1p_y(torch):
         ts = torch.tensor([0.0, 2.0], dtype=torch.float64, requires_grad=True)
         torch.special.xlog1py(ts, num).sum().backward()
         np.testing.assert_allclose(xs.grad.numpy(), ts.grad.numpy(), rtol=1e-12)
+
+
+def test_error_types_of_empty_lists_and_degenerate_arguments(torch):
+    """op_db's error inputs: the exception type (and message) PyTorch raises, where ember raised a bare
+    IndexError/ValueError from inside."""
+    for L in (ember, torch):
+        cases = [lambda: L.hstack([]), lambda: L.vstack([]), lambda: L.dstack([]),
+                 lambda: L.roll(L.ones(5), []), lambda: L.narrow(L.tensor(1.0), 0, 0, 1),
+                 lambda: L.narrow(L.ones(4), 0, L.tensor(True), 1), lambda: L.eye(-1), lambda: L.eye(3, -1),
+                 lambda: L.nn.functional.adaptive_avg_pool1d(L.ones(1, 2, 3), [])]
+        for k, fn in enumerate(cases):
+            with pytest.raises(RuntimeError):
+                fn()
+    assert ember.narrow(ember.arange(5), 0, ember.tensor(1), 2).tolist() == [1, 2]
+    assert ember.eye(0).shape == (0, 0)

@@ -463,7 +463,6 @@ XFAIL = {
                           "combination",
     ("nn.functional.max_pool1d", "errors"): "a 2-D input with a 0-size batch: ember returns an empty result where "
                                             "PyTorch refuses",
-    ("narrow", "errors"): "a bool tensor as start: ember reads it as 0/1 where PyTorch asks for an integral tensor",
     ("cat", "errors"): "out= that aliases an input: ember does not detect the overlap",
     # --- generated from the failures, one reason per kind
     ('nn.functional.embedding', 'forward'): 'ember refuses with NotImplementedError: embedding: sparse gradients are not supported in ember',
@@ -480,18 +479,11 @@ XFAIL = {
     ('kthvalue', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('masked_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('aminmax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('nn.functional.adaptive_avg_pool1d', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('nn.functional.adaptive_avg_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
     ('nn.functional.adaptive_max_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
-    ('narrow', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('roll', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('gather', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('index_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('take', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('eye', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('hstack', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('vstack', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('dstack', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('amax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('amin', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     # --- found when the op, linalg, fft, special and nn branches met this harness (their merge); each

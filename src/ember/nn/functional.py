@@ -628,6 +628,9 @@ def adaptive_avg_pool1d(input, output_size):
     """Average pooling to a given output length.
 
     Differences from PyTorch: 0-dim input raises IndexError where PyTorch raises RuntimeError."""
+    if isinstance(output_size, (tuple, list)) and len(output_size) != 1:
+        raise RuntimeError(f"adaptive_avg_pool1d() argument 'output_size' should contain one int (got "
+                           f"{len(output_size)})")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _one(output_size))).squeeze(-2)
 
 
