@@ -334,5 +334,12 @@ def test_error_types_of_empty_lists_and_degenerate_arguments(torch):
         for k, fn in enumerate(cases):
             with pytest.raises(RuntimeError):
                 fn()
+        for fn in (L.nn.functional.adaptive_avg_pool2d, L.nn.functional.adaptive_max_pool2d):
+            with pytest.raises(ValueError, match="Input dimension should be at least 3"):
+                fn(L.ones(2, 2), [2, 2])
+            for bad in ([-1, 2], [3]):
+                with pytest.raises(RuntimeError):
+                    fn(L.ones(1, 2, 3, 4), bad)
+            assert tuple(fn(L.ones(1, 2, 3, 4), [2, 0]).shape) == (1, 2, 2, 0)   # an empty result
     assert ember.narrow(ember.arange(5), 0, ember.tensor(1), 2).tolist() == [1, 2]
     assert ember.eye(0).shape == (0, 0)

@@ -479,8 +479,6 @@ XFAIL = {
     ('kthvalue', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('masked_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('aminmax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('nn.functional.adaptive_avg_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
-    ('nn.functional.adaptive_max_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
     ('gather', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('index_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('take', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
