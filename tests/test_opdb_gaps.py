@@ -260,14 +260,86 @@ def test_vmap_segment_reduce_lengths(torch, reduce):
             ember.tensor(data), ember.tensor([[1, 2, 0, 3], [3, 3, 0, 1]]))
 
 
+_POLY_NAMES = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+               "shifted_chebyshev_polynomial_t")
+
+
 def test_orthogonal_polynomials_of_a_huge_degree_end():
     """op_db's reference sample has degrees of 1e20: SciPy's integer-degree recurrences take O(n) steps
-    (the sweep never ended); beyond 2**31 the value is NaN, smaller degrees are evaluated."""
+    (the sweep never ended); a degree with no int64 value (1e20, inf, NaN) gives 0 as in PyTorch, one
+    beyond 2**31 NaN, smaller degrees are evaluated."""
     x = ember.tensor([0.3, -0.3, 1.5], dtype=ember.float64)
-    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
-                 "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
-                 "shifted_chebyshev_polynomial_t"):
+    for name in _POLY_NAMES:
         r = getattr(ember.special, name)(x, ember.tensor([1e20, 2.0 ** 40, -1e20], dtype=ember.float64)).numpy()
-        assert np.isnan(r[0]) and np.isnan(r[1]) and r[2] == 0.0
+        assert r[0] == 0.0 and np.isnan(r[1]) and r[2] == 0.0
         small = getattr(ember.special, name)(x, ember.tensor([3.0, 3.0, 3.0], dtype=ember.float64)).numpy()
         assert np.isfinite(small).all()
+
+
+def test_orthogonal_polynomials_of_a_nan_or_infinite_degree(torch):
+    """op_db's extremal sample (x and n from inf, -inf, NaN) hung ember: a NaN degree cast to int64 is -2**63,
+    a 2**63-step recurrence in SciPy. Such degrees (and 1e20) give PyTorch's 0, at once."""
+    vals = [np.inf, -np.inf, np.nan, 0.5]
+    x = np.repeat(vals, 4)
+    n = np.tile([np.inf, -np.inf, np.nan, 1e20], 4)
+    for name in _POLY_NAMES:
+        got = getattr(ember.special, name)(ember.tensor(x), ember.tensor(n)).numpy()
+        want = getattr(torch.special, name)(torch.tensor(x), torch.tensor(n)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_trigamma_at_minus_infinity_is_nan(torch):
+    """polygamma(1, -inf) (digamma's derivative there) has no limit: NaN as PyTorch, not SciPy's inf."""
+    x = np.array([-np.inf, np.inf, -2.5, 3.0])
+    np.testing.assert_allclose(ember.polygamma(1, ember.tensor(x)).numpy(),
+                               torch.polygamma(1, torch.tensor(x)).numpy(), rtol=1e-9)
+    g = ember.tensor(x, requires_grad=True)
+    ember.digamma(g).sum().backward()
+    assert np.isnan(g.grad.numpy()[0]) and g.grad.numpy()[1] == 0.0
+
+
+def test_xlog1py_gradient_at_x_zero_is_log1p_y(torch):
+    """x * log1p(y) is linear in x: at x = 0 its x-derivative is log1p(y) (ember gave 0, a wrong gradient
+    that op_db's reference sample found); PyTorch's, finite differences and forward mode agree."""
+    x = np.array([0.0, 0.0, 0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 1.0])
+    y = np.array([0.25, -0.5, 3.0, 0.7, -1.0, -2.0, -np.inf, np.inf, -2.0])   # (0, y <= -1): 0, as PyTorch
+    xe, ye = ember.tensor(x, requires_grad=True), ember.tensor(y, requires_grad=True)
+    ember.special.xlog1py(xe, ye).sum().backward()
+    xt, yt = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    torch.special.xlog1py(xt, yt).sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ye.grad.numpy(), yt.grad.numpy(), rtol=1e-12)
+    xf, yf = ember.tensor(x[:4], requires_grad=True), ember.tensor(y[:4], requires_grad=True)
+    assert ember.autograd.gradcheck(ember.special.xlog1py, (xf, yf))
+    _, t = ember.func.jvp(lambda a: ember.special.xlog1py(a, ember.tensor(y)), (ember.tensor(x),),
+                          (ember.ones(len(x), dtype=ember.float64),))
+    np.testing.assert_allclose(t.numpy(), xt.grad.numpy(), rtol=1e-12)
+    for num in (0.5, -1.0):     # a number as other
+        xs = ember.tensor([0.0, 2.0], dtype=ember.float64, requires_grad=True)
+        ember.special.xlog1py(xs, num).sum().backward()
+        ts = torch.tensor([0.0, 2.0], dtype=torch.float64, requires_grad=True)
+        torch.special.xlog1py(ts, num).sum().backward()
+        np.testing.assert_allclose(xs.grad.numpy(), ts.grad.numpy(), rtol=1e-12)
+
+
+def test_error_types_of_empty_lists_and_degenerate_arguments(torch):
+    """op_db's error inputs: the exception type (and message) PyTorch raises, where ember raised a bare
+    IndexError/ValueError from inside."""
+    for L in (ember, torch):
+        cases = [lambda: L.hstack([]), lambda: L.vstack([]), lambda: L.dstack([]),
+                 lambda: L.roll(L.ones(5), []), lambda: L.narrow(L.tensor(1.0), 0, 0, 1),
+                 lambda: L.narrow(L.ones(4), 0, L.tensor(True), 1), lambda: L.eye(-1), lambda: L.eye(3, -1),
+                 lambda: L.nn.functional.adaptive_avg_pool1d(L.ones(1, 2, 3), [])]
+        for k, fn in enumerate(cases):
+            with pytest.raises(RuntimeError):
+                fn()
+        for fn in (L.nn.functional.adaptive_avg_pool2d, L.nn.functional.adaptive_max_pool2d):
+            with pytest.raises(ValueError, match="Input dimension should be at least 3"):
+                fn(L.ones(2, 2), [2, 2])
+            for bad in ([-1, 2], [3]):
+                with pytest.raises(RuntimeError):
+                    fn(L.ones(1, 2, 3, 4), bad)
+            assert tuple(fn(L.ones(1, 2, 3, 4), [2, 0]).shape) == (1, 2, 2, 0)   # an empty result
+    assert ember.narrow(ember.arange(5), 0, ember.tensor(1), 2).tolist() == [1, 2]
+    assert ember.eye(0).shape == (0, 0)

@@ -22,14 +22,18 @@ The default run caps the samples per op (``CAP``); ``EMBER_OPDB_FULL=1`` (or ``p
 ``NOT_YET`` (ops still to add, issue 15 and the linalg/fft/special/complex issues) plus
 ``UNSUPPORTED`` (what ember deliberately does not have, each entry saying why).
 
-Failures that cannot be fixed now are listed in ``XFAIL`` with their reasons; nothing else may
-fail. Samples ember cannot represent (complex or bfloat16 tensors, torch.Generator arguments) are
+Failures that cannot be fixed now are listed in ``XFAIL`` with their reasons (``FULL_XFAIL``: those only
+the full sweep reaches); nothing else may fail. The full sweep fails a test whose entry no longer fails
+(a stale entry, to remove), and a watchdog ends a test past ``EMBER_OPDB_TIMEOUT`` seconds (900 in the
+full sweep, 300 in the default run), naming its op and sample, so that a hang cannot block CI. Samples ember cannot represent (complex or bfloat16 tensors, torch.Generator arguments) are
 skipped with that reason, never silently.
 """
 import collections
+import faulthandler
 import math
 import os
 import sys
+import threading
 import types
 
 import numpy as np
@@ -49,6 +53,47 @@ import ember  # noqa: E402
 FULL = os.environ.get("EMBER_OPDB_FULL", "") not in ("", "0") or "--opdb-full" in sys.argv
 CAP = None if FULL else 4          # samples per op and dtype in the default run
 STRICT = os.environ.get("EMBER_OPDB_STRICT", "") not in ("", "0")   # 1: ignore XFAIL (triage, counts)
+# seconds one test (one op, one check) may run before the watchdog ends it: 0 turns it off
+TIMEOUT = float(os.environ.get("EMBER_OPDB_TIMEOUT", "900" if FULL else "300"))
+_NOW = [""]     # the sample the running test is at, for the watchdog's message
+
+
+@pytest.fixture(autouse=True)
+def _watchdog(request):
+    """A hang (a kernel of either library looping on an extreme sample) must fail one test, naming the
+    op and the sample, never block the sweep: past TIMEOUT the process writes that and exits. A Python
+    exception cannot interrupt a C loop, so it is an exit; under pytest-xdist (CI's ``-n 2``) that fails
+    this test as a crashed worker and a fresh worker runs the rest."""
+    _NOW[0] = ""
+    if TIMEOUT <= 0:
+        yield
+        return
+    done = threading.Event()
+
+    def bite():
+        if done.wait(TIMEOUT):
+            return
+        msg = (f"\nTIMEOUT: {request.node.nodeid} ran past {TIMEOUT:g} s (EMBER_OPDB_TIMEOUT), at "
+               f"{_NOW[0] or 'its start'}; the process exits\n")
+        capman = request.config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:     # pytest's capture holds fd 2: let the message reach the terminal
+            try:
+                capman.suspend_global_capture(in_=False)
+            except Exception:  # noqa: BLE001
+                pass
+        sys.stderr.write(msg)
+        log = os.environ.get("EMBER_OPDB_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{request.node.nodeid}\tTIMEOUT\t{_NOW[0][:300]}\n")
+        faulthandler.dump_traceback(sys.stderr)
+        sys.stderr.flush()
+        os._exit(70)
+    threading.Thread(target=bite, name="opdb-watchdog", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 # ----------------------------------------------------------------------------- ember counterparts
@@ -309,19 +354,25 @@ def _samples(op, dtype, requires_grad=False):
         i = -1
         try:
             for i, s in enumerate(gen):
-                yield i, _Frozen(s)
+                yield i, _at(dtype, i, _Frozen(s))
         except (ValueError, RuntimeError):
             # torch's reference_inputs cannot make requires_grad samples of every dtype they mix (an
             # integer operand): the sample_inputs follow instead
             torch.manual_seed(0)
             for j, s in enumerate(op.sample_inputs("cpu", dtype, requires_grad=requires_grad)):
-                yield i + 1 + j, _Frozen(s)
+                yield i + 1 + j, _at(dtype, i + 1 + j, _Frozen(s))
         return
     allx = list(gen)
     n = len(allx)
     pick = sorted({round(k * (n - 1) / (CAP - 1)) for k in range(CAP)}) if n > CAP else range(n)
     for i in pick:
-        yield i, _Frozen(allx[i])
+        yield i, _at(dtype, i, _Frozen(allx[i]))
+
+
+def _at(dtype, i, s):
+    """Notes the sample a test is at (the watchdog names it) and returns it."""
+    _NOW[0] = f"{str(dtype)[6:]} sample {i} {_describe(s)}"
+    return s
 
 
 class _Frozen:
@@ -383,7 +434,7 @@ XFAIL = {
     **_each_check("the samples are views into a larger storage and as_strided addresses that storage; the "
                   "harness copies each tensor through NumPy (contiguous, offset 0), so the storage cannot be "
                   "reproduced (tests/test_views.py covers as_strided on real storage)",
-                  "as_strided.partial_views", "forward backward forward_ad"),
+                  "as_strided.partial_views", "forward"),
     **_each_check("an unbound Tensor method called with a Python number as self: ember's Tensor methods are "
                   "plain functions that do not check the type of self (no program calls them this way)",
                   "__radd__ __rmul__ __rand__ __ror__ __rxor__", "errors"),
@@ -394,8 +445,6 @@ XFAIL = {
                   "PyTorch returns an empty result", "nn.functional.batch_norm", "forward backward forward_ad"),
     ("nn.functional.batch_norm.without_cudnn", "forward_ad"): "a 1-D input of 0 elements: ember requires (N, C, "
                                                                 "...) and raises a clear ValueError",
-    **_each_check("tensor start/end are read as Python numbers (.item()): under vmap ember refuses with a clear "
-                  "error where torch.func.vmap runs", "linspace.tensor_overload logspace.tensor_overload", "vmap"),
     **_each_check("a tensor q is read as Python numbers: with a batched q ember refuses under vmap with a clear "
                   "error", "quantile nanquantile", "vmap"),
     **_each_check("logical 0-dim input with a 1-element index under vmap: the batch rule addresses a dim the "
@@ -414,7 +463,6 @@ XFAIL = {
                           "combination",
     ("nn.functional.max_pool1d", "errors"): "a 2-D input with a 0-size batch: ember returns an empty result where "
                                             "PyTorch refuses",
-    ("narrow", "errors"): "a bool tensor as start: ember reads it as 0/1 where PyTorch asks for an integral tensor",
     ("cat", "errors"): "out= that aliases an input: ember does not detect the overlap",
     # --- generated from the failures, one reason per kind
     ('nn.functional.embedding', 'forward'): 'ember refuses with NotImplementedError: embedding: sparse gradients are not supported in ember',
@@ -431,40 +479,17 @@ XFAIL = {
     ('kthvalue', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('masked_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('aminmax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('nn.functional.adaptive_avg_pool1d', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('nn.functional.adaptive_avg_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
-    ('nn.functional.adaptive_max_pool2d', 'error_types'): "raises RuntimeError where PyTorch raises ValueError (the error is raised, with ember's message)",
-    ('narrow', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('roll', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('gather', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('index_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('take', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('eye', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('hstack', 'error_types'): "raises IndexError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('vstack', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('dstack', 'error_types'): "raises ValueError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('amax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     ('amin', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     # --- found when the op, linalg, fft, special and nn branches met this harness (their merge); each
     #     entry names why, KNOWN BUG and GAP entries are open work (issues 15 and 18)
-    ('stft', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
     ('matrix_exp', 'forward'): "PyTorch's float32 value is the less accurate one: on sample 1 one element 1e-3 of its matrix's norm comes out 0.148645 where the exact value (float64, rounded) is 0.148295; ember computes float32 in float64 and rounds once (exact to float32 there, 2e-8 of the norm; PyTorch's 5e-7). Its float32 scaling-and-squaring (degree-18 Taylor, 4 squarings here) amplifies its own rounding into that element: no float32 algorithm reproduces that rounding except by chance",
     ('nn.functional.linear_cross_entropy.chunked', 'forward'): "the sample passes PyTorch's LinearCrossEntropyOptions object; ember takes its own class (harness limit)",
     ('nn.functional.linear_cross_entropy.chunked_none', 'forward'): "the sample passes PyTorch's LinearCrossEntropyOptions object; ember takes its own class (harness limit)",
     ('svd', 'forward'): "singular/eigen vectors are unique only up to sign: the harness compares them entry by entry (values and reconstructions agree, tests/test_linalg.py)",
-    ('polar', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.fft', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.fft2', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.fftn', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.rfft', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.rfft2', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.rfftn', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.ifft', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.ifft2', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.ifftn', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.ihfft', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.ihfft2', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
-    ('fft.ihfftn', 'forward'): "float32: differences of about 1e-6 relative from another FFT/rounding order than PyTorch's (float64 agrees)",
     ('linalg.eig', 'forward'): "eigenvectors are unique only up to a phase: LAPACK's geev in MKL (PyTorch) and OpenBLAS (ember) pick opposite signs for some real ones; the harness compares them entry by entry (values agree; tests/test_linalg.py compares phase-fixed vectors)",
     ('linalg.eigh', 'forward'): "singular/eigen vectors are unique only up to sign: the harness compares them entry by entry (values and reconstructions agree, tests/test_linalg.py)",
     ('linalg.svd', 'forward'): "singular/eigen vectors are unique only up to sign: the harness compares them entry by entry (values and reconstructions agree, tests/test_linalg.py)",
@@ -492,18 +517,21 @@ XFAIL = {
 # Failures only the full sweep (EMBER_OPDB_FULL=1: samples past the default cap, reference inputs)
 # reaches, with their reasons; the default run never consults this table.
 FULL_XFAIL = {
-    **_each_check("ember refuses with NotImplementedError: interpolate: antialias=True when downsampling",
-                  "nn.functional.interpolate.bilinear", "forward backward forward_ad vmap"),
-    **_each_check("a complex Python number as a scalar operand: ember has no complex dtypes yet (complex issue) "
-                  "and refuses it with a TypeError", "where", "forward backward forward_ad vmap"),
+    **_each_check("float32 with antialias=True (345x456 -> 270x270): PyTorch's float32 kernel is up to 5e-5 "
+                  "from its own float64 result on randn input (2.7e-4 from ember's on op_db's sample); ember's "
+                  "float32 is within 4.3e-7 of it, and the float64 results agree to 3e-15 (PyTorch's float32 "
+                  "rounding)",
+                  "nn.functional.interpolate.bilinear nn.functional.interpolate.bicubic", "forward"),
     **_each_check("ember refuses with NotImplementedError: embedding_bag: scale_grad_by_freq and sparse",
-                  "nn.functional.embedding_bag", "forward backward forward_ad vmap"),
+                  "nn.functional.embedding_bag", "forward"),
     **_each_check("gradient at NaN/inf inputs (op_db's extremal-value samples): PyTorch passes the incoming "
                   "gradient through at a NaN input (its masks are 'not <= threshold'), ember's rules give 0 or "
                   "NaN there; values elsewhere match",
-                  "maximum minimum max.binary min.binary logaddexp nn.functional.elu nn.functional.celu "
-                  "nn.functional.selu nn.functional.softshrink nn.functional.hardshrink nn.functional.hardtanh "
-                  "nn.functional.relu6", "backward forward_ad"),
+                  "logaddexp nn.functional.elu nn.functional.celu nn.functional.selu nn.functional.softshrink "
+                  "nn.functional.hardshrink nn.functional.hardtanh nn.functional.relu6", "backward forward_ad"),
+    **_each_check("gradient at NaN inputs (op_db's extremal-value samples): PyTorch passes the incoming gradient "
+                  "through at a NaN input (its masks are 'not <= threshold'), ember's rules give 0 there; values "
+                  "and tangents match", "maximum minimum max.binary min.binary", "backward"),
     ("index_copy", "backward"): "repeated indices (which PyTorch documents as nondeterministic): ember copies the "
                                 "last slice and sends the gradient to it only, PyTorch to every repeated slice",
     ("half", "backward"): "the float64 -> float16 cast of a large gradient: a few values (47 of 943593) differ by "
@@ -512,8 +540,6 @@ FULL_XFAIL = {
                            "ember's 0",
     ("logit", "backward"): "outside [0, 1], where logit is NaN, PyTorch's gradient is NaN and ember's the "
                            "formula's finite value",
-    ("linalg.norm.subgradients_at_zero", "backward"): "ember refuses with NotImplementedError: "
-                                                      "linalg.matrix_norm(ord='nuc') needs singular values",
     **_each_check("tangents at NaN/inf inputs (op_db's extremal-value samples): PyTorch's forward-AD formulas "
                   "give NaN (or pass the tangent through a NaN) where ember's give 0, or the reverse; values "
                   "elsewhere match", "clamp_max clamp_min atan2 div.trunc_rounding div.floor_rounding fmax hypot "
@@ -522,8 +548,6 @@ FULL_XFAIL = {
     ("cov", "forward_ad"): "float32 aweights: a 1e-6 relative difference from float32 rounding",
     ("cat", "forward_ad"): "a float16 input among float64 ones: its tangent is rounded to float16 at a different "
                            "point (differences of one float16 ulp)",
-    ("linalg.norm.subgradients_at_zero", "forward_ad"): "ember refuses with NotImplementedError: "
-                                                        "linalg.matrix_norm(ord='nuc') needs singular values",
     ("gather", "vmap"): "a logical 0-dim input with a 1-element index under vmap: the batch rule raises a clear "
                         "error (the dims do not match) where torch.func.vmap runs",
     ("cov", "backward"): "float32 aweights: ember's gradient for them is float32 rounding noise (1e-6) where "
@@ -533,9 +557,16 @@ FULL_XFAIL = {
                   "ember NaN (a NaN input propagates, as SciPy's gammainc/gammaincc)", "igamma igammac", "forward"),
     ("special.zeta", "forward"): "zeta(1e20, 1e20) = 1e20 ** -1e20 underflows to 0 (ember and SciPy); PyTorch's "
                                  "kernel returns NaN (PyTorch's own deviation)",
-    **_each_check("polygamma(4, +inf): the limit is 0 (ember -0.0, as SciPy); PyTorch returns NaN (PyTorch's own "
-                  "deviation)", "polygamma.polygamma_n_1 polygamma.polygamma_n_2 polygamma.polygamma_n_3 "
-                  "polygamma.polygamma_n_4", "forward"),
+    **_each_check("polygamma(4, +inf) (and polygamma(5, +inf), its derivative): the limit is 0 (ember -0.0, as "
+                  "SciPy); PyTorch returns NaN (PyTorch's own deviation)", "polygamma.polygamma_n_1 "
+                  "polygamma.polygamma_n_2 polygamma.polygamma_n_3 polygamma.polygamma_n_4",
+                  "forward backward forward_ad"),
+    **_each_check("the derivative at a NaN input: PyTorch's i1/i1e rules give 0.5 there (their "
+                  "'|x| small' branch is taken by NaN), ember's NaN (PyTorch's own deviation)",
+                  "special.i1 special.i1e", "backward forward_ad"),
+    **_each_check("the derivative trigamma(x) at a negative integer x (a pole): ember's is inf, PyTorch's "
+                  "reflection formula gives a finite ~1e32 from sin(pi x) ~ 1e-16 (PyTorch's own rounding)",
+                  "digamma", "backward forward_ad"),
     ("signal.windows.kaiser", "forward"): "float32 with beta=100: PyTorch's I0(100) ~ 1e42 overflows float32 and its "
                                           "window is NaN/0 there; ember's values agree with SciPy's float64 kaiser",
     **_each_check("the large reference sample (943593 values): PyTorch's float64 kernel is off by up to 2.2e-6 "
@@ -545,6 +576,22 @@ FULL_XFAIL = {
                                                     "the source positions in float32 and is up to 6.4e-4 from its own "
                                                     "float64 result; ember is within 1.7e-6 of it (PyTorch's float32 "
                                                     "rounding)",
+    **_each_check("float32 near a root of a degree-8 polynomial (values ~30, op_db's large reference sample): "
+                  "PyTorch's float32 recurrence is up to 5e-4 relative off (9 of 943593 values); ember's value "
+                  "is PyTorch's own float64 one rounded to float32 (PyTorch's float32 rounding)",
+                  "special.hermite_polynomial_h special.hermite_polynomial_he", "forward"),
+    **_each_check("degrees of 500 to 5e6 at |x| >= 500: the value overflows to +inf (every term of L_n(-x) and "
+                  "P_n(x), x > 1, is positive); ember gives +inf (SciPy), PyTorch's recurrence inf - inf = NaN "
+                  "(PyTorch's own deviation)", "special.laguerre_polynomial_l special.legendre_polynomial_p",
+                  "forward"),
+    **_each_check("the derivative for the exponent near the float64 maximum (grad * x * 2**n * ln 2 = 1.26e308, "
+                  "op_db's extremal sample): PyTorch forms x * 2**n * grad before the factor ln 2 < 1 and "
+                  "overflows to inf; ember's finite value is the right one (PyTorch's own overflow)",
+                  "ldexp", "backward forward_ad"),
+    ("nn.functional.prelu", "forward_ad"): "the tangent at x = 0 exactly: PyTorch's forward-AD formula takes the "
+                                           "x >= 0 branch (tangent t), its backward formula the weight branch "
+                                           "(w * t); ember's forward mode is consistent with both libraries' "
+                                           "backward (PyTorch's own inconsistency)",
     ("nn.functional.grid_sample", "forward"): "float32 rounding of the unnormalized grid coordinates near cell edges "
                                               "(values up to ~40): 7 of 943920 values; ember's and PyTorch's float32 "
                                               "results are both up to 8.8e-3 from the float64 result, 3.8e-3 from "
@@ -556,6 +603,14 @@ def _finish(op, check, failures, ran, skipped):
     key = _op_id(op)
     reason = None if STRICT else XFAIL.get((key, check)) or XFAIL.get((key, "*")) or \
         (FULL_XFAIL.get((key, check)) if FULL else None)
+    if FULL and reason and ran and not failures:
+        # the full sweep runs every sample the capped run picks: an entry it finds passing is stale
+        log = os.environ.get("EMBER_OPDB_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{key}\t{check}\tSTALE\t{reason[:200]}\n")
+        pytest.fail(f"{key} {check}: all {ran} samples pass, but XFAIL/FULL_XFAIL still lists it "
+                    f"({reason[:120]}...): remove the stale entry", pytrace=False)
     report((key, check), reason, failures, ran, skipped)
 
 
@@ -878,6 +933,7 @@ def test_error_inputs(op, check):
     failures, skipped, ran = [], [], 0
     for i, ei in _error_inputs(op):
         s = ei.sample_input
+        _NOW[0] = f"error input {i} {_describe(s)}"
         try:
             s_e = _convert(s, grad=False)
         except Unsupported as e:

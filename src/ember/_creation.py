@@ -512,9 +512,10 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    """An n x m matrix with ones on the diagonal.
-
-    Differences from PyTorch: a negative size raises ValueError where PyTorch raises RuntimeError."""
+    """An n x m matrix with ones on the diagonal."""
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     if _is_meta(device):
         return _meta_new((n, n if m is None else m), _dtype(dtype), requires_grad)
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad, device)

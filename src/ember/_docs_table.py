@@ -557,9 +557,6 @@ masked_scatter: under vmap ember refuses with a clear RuntimeError where torch.f
 nanquantile: a batched q under vmap is refused with a RuntimeError (q is read as numbers) where
   torch.func.vmap runs.
 take: a non-integer index raises IndexError where PyTorch raises RuntimeError.
-hstack: an empty list raises IndexError where PyTorch raises RuntimeError.
-vstack: an empty list raises ValueError where PyTorch raises RuntimeError.
-narrow: a bool tensor as start is read as 0 or 1 where PyTorch asks for an integral tensor.
 cat: an out= tensor that overlaps an input is not detected (PyTorch raises RuntimeError).
 is_conj: ember has no lazy conjugate bit: conj() copies at once, so this is always False.
 is_neg: ember has no lazy negative bit, so this is always False.

@@ -634,6 +634,9 @@ def adaptive_avg_pool1d(input, output_size):
     """Average pooling to a given output length.
 
     Differences from PyTorch: 0-dim input raises IndexError where PyTorch raises RuntimeError."""
+    if isinstance(output_size, (tuple, list)) and len(output_size) != 1:
+        raise RuntimeError(f"adaptive_avg_pool1d() argument 'output_size' should contain one int (got "
+                           f"{len(output_size)})")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _one(output_size))).squeeze(-2)
 
 
@@ -659,10 +662,21 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile.
 
     Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    from ..ops.nn import adaptive_output_dims
+    adaptive_output_dims(input, output_size)
     H, W = input.shape[-2], input.shape[-1]
+    if not isinstance(output_size, int) and len(output_size) != 2:
+        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
     oh = H if oh is None else oh
     ow = W if ow is None else ow
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(oh, ow)}: "
+                           f"{list(input.shape[:-2]) + [oh, ow]}")
+    if oh == 0 or ow == 0:   # an empty result, as PyTorch's (still on the graph)
+        out = input.amax((-2, -1), keepdim=True).expand(*input.shape[:-2], oh, ow)
+        from .._creation import zeros
+        return (out, zeros(tuple(out.shape), dtype=_dtype_mod.int64)) if return_indices else out
     if H % oh == 0 and W % ow == 0:
         k = (H // oh, W // ow)
         return max_pool2d(input, k, k, return_indices=return_indices)

@@ -1204,7 +1204,15 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                       ceil_mode, count_include_pad).squeeze(-2)
 
 
+def adaptive_output_dims(input, output_size):
+    """PyTorch's Python-level check of the adaptive pools: a list output_size needs an input of more dims
+    (ValueError, before the kernel's own shape checks)."""
+    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_size(input, output_size, op):
+    adaptive_output_dims(input, output_size)
     if input.dim() not in (3, 4):
         raise RuntimeError(f"{op}: Expected 3D or 4D tensor, but got {U.fmt_shape(input.shape)}")
     if not isinstance(output_size, (list, tuple)):
@@ -1229,8 +1237,11 @@ def adaptive_avg_pool2d(input, output_size):
     if input.is_complex() and (Ho, Wo) != (1, 1) and input.numel():  # PyTorch: complex for a 1x1 output
         U.no_complex("adaptive_avg_pool2d", input._data)
     H, W = input.shape[-2:]
-    if Ho <= 0 or Wo <= 0:
-        raise RuntimeError(f"adaptive_avg_pool2d: output_size must be positive, got ({Ho}, {Wo})")
+    if Ho < 0 or Wo < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{Ho}, {Wo}}}")
+    if Ho == 0 or Wo == 0:   # an empty result, as PyTorch's (still on the graph)
+        return input.mean((-2, -1), keepdim=True).expand(*input.shape[:-2], Ho, Wo)
     if (Ho, Wo) == (1, 1):
         return input.mean((-2, -1), keepdim=True)
     if H % Ho == 0 and W % Wo == 0:

@@ -393,6 +393,11 @@ def slice_dim(input, dim, start, stop, step=1):
 
 
 def narrow(input, dim, start, length):
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if U.is_tensor(start) and (start.dim() != 0 or start.dtype.category != 1):   # (1: integer)
+        raise RuntimeError(f"narrow(): start must be an 0-dim integral Tensor, got a {start.dtype.name} tensor of "
+                           f"shape {list(start.shape)}.")
     d = U.wrap_dim(dim, input.dim(), "narrow")
     size = input.shape[d]
     start = start.__index__()
@@ -728,15 +733,25 @@ def stack(tensors, dim=0, *, out=None):
     return U.write_out(dispatch(stack_op, tuple(tensors), {"dim": d}), out)
 
 
+def _nonempty(name, tensors):
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else tensors
+    if isinstance(tensors, list) and not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
 def hstack(tensors):
+    tensors = _nonempty("hstack", tensors)
     return cat(tensors, 0 if tensors[0].dim() == 1 else 1)
 
 
 def vstack(tensors):
+    tensors = _nonempty("vstack", tensors)
     return cat([x.reshape(1, -1) if x.dim() == 1 else x for x in tensors], 0)
 
 
 def dstack(tensors):
+    tensors = _nonempty("dstack", tensors)
     # each input as atleast_3d: (N,) -> (1, N, 1), (M, N) -> (M, N, 1)
     return cat([x.reshape(1, -1, 1) if x.dim() <= 1 else (x.unsqueeze(-1) if x.dim() == 2 else x)
                 for x in tensors], 2)
@@ -846,6 +861,8 @@ roll_op.jvp = lambda ctx, t: dispatch(roll_op, (t,), ctx.params)
 
 
 def roll(input, shifts, dims=None):
+    if not isinstance(shifts, int) and len(shifts) == 0:
+        raise RuntimeError("`shifts` required")
     if dims is None:
         flat = input.reshape(-1)
         s = shifts if isinstance(shifts, int) else shifts[0]

@@ -69,6 +69,8 @@ digamma_op = _unary("digamma", _sc(_sp.psi), lambda c: polygamma(1, _x(c)))
 def _polygamma_impl(xp, a, n=0):
     _real("polygamma", a)
     r = _sp.psi(a) if n == 0 else _sp.polygamma(n, a)
+    if n == 1:   # trigamma has no limit at -inf (a pole at every negative integer): NaN, as PyTorch (SciPy: inf)
+        r = np.where(np.isneginf(a), np.nan, r)
     return np.asarray(r).astype(a.dtype, copy=False)
 
 
@@ -212,11 +214,21 @@ def _(ctx, tx, tq):
 xlog1py_op = _binary("special_xlog1py", _sp.xlog1py)
 
 
+def _xlog1py_dx(x, y):
+    """d/dx x * log1p(y) = log1p(y) (it is linear in x, at x = 0 too), but 0 where x is 0 and y <= -1 (the
+    value there is 0 by definition, log1p(y) -inf or NaN): PyTorch's rule."""
+    if U.is_tensor(y):
+        return where((x == 0) & (y <= -1), 0.0, y.log1p())
+    with np.errstate(all="ignore"):
+        ly = float(np.log1p(np.float64(y)))
+    return where(x == 0, 0.0, ly) if y <= -1 else ly
+
+
 @xlog1py_op.def_vjp
 def _(ctx, g):
     x, y = ctx.inputs
     n = ctx.needs
-    gx = g * xlog1py(x != 0, y) if n[0] else None
+    gx = g * _xlog1py_dx(x, y) if n[0] else None
     gy = g * x / (y + 1) if n[1] else None
     return gx, gy
 
@@ -224,7 +236,7 @@ def _(ctx, g):
 @xlog1py_op.def_jvp
 def _(ctx, tx, ty):
     x, y = ctx.inputs
-    return _tsum(None if tx is None else tx * xlog1py(x != 0, y),
+    return _tsum(None if tx is None else tx * _xlog1py_dx(x, y),
                  None if ty is None else ty * x / (y + 1))
 
 
@@ -236,8 +248,11 @@ _POLY_MAX_N = 2 ** 31   # SciPy's integer-degree evaluations take O(n) steps: a 
 def _poly(evaluate, shift=False):
     def fn(x, n):
         n = np.trunc(np.asarray(n, np.float64))
-        neg = n < 0
-        big = n > _POLY_MAX_N   # NaN, not an endless loop (PyTorch's own int64 cast of such n overflows)
+        # a degree with no int64 value (NaN, +-inf, |n| >= 2**63) is 0, as PyTorch's CPU kernels give: their
+        # int64 conversion of it is negative. (A NaN degree cast to int64 here would be -2**63, a loop of
+        # 2**63 steps in SciPy's recurrences.)
+        neg = (n < 0) | ~(np.abs(n) < 2.0 ** 63)
+        big = ~neg & (n > _POLY_MAX_N)   # NaN, not an endless loop
         ni = np.where(neg | big, 0, n).astype(np.int64)
         xx = 2.0 * np.asarray(x) - 1.0 if shift else x
         r = evaluate(ni, xx)
