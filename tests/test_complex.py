@@ -334,6 +334,40 @@ def test_ops_without_complex_kernels_raise_as_torch():
             f()
 
 
+_NO_COMPLEX_KERNEL = {  # ops PyTorch's CPU build refuses for complex input with NotImplementedError
+    "median": lambda L, F, x: L.median(x.flatten()),
+    "median_dim": lambda L, F, x: L.median(x, 1),
+    "nanmedian": lambda L, F, x: L.nanmedian(x),
+    "kthvalue": lambda L, F, x: L.kthvalue(x.flatten(), 2),
+    "histc": lambda L, F, x: L.histc(x),
+    "histc_range": lambda L, F, x: L.histc(x, min=0, max=1),
+    "max_pool1d": lambda L, F, x: F.max_pool1d(x[0], 2),
+    "max_pool1d_indices": lambda L, F, x: F.max_pool1d(x[0], 2, return_indices=True),
+    "max_pool2d": lambda L, F, x: F.max_pool2d(x, 2),
+    "max_pool3d": lambda L, F, x: F.max_pool3d(x[None], 2),
+    "avg_pool3d": lambda L, F, x: F.avg_pool3d(x[None], 2),
+    "adaptive_max_pool2d": lambda L, F, x: F.adaptive_max_pool2d(x, 2),
+    "adaptive_max_pool2d_uneven": lambda L, F, x: F.adaptive_max_pool2d(x, 3),
+    "interpolate": lambda L, F, x: F.interpolate(x, scale_factor=2),
+    "interpolate_1d": lambda L, F, x: F.interpolate(x[0], scale_factor=2),
+    "interpolate_bilinear": lambda L, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "interpolate_area_3d": lambda L, F, x: F.interpolate(x[None], scale_factor=2, mode="area"),
+    "prelu": lambda L, F, x: F.prelu(x, x.new_ones(1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NO_COMPLEX_KERNEL))
+def test_ops_without_complex_kernels_name_torchs_kernel(torch, name):
+    """NotImplementedError naming the CPU kernel PyTorch names (was ember's own RuntimeError)."""
+    msgs = []
+    for L in (ember, torch):
+        x = L.randn(1, 2, 4, 4, dtype=L.complex64)
+        with pytest.raises(NotImplementedError) as info:
+            _NO_COMPLEX_KERNEL[name](L, L.nn.functional, x)
+        msgs.append(str(info.value).split("'")[0])   # '"kernel" not implemented for '
+    assert msgs[0] == msgs[1], msgs
+
+
 # ----------------------------------------------------------------------------- autograd
 
 
