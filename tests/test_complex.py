@@ -454,6 +454,47 @@ def test_gradcheck_catches_a_non_conjugated_rule():
         gradcheck(Square.apply, (z,))
 
 
+def test_complex_fixes_found_by_the_op_db_sweep(torch):
+    """Regressions from tests/test_torch_op_db_complex.py: each was a silent wrong answer."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 5, 4)) + 1j * rng.standard_normal((3, 5, 4))
+    # the nuclear norm of a complex matrix is the sum of its singular values (not of its moduli')
+    for x, kw in ((a[0], {}), (a, {"dim": (1, 2)}), (a, {"dim": (0, 2), "keepdim": True})):
+        _assert_close(ember.norm(ember.from_numpy(x), "nuc", **kw), torch.norm(torch.from_numpy(x), "nuc", **kw))
+    for L in (ember, torch):  # (over every dim of a 3-d input: refused)
+        with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+            L.norm(L.from_numpy(a), "nuc")
+    # complex QR in forward mode: R's diagonal stays real, so its tangent is real there
+    t = rng.standard_normal((5, 4)) + 1j * rng.standard_normal((5, 4))
+    for L in (ember, torch):
+        _, got = L.func.jvp(L.linalg.qr, (L.from_numpy(a[0]),), (L.from_numpy(t),))
+        if L is ember:
+            mine = got
+    for g, w in zip(mine, got):
+        _assert_close(g, w, 1e-9)
+    # istft: the window's gradient runs through the overlap-added squared window (the divisor) too,
+    # and under vmap that divisor is the batched window's
+    spec = rng.standard_normal((5, 6)) + 1j * rng.standard_normal((5, 6))
+    w = rng.uniform(0.5, 1.5, 8)
+    grads = []
+    for L in (ember, torch):
+        wt = L.from_numpy(w.copy()).requires_grad_(True)
+        y = L.istft(L.from_numpy(spec), 8, window=wt)
+        (y * L.arange(y.shape[-1], dtype=L.float64)).sum().backward()
+        grads.append(wt.grad)
+    _assert_close(*grads, 1e-9)
+    ws = ember.from_numpy(np.stack([w, w[::-1].copy()]))
+    got = ember.func.vmap(lambda v: ember.istft(ember.from_numpy(spec), 8, window=v))(ws)
+    _assert_close(got, ember.stack([ember.istft(ember.from_numpy(spec), 8, window=v) for v in ws]), 1e-12)
+    # masked.median of a non-floating input returns the input's dtype (through the default float
+    # dtype, as PyTorch), and refuses a fully masked slice
+    z = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    _assert_close(ember.masked.median(ember.from_numpy(z), 0), torch.masked.median(torch.from_numpy(z), 0))
+    _assert_close(ember.masked.median(ember.tensor([3, 1, 2]), 0), torch.masked.median(torch.tensor([3, 1, 2]), 0))
+    with pytest.raises(ValueError, match="fully masked"):
+        ember.masked.median(ember.tensor([[3, 1], [2, 2]]), 1, mask=ember.tensor([[True, True], [False, False]]))
+
+
 def test_forward_mode_on_complex_matches_torch(torch):
     rng = np.random.default_rng(1)
     zs = rng.standard_normal(5) + 1j * rng.standard_normal(5)
