@@ -486,6 +486,9 @@ def test_complex_fixes_found_by_the_op_db_sweep(torch):
     ws = ember.from_numpy(np.stack([w, w[::-1].copy()]))
     got = ember.func.vmap(lambda v: ember.istft(ember.from_numpy(spec), 8, window=v))(ws)
     _assert_close(got, ember.stack([ember.istft(ember.from_numpy(spec), 8, window=v) for v in ws]), 1e-12)
+    # complex logsumexp is the principal log (imaginary part in (-pi, pi]), as PyTorch's
+    for v in ([-1.2 - 7.58j], [1 + 10j, 2 + 20j]):
+        _assert_close(ember.logsumexp(ember.tensor(v), 0), torch.logsumexp(torch.tensor(v), 0))
     # masked.median of a non-floating input returns the input's dtype (through the default float
     # dtype, as PyTorch), and refuses a fully masked slice
     z = rng.standard_normal(5) + 1j * rng.standard_normal(5)

@@ -345,7 +345,8 @@ std_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, var_op.jvp(ctx, t) * 0.5 / 
 
 def _logsumexp_impl(xp, a, dims, keepdim=False):
     a = U.to_float(a)
-    m = xp.amax(a, axis=dims, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+    r = a.real if a.dtype.kind == "c" else a  # complex: a real shift, so the log is the principal one (PyTorch)
+    m = xp.amax(r, axis=dims, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, r.dtype)
     m = xp.where(xp.isfinite(m), m, 0)
     r = xp.log(xp.sum(xp.exp(a - m), axis=dims, keepdims=True)) + m
     return r if keepdim else r.squeeze(axis=dims)
