@@ -483,9 +483,20 @@ def test_complex_fixes_found_by_the_op_db_sweep(torch):
         (y * L.arange(y.shape[-1], dtype=L.float64)).sum().backward()
         grads.append(wt.grad)
     _assert_close(*grads, 1e-9)
+    cw = w + 1j * rng.uniform(0.5, 1.5, 8)  # a complex window: the divisor is its complex square's overlap-add
+    spec2 = rng.standard_normal((8, 6)) + 1j * rng.standard_normal((8, 6))
+    _assert_close(ember.istft(ember.from_numpy(spec2), 8, window=ember.from_numpy(cw), return_complex=True),
+                  torch.istft(torch.from_numpy(spec2), 8, window=torch.from_numpy(cw), return_complex=True), 1e-12)
     ws = ember.from_numpy(np.stack([w, w[::-1].copy()]))
     got = ember.func.vmap(lambda v: ember.istft(ember.from_numpy(spec), 8, window=v))(ws)
     _assert_close(got, ember.stack([ember.istft(ember.from_numpy(spec), 8, window=v) for v in ws]), 1e-12)
+    # true division by a Python complex number (it raised TypeError)
+    for L in (ember, torch):
+        got = [L.tensor(1 + 1j) / (2 + 3j), L.tensor([1.0, 2.0], dtype=L.float64) / (2 + 3j), L.tensor([1, 2]) / 1j]
+        if L is ember:
+            mine = got
+    for g, w in zip(mine, got):
+        _assert_close(g, w)
     # complex logsumexp is the principal log (imaginary part in (-pi, pi]), as PyTorch's
     for v in ([-1.2 - 7.58j], [1 + 10j, 2 + 20j]):
         _assert_close(ember.logsumexp(ember.tensor(v), 0), torch.logsumexp(torch.tensor(v), 0))
