@@ -497,6 +497,9 @@ def test_complex_fixes_found_by_the_op_db_sweep(torch):
             mine = got
     for g, w in zip(mine, got):
         _assert_close(g, w)
+    # complex to bool is "nonzero in either part" (the cast took the real part)
+    v = [1j, float("nan") * 1j, 0j, 1e-30j]
+    assert ember.tensor(v).bool().tolist() == torch.tensor(v).bool().tolist() == [True, True, False, True]
     # complex logsumexp is the principal log (imaginary part in (-pi, pi]), as PyTorch's
     for v in ([-1.2 - 7.58j], [1 + 10j, 2 + 20j]):
         _assert_close(ember.logsumexp(ember.tensor(v), 0), torch.logsumexp(torch.tensor(v), 0))
