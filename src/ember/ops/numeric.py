@@ -15,7 +15,7 @@ _nd = np.ndarray
 # ----------------------------------------------------------------------------- primitives
 
 acosh_op = _unary("acosh", lambda xp, a: xp.arccosh(a),
-                  lambda c: (c.inputs[0] * c.inputs[0] - 1).rsqrt())
+                  lambda c: _acosh_slope(c.inputs[0]))
 
 
 def _copysign(xp, a, b):
@@ -270,3 +270,11 @@ def _rdiv_method(self, other):
     """Tensor.__rdiv__: other / self."""
     _tensors("__rdiv__", self)
     return self.__rtruediv__(other)
+
+
+def _acosh_slope(x):
+    """acosh's derivative: 1 / sqrt(x^2 - 1) for real x (>= 1); for complex x 1 / (sqrt(x - 1) sqrt(x + 1)),
+    the principal branch's (sqrt(x^2 - 1) has the opposite sign where Re x < 0)."""
+    if x.is_complex():
+        return ((x - 1).sqrt() * (x + 1).sqrt()).reciprocal()
+    return (x * x - 1).rsqrt()
