@@ -334,6 +334,40 @@ def test_ops_without_complex_kernels_raise_as_torch():
             f()
 
 
+_NO_COMPLEX_KERNEL = {  # ops PyTorch's CPU build refuses for complex input with NotImplementedError
+    "median": lambda L, F, x: L.median(x.flatten()),
+    "median_dim": lambda L, F, x: L.median(x, 1),
+    "nanmedian": lambda L, F, x: L.nanmedian(x),
+    "kthvalue": lambda L, F, x: L.kthvalue(x.flatten(), 2),
+    "histc": lambda L, F, x: L.histc(x),
+    "histc_range": lambda L, F, x: L.histc(x, min=0, max=1),
+    "max_pool1d": lambda L, F, x: F.max_pool1d(x[0], 2),
+    "max_pool1d_indices": lambda L, F, x: F.max_pool1d(x[0], 2, return_indices=True),
+    "max_pool2d": lambda L, F, x: F.max_pool2d(x, 2),
+    "max_pool3d": lambda L, F, x: F.max_pool3d(x[None], 2),
+    "avg_pool3d": lambda L, F, x: F.avg_pool3d(x[None], 2),
+    "adaptive_max_pool2d": lambda L, F, x: F.adaptive_max_pool2d(x, 2),
+    "adaptive_max_pool2d_uneven": lambda L, F, x: F.adaptive_max_pool2d(x, 3),
+    "interpolate": lambda L, F, x: F.interpolate(x, scale_factor=2),
+    "interpolate_1d": lambda L, F, x: F.interpolate(x[0], scale_factor=2),
+    "interpolate_bilinear": lambda L, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "interpolate_area_3d": lambda L, F, x: F.interpolate(x[None], scale_factor=2, mode="area"),
+    "prelu": lambda L, F, x: F.prelu(x, x.new_ones(1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NO_COMPLEX_KERNEL))
+def test_ops_without_complex_kernels_name_torchs_kernel(torch, name):
+    """NotImplementedError naming the CPU kernel PyTorch names (was ember's own RuntimeError)."""
+    msgs = []
+    for L in (ember, torch):
+        x = L.randn(1, 2, 4, 4, dtype=L.complex64)
+        with pytest.raises(NotImplementedError) as info:
+            _NO_COMPLEX_KERNEL[name](L, L.nn.functional, x)
+        msgs.append(str(info.value).split("'")[0])   # '"kernel" not implemented for '
+    assert msgs[0] == msgs[1], msgs
+
+
 # ----------------------------------------------------------------------------- autograd
 
 
@@ -418,6 +452,72 @@ def test_gradcheck_catches_a_non_conjugated_rule():
     z, = _complex_inputs((4,))
     with pytest.raises(ember.autograd.GradcheckError):
         gradcheck(Square.apply, (z,))
+
+
+def test_complex_fixes_found_by_the_op_db_sweep(torch):
+    """Regressions from tests/test_torch_op_db_complex.py: each was a silent wrong answer."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 5, 4)) + 1j * rng.standard_normal((3, 5, 4))
+    # the nuclear norm of a complex matrix is the sum of its singular values (not of its moduli')
+    for x, kw in ((a[0], {}), (a, {"dim": (1, 2)}), (a, {"dim": (0, 2), "keepdim": True})):
+        _assert_close(ember.norm(ember.from_numpy(x), "nuc", **kw), torch.norm(torch.from_numpy(x), "nuc", **kw))
+    for L in (ember, torch):  # (over every dim of a 3-d input: refused)
+        with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+            L.norm(L.from_numpy(a), "nuc")
+    # complex QR in forward mode: R's diagonal stays real, so its tangent is real there
+    t = rng.standard_normal((5, 4)) + 1j * rng.standard_normal((5, 4))
+    for L in (ember, torch):
+        _, got = L.func.jvp(L.linalg.qr, (L.from_numpy(a[0]),), (L.from_numpy(t),))
+        if L is ember:
+            mine = got
+    for g, w in zip(mine, got):
+        _assert_close(g, w, 1e-9)
+    # istft: the window's gradient runs through the overlap-added squared window (the divisor) too,
+    # and under vmap that divisor is the batched window's
+    spec = rng.standard_normal((5, 6)) + 1j * rng.standard_normal((5, 6))
+    w = rng.uniform(0.5, 1.5, 8)
+    grads = []
+    for L in (ember, torch):
+        wt = L.from_numpy(w.copy()).requires_grad_(True)
+        y = L.istft(L.from_numpy(spec), 8, window=wt)
+        (y * L.arange(y.shape[-1], dtype=L.float64)).sum().backward()
+        grads.append(wt.grad)
+    _assert_close(*grads, 1e-9)
+    cw = w + 1j * rng.uniform(0.5, 1.5, 8)  # a complex window: the divisor is its complex square's overlap-add
+    spec2 = rng.standard_normal((8, 6)) + 1j * rng.standard_normal((8, 6))
+    _assert_close(ember.istft(ember.from_numpy(spec2), 8, window=ember.from_numpy(cw), return_complex=True),
+                  torch.istft(torch.from_numpy(spec2), 8, window=torch.from_numpy(cw), return_complex=True), 1e-12)
+    ws = ember.from_numpy(np.stack([w, w[::-1].copy()]))
+    got = ember.func.vmap(lambda v: ember.istft(ember.from_numpy(spec), 8, window=v))(ws)
+    _assert_close(got, ember.stack([ember.istft(ember.from_numpy(spec), 8, window=v) for v in ws]), 1e-12)
+    # true division by a Python complex number (it raised TypeError)
+    for L in (ember, torch):
+        got = [L.tensor(1 + 1j) / (2 + 3j), L.tensor([1.0, 2.0], dtype=L.float64) / (2 + 3j), L.tensor([1, 2]) / 1j]
+        if L is ember:
+            mine = got
+    for g, w in zip(mine, got):
+        _assert_close(g, w)
+    # acosh's complex derivative where Re z < 0 (1 / sqrt(z^2 - 1) had the wrong sign there)
+    zs = [-2 + 0.5j, -0.3 - 2j, 2 + 1j]
+    grads = []
+    for L in (ember, torch):
+        x = L.tensor(zs, dtype=L.complex128).requires_grad_(True)
+        L.view_as_real(L.acosh(x)).sum().backward()
+        grads.append(x.grad)
+    _assert_close(*grads, 1e-12)
+    # complex to bool is "nonzero in either part" (the cast took the real part)
+    v = [1j, float("nan") * 1j, 0j, 1e-30j]
+    assert ember.tensor(v).bool().tolist() == torch.tensor(v).bool().tolist() == [True, True, False, True]
+    # complex logsumexp is the principal log (imaginary part in (-pi, pi]), as PyTorch's
+    for v in ([-1.2 - 7.58j], [1 + 10j, 2 + 20j]):
+        _assert_close(ember.logsumexp(ember.tensor(v), 0), torch.logsumexp(torch.tensor(v), 0))
+    # masked.median of a non-floating input returns the input's dtype (through the default float
+    # dtype, as PyTorch), and refuses a fully masked slice
+    z = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    _assert_close(ember.masked.median(ember.from_numpy(z), 0), torch.masked.median(torch.from_numpy(z), 0))
+    _assert_close(ember.masked.median(ember.tensor([3, 1, 2]), 0), torch.masked.median(torch.tensor([3, 1, 2]), 0))
+    with pytest.raises(ValueError, match="fully masked"):
+        ember.masked.median(ember.tensor([[3, 1], [2, 2]]), 1, mask=ember.tensor([[True, True], [False, False]]))
 
 
 def test_forward_mode_on_complex_matches_torch(torch):

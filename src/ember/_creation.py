@@ -938,6 +938,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     d = (dtype or input.dtype).np
+    if d.kind == "c":
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
     if input._meta or _is_meta(device):
         return _meta_new(input.shape, d, requires_grad)
     mt = _mt(generator)
@@ -984,6 +986,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with the probabilities in input (or p).
 
     Differences from PyTorch: out= of an integer dtype is refused with RuntimeError; PyTorch fills it."""
+    if input.is_complex():
+        U.no_complex("bernoulli_tensor_cpu_self_" if p is None else "bernoulli_scalar_cpu_", input)
     if input._wr is not None and getattr(input._wr, "kind", None) == "vmap":
         lvl = input._wr
         if lvl.randomness == "same":

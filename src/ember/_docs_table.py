@@ -569,14 +569,4 @@ ops.nn:embedding: sparse=True is refused with NotImplementedError (no sparse gra
 native_layer_norm: the mean and inverse-std outputs require grad (they are differentiable);
   PyTorch's do not.
 dtype: ember has no complex32 (chalf), uint16, uint32, uint64 or float8 dtypes; PyTorch has them.
-median: complex input raises RuntimeError where PyTorch raises NotImplementedError.
-ops.nn:max_pool2d: complex input raises RuntimeError where PyTorch raises NotImplementedError.
 """
-
-
-# ops whose complex error is still ember's RuntimeError where PyTorch's CPU build raises
-# NotImplementedError (checked one by one against it; the nn.functional wrappers say it in their own
-# docstrings)
-_CPLX = "complex input raises RuntimeError where PyTorch raises NotImplementedError."
-DIFFERENCES += "".join(f"{_n}: {_CPLX}\n" for _n in (
-    "ops.pool3d:max_pool3d", "ops.pool3d:avg_pool3d", "kthvalue", "histc"))

@@ -228,6 +228,8 @@ def _keep_mask(shape, p):
 def _scaled_noise(input, shape, p):
     """bernoulli_(1 - p) noise of ``shape`` in input's dtype, divided by (1 - p) in that dtype."""
     d = input._data.dtype
+    if d.kind == "c":  # (PyTorch draws the mask in input's dtype and has no complex bernoulli)
+        U.no_complex("bernoulli_scalar_cpu_", input)
     if D.state.levels:  # under vmap the draw may differ per sample (randomness='different')
         from .._creation import bernoulli, zeros
         return bernoulli(zeros(shape, dtype=input.dtype), 1.0 - p) / (1.0 - p)
@@ -300,6 +302,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         return input
     if p == 1.0:  # everything dropped: zeros (PyTorch)
         return input.mul_(0.0) if inplace else input * 0.0
+    if input.is_complex():
+        U.no_complex("bernoulli_scalar_cpu_", input)
     alpha = -1.7580993408473766
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
@@ -460,6 +464,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy", input, target)
+    if input.is_complex():
+        U.no_complex("binary_cross_entropy", input)
     a = input._data
     if a.size and not D.state.levels and ((a < 0).any() or (a > 1).any()):
         raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 and 1 (got values "
@@ -484,6 +490,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_shape("binary_cross_entropy_with_logits", input, target)
+    if input.is_complex():
+        U.no_complex("log_sigmoid_cpu", input)
     if not input.is_floating_point():
         raise RuntimeError(f"binary_cross_entropy_with_logits: not implemented for {input.dtype} input (logits "
                            f"of a floating point dtype are expected)")
@@ -520,6 +528,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Kullback-Leibler divergence from log-probability inputs to targets (log_target)."""
     reduction = _reduction(size_average, reduce, reduction)
+    if input.is_complex() or target.is_complex():
+        raise RuntimeError("kl_div: Complex inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -546,6 +556,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """1 - cos(x1, x2) for y = 1, max(0, cos(x1, x2) - margin) for y = -1."""
     reduction = _reduction(size_average, reduce, reduction)
+    if input1.is_complex() or input2.is_complex():  # (PyTorch's error: its composite clamps)
+        raise NotImplementedError("clamp is not supported for complex types")
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = _ops.where(target > 0, 1 - cos, _ops.clamp_min(cos - margin, 0.0))
     return _reduce(loss, reduction)
@@ -610,9 +622,11 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max pooling over 1 spatial dim.
 
     Differences from PyTorch: a 2-D input with a batch of 0 gives an empty result where PyTorch raises
-    RuntimeError; complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    RuntimeError."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"max_pool1d: expected 2D or 3D input, got {input.dim()}D")
+    if input.is_complex():  # (PyTorch's kernels: with indices, the 2-d one)
+        U.no_complex("max_pool2d" if return_indices else "max_pool1d_impl", input)
     stride = kernel_size if stride is None or stride == [] else stride
     r = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
                    (1, _one(dilation)), ceil_mode=ceil_mode, return_indices=return_indices)
@@ -646,9 +660,7 @@ def adaptive_avg_pool1d(input, output_size):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Every mode of PyTorch's interpolate (nearest, nearest-exact, linear, bilinear, bicubic,
-    trilinear, area; antialias; align_corners): ember.ops.sampling.
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    trilinear, area; antialias; align_corners): ember.ops.sampling."""
     from ..ops.sampling import interpolate as _interpolate
     return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
@@ -659,9 +671,9 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile.
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """PyTorch's adaptive windows [floor(i*H/oh), ceil((i+1)*H/oh)); a plain max pool when they tile."""
+    if input.is_complex():
+        U.no_complex("adaptive_max_pool2d", input)
     from ..ops.nn import adaptive_output_dims
     adaptive_output_dims(input, output_size)
     H, W = input.shape[-2], input.shape[-1]
@@ -873,9 +885,7 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
 
 
 def prelu(input, weight):
-    """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D).
-
-    Differences from PyTorch: complex input raises RuntimeError where PyTorch raises NotImplementedError."""
+    """x if x > 0 else weight * x, weight of one element or one per channel (dim 1; none below 2-D)."""
     if not U.is_tensor(input) or not U.is_tensor(weight):
         raise TypeError("prelu(): argument 'input' and 'weight' must be Tensors")
     from ..ops.pool3d import float_only
@@ -1098,6 +1108,8 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
         return input
     if input.dim() < 2:
         raise RuntimeError("feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input")
+    if input.is_complex():
+        U.no_complex("bernoulli_scalar_cpu_", input)
     alpha = -1.7580993408473766
     if p == 1.0:
         out = input * 0.0
@@ -1240,6 +1252,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     fl = [t for t in (query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v, out_proj_weight, out_proj_bias,
                       q_proj_weight, k_proj_weight, v_proj_weight) if t is not None]
     kinds = sorted({t.dtype.name for t in fl})
+    if len(kinds) == 1 and fl[0].is_complex():  # (PyTorch's error: its attention softmax has no complex kernel)
+        U.no_complex("softmax_lastdim_kernel_impl", fl[0])
     if len(kinds) > 1 or not fl[0].dtype.is_floating_point:
         raise RuntimeError(f"multi_head_attention_forward: expected floating point query, key, value and weights "
                            f"of one dtype, got {', '.join(kinds)}")

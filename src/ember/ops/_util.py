@@ -104,12 +104,12 @@ def promote(a, b, floating=False):
     if type(a) is not _ndarray:
         if isinstance(a, np.generic):  # NumPy scalars are weak like Python numbers (NEP 50 aside)
             a = a.item()
-        if floating and not isinstance(a, float):
+        if floating and not isinstance(a, (float, complex)):  # (a complex number stays complex)
             a = float(a)
     if type(b) is not _ndarray:
         if isinstance(b, np.generic):
             b = b.item()
-        if floating and not isinstance(b, float):
+        if floating and not isinstance(b, (float, complex)):  # (a complex number stays complex)
             b = float(b)
     if t is BF16:  # a number meets bfloat16 as PyTorch casts it: rounded to bfloat16 first
         if type(a) is not _ndarray:

@@ -206,6 +206,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (T, C) or 3-D (T, N, C), got "
                            f"{U.fmt_shape(log_probs.shape)}")
     U.no_lowp("ctc_loss_cpu", log_probs)
+    if log_probs.is_complex():
+        U.no_complex("ctc_loss_cpu", log_probs)
     if log_probs.dtype.np.kind != "f":
         raise RuntimeError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for '{log_probs.dtype.name}' (log_probs must "
                            f"be floating point)")

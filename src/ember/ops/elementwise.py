@@ -185,6 +185,8 @@ def _div_impl(xp, a, b, rounding_mode=None):
         if not _same(a, b):
             a, b = U.promote(a, b)
         U.check_int_divisor("div", a, b)
+        if rounding_mode in ("floor", "trunc") and np.result_type(a, b).kind == "c":
+            U.no_complex(f"div_{rounding_mode}_cpu", np.empty(0, np.result_type(a, b)))
         if rounding_mode == "floor":
             return xp.floor_divide(a, b)
         if rounding_mode == "trunc":

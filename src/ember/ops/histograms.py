@@ -85,6 +85,8 @@ def _histc(xp, a, bins=100, min=0, max=0, rows=False):
             np.zeros((0, bins), a.dtype)
     if a.dtype == U.BF16:  # (float32 holds bfloat16 exactly)
         return _histc(xp, a.astype(np.float32), bins, min, max).astype(U.BF16)
+    if a.dtype.kind == "c":  # (PyTorch's kernel: the range's aminmax when it is computed)
+        U.no_complex("aminmax_cpu" if min == max == 0 else "histogram_cpu", a)
     if a.dtype.kind != "f":
         raise RuntimeError(f"torch.histc: input tensor and weight tensor must be floating point, got {a.dtype}")
     if bins <= 0:
@@ -113,6 +115,8 @@ def _histogram(xp, a, edges, weight, bins=None, range=None, density=False, rows=
         outs = [_histogram(xp, a[i], None if edges is None else edges[i], None if weight is None else weight[i],
                            bins, range, density) for i in builtins_range(a.shape[0])]
         return np.stack([o[0] for o in outs]), np.stack([o[1] for o in outs])
+    if a.dtype.kind == "c":
+        U.no_complex("histogramdd", a)
     if a.dtype.kind != "f":
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, "
                            f"floating point expected, got {a.dtype}")
@@ -164,6 +168,8 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     U.no_lowp("histogramdd", input)
     U.check_plain("histogramdd", input, weight)
     a = input._data
+    if a.dtype.kind == "c":
+        U.no_complex("histogramdd", a)
     if a.dtype.kind != "f":
         raise RuntimeError(f"torch.histogramdd: input tensor should be floating point, got {input.dtype}")
     if a.ndim < 1:

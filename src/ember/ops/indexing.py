@@ -758,6 +758,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     from .reduce import _MinMax
+    if input.is_complex():
+        U.no_complex("kthvalue_cpu", input)
     d = U.wrap_dim(dim, input.dim(), "kthvalue")
     n = input.shape[d] if input.dim() else 1
     if n == 0:
@@ -776,6 +778,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 def median(input, dim=None, keepdim=False):
     from .reduce import _MinMax
+    if input.is_complex():  # (PyTorch's kernel names)
+        U.no_complex("median_cpu" if dim is None else "median_out", input)
     if dim is None:
         flat = input.reshape(-1)
         if flat.numel() == 0:  # PyTorch: nan

@@ -362,6 +362,9 @@ def _qr_jvp_tall(q, r, t):
     c = rsolve_tri(_mm(q.mH, t), r, True)
     low = _tril(c, -1)
     up = c - low + low.mH  # C - Omega, upper triangular
+    if c.dtype.is_complex:  # R's diagonal is real: Omega = Q^H dQ (skew-Hermitian) takes the imaginary part of C's
+        d = _diag(c)
+        up = up - _diag_embed(d - d.real)
     dr = _mm(up, r)
     dq = rsolve_tri(t, r, True) - _mm(q, up)
     return dq, dr

@@ -63,6 +63,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """-input[target] per sample (weighted), composed from gather so every transform applies."""
     C = _check_index_target("nll_loss", input, target, ignore_index)
     _weight_check("nll_loss", weight, C)
+    if input.is_complex():
+        U.no_complex("nll_loss_out_frame", input)
     if not input.is_floating_point():
         raise RuntimeError(f"nll_loss: not implemented for {input.dtype} input (log-probabilities of a "
                            f"floating point dtype are expected)")
@@ -89,6 +91,11 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if input.dim() == 0:
         raise ValueError("cross_entropy: input tensor should be 1D or 2D (or N-d with class dim 1)")
+    if input.is_complex():
+        if target.is_complex():
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{U.torch_scalar_name(target)}")
+        U.no_complex("log_softmax_lastdim_kernel_impl", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"cross_entropy: expected a floating point input (logits), got {input.dtype}")
     cdim = 0 if input.dim() == 1 else 1

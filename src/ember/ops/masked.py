@@ -191,10 +191,17 @@ def cumprod(input, dim, *, dtype=None, mask=None):
 def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
     from .order_stats import nanmedian
     x = _cast(input, dtype)
-    if not x.is_floating_point():
+    given = x.dtype
+    if not x.is_floating_point():  # (as PyTorch: through the default float dtype, a complex one's real part)
         x = x.to(_f())
     x = _fill(x, _mask_of(input, mask, "median"), math.nan)
-    return nanmedian(x, dim, keepdim).values
+    out = nanmedian(x, dim, keepdim).values
+    if given.is_floating_point:
+        return out
+    v = U.raw_values(out)
+    if (v != v).any():  # a NaN: a slice with every element masked out
+        raise ValueError("masked median expects no fully masked out rows if dtype is not floating point")
+    return out.to(given)
 
 
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):

@@ -77,6 +77,9 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     """The gradient of softmax at its output: output * (grad - sum(grad * output, dim))."""
     d = U.wrap_dim(dim, max(output.dim(), 1), "_softmax_backward_data")
+    if output.is_complex() or grad_output.is_complex():
+        U.no_complex("softmax_backward_lastdim_kernel_impl" if d == max(output.dim(), 1) - 1 else
+                     "softmax_backward_kernel_impl", output if output.is_complex() else grad_output)
     if output.dim() == 0:
         return grad_output * 0
     if U.is_lowp(output._data) and grad_output.dtype is output.dtype:  # float32 inside, rounded once

@@ -1062,6 +1062,8 @@ def _pool_args(input, kernel_size, stride, padding, dilation, op):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     op = "max_pool2d"
     k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, op)
+    if input.is_complex():
+        U.no_complex("max_pool2d", input)
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
     H, W = x.shape[2:]

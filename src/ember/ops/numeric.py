@@ -15,7 +15,7 @@ _nd = np.ndarray
 # ----------------------------------------------------------------------------- primitives
 
 acosh_op = _unary("acosh", lambda xp, a: xp.arccosh(a),
-                  lambda c: (c.inputs[0] * c.inputs[0] - 1).rsqrt())
+                  lambda c: _acosh_slope(c.inputs[0]))
 
 
 def _copysign(xp, a, b):
@@ -75,6 +75,8 @@ def _nextafter(xp, a, b):
     if not (type(a) is _nd and type(b) is _nd and a.dtype is b.dtype):
         a, b = U.promote(a, b)
     for x in (a, b):
+        if type(x) is _nd and x.dtype.kind == "c":
+            U.no_complex("nextafter_cpu", x)
         if type(x) is _nd and x.dtype.kind != "f" and x.dtype != U.BF16:  # (ml_dtypes steps bfloat16's ulps)
             raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{x.dtype.name}': nextafter expects "
                                f"floating point tensors")
@@ -122,9 +124,17 @@ def acosh(input, *, out=None):
 arccosh = acosh
 
 
+def _no_complex(kernel, *xs):
+    """PyTorch's NotImplementedError for a complex operand of a kernel that has no complex version."""
+    for x in xs:
+        if U.is_tensor(x) and x.is_complex():
+            U.no_complex(kernel, x)
+
+
 def copysign(input, other, *, out=None):
     if not U.is_tensor(input):
         raise TypeError(f"copysign(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    _no_complex("copysign_cpu", input, other)
     return U.write_out(dispatch(copysign_op, (input, other)), out)
 
 
@@ -186,6 +196,7 @@ def rad2deg(input, *, out=None):
 def logaddexp2(input, other, *, out=None):
     """log2(2**input + 2**other), shifted by the larger operand so that it does not overflow."""
     from .elementwise import maximum, isinf
+    _no_complex("logaddexp2_cpu", input, other)
     # (the shift's own slope cancels exactly, so it needs no detach(), which vmap does not carry today)
     m = maximum(input, other)
     m = where(isinf(m), 0.0, m)
@@ -259,3 +270,11 @@ def _rdiv_method(self, other):
     """Tensor.__rdiv__: other / self."""
     _tensors("__rdiv__", self)
     return self.__rtruediv__(other)
+
+
+def _acosh_slope(x):
+    """acosh's derivative: 1 / sqrt(x^2 - 1) for real x (>= 1); for complex x 1 / (sqrt(x - 1) sqrt(x + 1)),
+    the principal branch's (sqrt(x^2 - 1) has the opposite sign where Re x < 0)."""
+    if x.is_complex():
+        return ((x - 1).sqrt() * (x + 1).sqrt()).reciprocal()
+    return (x * x - 1).rsqrt()

@@ -50,6 +50,8 @@ def nanmedian(input, dim=None, keepdim=False):
     """The lower median of the non-NaN values (NaN where a slice has none), with its index."""
     from .indexing import sort
     from .elementwise import isnan
+    if input.is_complex():  # (PyTorch's kernel names)
+        U.no_complex("median_cpu" if dim is None else "median_out", input)
     if dim is None:
         flat = _S.reshape(input, (-1,))
         if flat.numel() == 0:

@@ -122,9 +122,24 @@ def _(op, vals, bd, params, size):
     return dispatch(op, (x, s.reshape(lead + (nsp,))), params), True
 
 
+# PyTorch's CPU kernel named in its NotImplementedError for complex input (observed), by op
+_COMPLEX_KERNEL = {
+    "adaptive_max_pool1d": "adaptive_max_pool2d", "adaptive_max_pool2d": "adaptive_max_pool2d",
+    "adaptive_max_pool3d": "adaptive_max_pool3d_cpu", "fractional_max_pool2d": "fractional_max_pool2d_out_frame",
+    "fractional_max_pool3d": "fractional_max_pool3d_out_frame", "max_unpool1d": "max_unpool2d",
+    "max_unpool2d": "max_unpool2d", "max_unpool3d": "max_unpool3d", "prelu": "prelu_cpu",
+    "rrelu": "rrelu_with_noise_out_cpu", "multi_margin_loss": "multi_margin_loss_cpu_kernel",
+    "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
+    "linear_cross_entropy": "log_softmax_lastdim_kernel_impl",
+}
+
+
 def float_only(op, *ts, name=None):
-    """PyTorch's error for a kernel without integer support, naming the op and the dtype."""
+    """PyTorch's error for a kernel without integer support, naming the op and the dtype (for complex
+    input PyTorch's NotImplementedError naming its kernel)."""
     for t in ts:
+        if t is not None and t.is_complex() and op in _COMPLEX_KERNEL:
+            U.no_complex(_COMPLEX_KERNEL[op], t)
         if t is not None and not t.dtype.is_floating_point:  # (bfloat16 included)
             raise RuntimeError(f"\"{name or op}\" not implemented for '{t.dtype.name}' ({op} expects floating point "
                                f"inputs)")
@@ -168,6 +183,8 @@ def _check_nonempty(op, input, nsp):
 
 def _max_pool_nd(op, nsp, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     _check_dims(op, input, nsp)
+    if input.is_complex():
+        U.no_complex(f"max_pool{nsp}d", input)
     _check_nonempty(op, input, nsp)
     k = _tuple(kernel_size, nsp, "kernel_size", op)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
@@ -356,6 +373,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     _check_dims(op, input, nsp)
     U.no_lowp("avg_pool3d_out_frame", input)
     _check_nonempty(op, input, nsp)
+    if input.is_complex():
+        U.no_complex("avg_pool3d_out_frame", input)
     if input.dtype.np.kind not in "fiu":
         raise RuntimeError(f"\"{op}\" not implemented for '{dt.FROM_NP[input.dtype.np].name}'")
     k = _tuple(kernel_size, nsp, "kernel_size", op)

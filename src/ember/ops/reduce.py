@@ -345,7 +345,8 @@ std_op.jvp = lambda ctx, t: where(ctx.out == 0, 0.0, var_op.jvp(ctx, t) * 0.5 / 
 
 def _logsumexp_impl(xp, a, dims, keepdim=False):
     a = U.to_float(a)
-    m = xp.amax(a, axis=dims, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+    r = a.real if a.dtype.kind == "c" else a  # complex: a real shift, so the log is the principal one (PyTorch)
+    m = xp.amax(r, axis=dims, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, r.dtype)
     m = xp.where(xp.isfinite(m), m, 0)
     r = xp.log(xp.sum(xp.exp(a - m), axis=dims, keepdims=True)) + m
     return r if keepdim else r.squeeze(axis=dims)
@@ -784,7 +785,12 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         dim = (dim,)
     if dim is not None:
         U.wrap_dims(dim, input.dim(), "norm")
-    if input.is_complex():  # the norm of the moduli (abs carries the complex gradient)
+    if p == "nuc" and dim is None and input.dim() != 2:  # (PyTorch: the nuclear norm of all dims)
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, range(input.dim())))}")
+    if p == "nuc" and input.is_complex():  # the singular values of the complex matrix itself (not of its moduli)
+        from ..linalg import matrix_norm
+        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
+    if input.is_complex():  # an entrywise norm: the norm of the moduli (abs carries the complex gradient)
         input = input.abs()
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype}")

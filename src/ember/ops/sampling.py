@@ -182,6 +182,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(o <= 0 for o in out_sizes):
         raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, in_sizes))}) and output ({', '.join(map(str, out_sizes))})")
+    if input.is_complex():  # PyTorch's CPU kernel that names itself in its error (observed per mode and dims)
+        U.no_complex({"area": {1: "adaptive_avg_pool2d", 2: "adaptive_avg_pool2d", 3: "adaptive_avg_pool3d_cpu"}[nsp],
+                      "bicubic": "compute_indices_weights_cubic",
+                      "bilinear": "upsample_bilinear2d_channels_last"}.get(
+            mode, "upsample_nearest2d_channels_last" if nsp == 2 and mode.startswith("nearest") else
+            f"compute_indices_weights_{'nearest' if mode.startswith('nearest') else 'linear'}"), input)
     if mode != "nearest" and mode != "nearest-exact" and not input.dtype.is_floating_point:
         raise RuntimeError(f"interpolate (upsample_{mode}): \"{mode}\" mode not implemented for '{input.dtype.name}' (floating point "
                            f"input expected)")
@@ -359,6 +365,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            f"{input.dtype} and grid has {grid.dtype}")
     if mode == "bicubic" and nsp != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.is_complex():
+        U.no_complex("grid_sampler_2d_cpu_kernel_impl" if nsp == 2 else "grid_sampler3d_cpu", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"grid_sampler(): \"grid_sample\" not implemented for '{input.dtype.name}'")
     if any(s == 0 for s in input.shape[2:]):

@@ -977,7 +977,9 @@ def clone(input, *, memory_format=None):
 
 def _to_copy_impl(xp, a, dtype, in_dtype=None, memory_format=None):
     from .._memory_format import cast_in_format
-    if a.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+    if a.dtype.kind == "c" and np.dtype(dtype).kind == "b":  # nonzero in either part (PyTorch: no warning)
+        a = a != 0
+    elif a.dtype.kind == "c" and np.dtype(dtype).kind != "c":
         import warnings
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
         a = a.real

@@ -332,18 +332,24 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     total = n_fft + hop * (n_frames - 1)
     p = {"length": total, "n_fft": n_fft, "hop": hop}
     out = D.dispatch(frames_backward_op, (frames,), p)  # the overlap-add
-    wsq = np.ones(n_fft) if w is None else np.asarray(w.detach()._data, dtype=np.float64) ** 2
-    env = _frames_backward_impl(np, np.broadcast_to(wsq, (n_frames, n_fft)), **p)
     start = n_fft // 2 if center else 0
     end = total if length is None else start + length
     if center and length is None:
         end = total - n_fft // 2
     end = min(end, total)
-    env = env[start:end]
-    if env.size and env.min() < 1e-11:
-        raise RuntimeError(f"istft: window overlap add min: {env.min():g} (the window and hop_length do not "
+    if w is None:
+        env = D._new_tensor(_frames_backward_impl(np, np.ones((n_frames, n_fft), out.real.dtype.np), **p)[start:end])
+    else:  # the window's overlap-added square (a complex window's complex square), differentiable in the window
+        # and batched with it under vmap
+        env = D.dispatch(frames_backward_op, ((w * w).unsqueeze(0).expand(n_frames, n_fft).unsqueeze(0),), p)
+        env = env[0, start:end]
+        if not env.is_complex():
+            env = env.to(out.real.dtype if out.is_complex() else out.dtype)
+    ev = abs(U.raw_values(env))
+    if ev.size and ev.min() < 1e-11:
+        raise RuntimeError(f"istft: window overlap add min: {ev.min():g} (the window and hop_length do not "
                            f"satisfy the NOLA condition)")
-    y = out[:, start:end] / D._new_tensor(env.astype(out._data.real.dtype))
+    y = out[:, start:end] / env
     if length is not None and y.shape[-1] < length:
         y = constant_pad(y, (0, length - y.shape[-1]))
     return y.squeeze(0) if input.dim() == 2 else y
