@@ -413,11 +413,12 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
     if floating and code is not None and code.co_argcount == 2 and not code.co_flags & (
             inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         def impl(xp, a):  # no parameters: no keyword dict on every call
-            if a.dtype.kind != "f":
-                if a.dtype == U.BF16:  # computed in float32, rounded once (PyTorch's opmath)
+            d = a.dtype
+            if d.kind != "f":
+                if d == U.BF16:  # computed in float32, rounded once (PyTorch's opmath)
                     return U.bf16_f32(fn, xp, a)
                 a = U.to_float(a)
-            elif a.dtype is _F16:  # float16 too (NumPy's float16 formulas would round at each step)
+            elif d is _F16:  # float16 too (NumPy's float16 formulas would round at each step)
                 return U.lowp_f32(fn, xp, a)
             return fn(xp, a)
     elif floating:
