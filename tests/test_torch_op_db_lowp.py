@@ -208,11 +208,13 @@ XFAIL = {
     **_each("ties: op_db's bfloat16 sample repeats values; PyTorch's topk picks among equal values in an "
             "unspecified order; the values match, the indices (and the gradient routed through them) differ",
             "topk", "bfloat16", "forward backward"),
-    **_each("GAP: PyTorch computes these on empty (or one-row) input before its dtype check (svd/eigh/det of a "
-            "0x0 matrix, pdist of one row) or with tensor bin edges (histogram/histogramdd); ember refuses "
-            "float16/bfloat16 for the whole op with PyTorch's NotImplementedError",
-            "svd linalg.svd linalg.det linalg.eigh linalg.eigvalsh nn.functional.pdist histogram histogramdd",
-            "*", "unsupported"),
+    **_each("GAP: PyTorch's CPU build computes these on empty float16/bfloat16 input (a 0x0 or 0-row matrix, "
+            "an empty batch: it returns before its dtype check); ember refuses the dtype on every input with "
+            "PyTorch's NotImplementedError (on non-empty input both refuse; both bin with tensor edges)",
+            "svd linalg.svd linalg.det linalg.eigh linalg.eigvalsh cdist cholesky histogram histogramdd "
+            "linalg.cholesky linalg.cholesky_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lu "
+            "linalg.lu_factor linalg.lu_factor_ex linalg.lu_solve linalg.matrix_rank linalg.solve linalg.solve_ex "
+            "linalg.svdvals lu_solve", "*", "unsupported"),
     **_each("ties: op_db's 8000-element (3000 for mode) float16/bfloat16 samples repeat values, and PyTorch's "
             "sort orders equal values neither stably nor as NumPy does (the order is unspecified); the sorted "
             "values match, the indices (and the gradients routed through them) differ",
