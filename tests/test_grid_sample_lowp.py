@@ -83,11 +83,11 @@ def test_low_precision_grid_gradient_rule_has_the_right_derivatives(monkeypatch)
     from ember.ops import sampling
     monkeypatch.setattr(sampling, "_split_grid_grad", lambda input: True)
     rs = np.random.RandomState(0)
-    for nd in (2, 3):
+    for nd, pads in ((2, ("zeros", "border")), (3, ("zeros",))):
         sp = (3, 4) if nd == 2 else (2, 3, 3)
-        x = ember.tensor(rs.randn(1, 2, *sp)).requires_grad_()
-        g = ember.tensor(rs.rand(1, 2, 3, *((nd,) if nd == 2 else (2, nd))) * 2.2 - 1.1).requires_grad_()
-        for pad in ("zeros", "border"):
+        x = ember.tensor(rs.randn(1, 1, *sp)).requires_grad_()
+        g = ember.tensor(rs.rand(1, 1, 2, *((nd,) if nd == 2 else (1, nd))) * 2.2 - 1.1).requires_grad_()
+        for pad in pads:
             def f(x, g):
                 return F.grid_sample(x, g, padding_mode=pad, align_corners=False)
             assert ember.autograd.gradcheck(f, (x, g))
