@@ -453,10 +453,6 @@ XFAIL = {
     ("logcumsumexp", "forward_ad"): "PyTorch's own tangent is off here (about 1e-6 relative in float64): "
                                     "ember's matches float64 central differences of log(cumsum(exp(x)))",
     # --- gaps: ember raises a clear error where PyTorch answers
-    **_each_check("a 1-D input of 0 elements: ember requires (N, C, ...) and raises a clear ValueError where "
-                  "PyTorch returns an empty result", "nn.functional.batch_norm", "forward backward forward_ad"),
-    ("nn.functional.batch_norm.without_cudnn", "forward_ad"): "a 1-D input of 0 elements: ember requires (N, C, "
-                                                                "...) and raises a clear ValueError",
     **_each_check("a tensor q is read as Python numbers: with a batched q ember refuses under vmap with a clear "
                   "error", "quantile nanquantile", "vmap"),
     **_each_check("logical 0-dim input with a 1-element index under vmap: the batch rule addresses a dim the "

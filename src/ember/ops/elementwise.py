@@ -405,6 +405,8 @@ def _tsum(a, b):
 # ----------------------------------------------------------------------------- unary maths
 
 
+_F16 = np.dtype(np.float16)
+
 def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, params_ok=False):
     """A unary op. ``fn(xp, a, **params)`` on arrays; ``deriv(ctx)`` gives f'(x) as a tensor
     (vjp = g * f'(x), jvp = t * f'(x)); ``linear`` (a function of the gradient) for ops that are
@@ -413,10 +415,13 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
     if floating and code is not None and code.co_argcount == 2 and not code.co_flags & (
             inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         def impl(xp, a):  # no parameters: no keyword dict on every call
-            if a.dtype.kind != "f":
-                if a.dtype == U.BF16:  # computed in float32, rounded once (PyTorch's opmath)
+            d = a.dtype
+            if d.kind != "f":
+                if d == U.BF16:  # computed in float32, rounded once (PyTorch's opmath)
                     return U.bf16_f32(fn, xp, a)
                 a = U.to_float(a)
+            elif d is _F16:  # float16 too (NumPy's float16 formulas would round at each step)
+                return U.lowp_f32(fn, xp, a)
             return fn(xp, a)
     elif floating:
         def impl(xp, a, **p):
@@ -424,6 +429,8 @@ def _unary(name, fn, deriv=None, save=("inputs",), floating=True, linear=None, p
                 if a.dtype == U.BF16:
                     return U.bf16_f32(fn, xp, a, **p)
                 a = U.to_float(a)
+            elif a.dtype is _F16:
+                return U.lowp_f32(fn, xp, a, **p)
             return fn(xp, a, **p)
     else:
         impl = fn
@@ -886,9 +893,10 @@ def _mish_deriv(c):
 
 
 def _float_unary(name, fn, deriv):
-    """A unary op defined for floating inputs only (PyTorch has no integer kernel for it)."""
-    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)) if a.dtype != U.BF16 else
-                  U.bf16_f32(fn, xp, a), deriv, floating=False)
+    """A unary op defined for floating inputs only (PyTorch has no integer kernel for it); float16
+    and bfloat16 computed in float32, rounded once."""
+    return _unary(name, lambda xp, a: fn(xp, U.float_only(name, a)) if a.dtype != U.BF16 and a.dtype is not _F16
+                  else U.lowp_f32(fn, xp, a), deriv, floating=False)
 
 
 log_sigmoid_op = _float_unary("log_sigmoid", _log_sigmoid, lambda c: (-c.inputs[0]).sigmoid())

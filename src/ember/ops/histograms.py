@@ -117,6 +117,8 @@ def _histogram(xp, a, edges, weight, bins=None, range=None, density=False, rows=
         return np.stack([o[0] for o in outs]), np.stack([o[1] for o in outs])
     if a.dtype.kind == "c":
         U.no_complex("histogramdd", a)
+    if a.dtype == U.BF16:  # bfloat16 (with bfloat16 edges): binned in float32, which holds them exactly
+        return U.lowp_f32(_histogram, xp, a, edges, weight, bins, range, density)
     if a.dtype.kind != "f":
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, "
                            f"floating point expected, got {a.dtype}")
@@ -151,7 +153,8 @@ def _(op, vals, bd, params, size):
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
-    U.no_lowp("histogramdd", input)
+    if not U.is_tensor(bins):  # (PyTorch's float16/bfloat16 kernel takes bin edges, not a bin count)
+        U.no_lowp("histogramdd", input)
     if U.is_tensor(bins):
         r = dispatch(histogram_op, (input, bins, weight), {"density": density})
     else:
@@ -165,11 +168,16 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
 def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     """A D-dimensional histogram of the points in input's last dimension (N, D): NumPy's, on plain
     tensors (no autograd, as PyTorch)."""
-    U.no_lowp("histogramdd", input)
+    if not (isinstance(bins, (list, tuple)) and bins and all(U.is_tensor(b) for b in bins)):
+        U.no_lowp("histogramdd", input)  # (float16/bfloat16: PyTorch's kernel takes bin edges only)
     U.check_plain("histogramdd", input, weight)
     a = input._data
     if a.dtype.kind == "c":
         U.no_complex("histogramdd", a)
+    if a.dtype == U.BF16:  # (bfloat16 edges: binned in float32, which holds them exactly)
+        r = histogramdd(input.float(), [b.float() for b in bins], range=range,
+                        weight=None if weight is None else weight.float(), density=density)
+        return _results.histogramdd(r[0].to(input.dtype), [e.to(input.dtype) for e in r[1]])
     if a.dtype.kind != "f":
         raise RuntimeError(f"torch.histogramdd: input tensor should be floating point, got {input.dtype}")
     if a.ndim < 1:

@@ -694,13 +694,14 @@ def _sort_impl(xp, a, dim, descending=False, stable=False):
         raise RuntimeError(f" Sort does not support complex dtypes on CPU ({a.dtype})")
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
+    key = a.astype(np.float32) if a.dtype == U.BF16 else a  # (ml_dtypes' bfloat16 sorts NaN in place)
     if descending:
         n = a.shape[dim]
-        fl = xp.flip(a, dim)
+        fl = xp.flip(key, dim)
         idx = xp.flip(xp.argsort(fl, axis=dim, kind="stable"), dim)
         idx = (n - 1) - idx
     else:
-        idx = xp.argsort(a, axis=dim, kind="stable")
+        idx = xp.argsort(key, axis=dim, kind="stable")
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
 
 

@@ -1552,6 +1552,8 @@ def _(ctx, tx, tw, tb, _trm=None, _trv=None):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-05):
     if input.dim() < 2:
+        if input.numel() == 0 and all(t is None or t.numel() == 0 for t in (running_mean, running_var, weight, bias)):
+            return input.clone()  # (PyTorch: an empty input with empty statistics gives an empty result)
         raise ValueError(f"batch_norm: expected at least 2D input (got {input.dim()}D input)")
     C = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),

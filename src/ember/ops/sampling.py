@@ -294,13 +294,19 @@ def _reflect(c, lo2, hi2):
     return where(even, extra + mn, span - extra + mn)
 
 
+def _clip(c, n):
+    """c clamped to [0, n - 1], its gradient zero at and beyond the bounds (PyTorch's
+    clip_coordinates: a point on the border does not move with the grid)."""
+    from .elementwise import clamp, where
+    return where((c > 0) & (c < n - 1), c, clamp(c.detach(), 0, n - 1))
+
+
 def _pad_coord(c, n, padding_mode, align_corners):
-    from .elementwise import clamp
     if padding_mode == "border":
-        return clamp(c, 0, n - 1)
+        return _clip(c, n)
     if padding_mode == "reflection":
         c = _reflect(c, 0, 2 * (n - 1)) if align_corners else _reflect(c, -1, 2 * n - 1)
-        return clamp(c, 0, n - 1)
+        return _clip(c, n)
     return c
 
 
@@ -329,12 +335,91 @@ def _gather_taps(input, flat_idx, weight, nsp):
 
 
 def _cubic_w(t, A=-0.75):
+    """The four cubic convolution weights of fraction t (taps at -1, 0, 1, 2), in PyTorch's order of
+    operations (so that float16/bfloat16 round where its kernels do)."""
     def near(x):
         return ((A + 2) * x - (A + 3)) * x * x + 1
 
     def far(x):
         return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    t2 = 1 - t
+    return [far(t + 1), near(t), near(t2), far(t2 + 1)]
+
+
+def _split_grid_grad(input):
+    """float16/bfloat16: the grid's gradient by PyTorch's formula (see _grid_grad_terms)."""
+    return input.dtype.itemsize == 2
+
+
+def _bilinear(input, coords, sizes, strides, nsp):
+    """Bilinear/trilinear sampling: the corners in PyTorch's order (x fastest), each weight the product
+    of its per-axis distances (x first), the terms added one by one: in float16/bfloat16 every op
+    rounds where PyTorch's kernels round. For these dtypes the grid's gradient is PyTorch's too: per
+    axis the differences of the corner values first (see _grid_grad_terms)."""
+    from .elementwise import floor
+    base = [floor(c) for c in coords]
+    far = [c - b for c, b in zip(coords, base)]          # ix - ix_west: the weight of the east corners
+    near = [(b + 1) - c for c, b in zip(coords, base)]   # ix_east - ix: the weight of the west corners
+    bases = [b.long() for b in base]
+    corners = [cc[::-1] for cc in np.ndindex(*(2,) * nsp)]   # (x, y, z) offsets, x fastest
+    lowp = _split_grid_grad(input)
+    out = None
+    vals = []
+    for corner in corners:
+        flat = 0
+        w = None
+        okall = None
+        for k in range(nsp):
+            i, ok = _pad_index(bases[k] + corner[k], sizes[k], "zeros", False)
+            flat = flat + i * strides[k]
+            wk = far[k] if corner[k] else near[k]
+            w = wk if w is None else w * wk
+            okall = ok if okall is None else okall & ok
+        m = okall.to(input.dtype)
+        if lowp:
+            v = _gather_taps(input, flat, m, nsp)
+            vals.append(v)
+            term = v * w.detach().unsqueeze(1)
+        else:
+            term = _gather_taps(input, flat, w * m, nsp)
+        out = term if out is None else out + term
+    if lowp:
+        for k, d in enumerate(_grid_grad_terms(vals, corners, near, far, nsp)):
+            c = coords[k].unsqueeze(1)
+            out = out + (c - c.detach()) * d
+    return out
+
+
+def _grid_grad_terms(vals, corners, near, far, nsp):
+    """d out / d coordinate k for each axis, as PyTorch's float16/bfloat16 kernels compute them (2-d:
+    (ne - nw) * s + (se - sw) * n, the differences first; 3-d: the eight signed corner terms in order).
+    Axis k's term uses the coordinates before k as they are and those after k detached, so that
+    out + sum_k (c_k - detach(c_k)) * term_k (0 in value) has the bilinear map's derivatives at every
+    order while the first carries these roundings; the value term's weights are then detached."""
+    dist = [[near[j].unsqueeze(1), far[j].unsqueeze(1)] for j in range(nsp)]
+    terms = []
+    for k in range(nsp):
+        dk = [[d if j < k else d.detach() for d in dist[j]] for j in range(nsp)]
+        if nsp == 2:
+            o = 1 - k   # the other axis
+            pairs = {}
+            for v, corner in zip(vals, corners):
+                pairs[(corner[o], corner[k])] = v
+            t = None
+            for side in (0, 1):  # x: north (s weight) then south (n weight); y: west (e) then east (w)
+                diff = pairs[(side, 1)] - pairs[(side, 0)]
+                part = diff * dk[o][side]
+                t = part if t is None else t + part
+        else:
+            t = None
+            for v, corner in zip(vals, corners):
+                part = v
+                for j in range(nsp):
+                    if j != k:
+                        part = part * dk[j][corner[j]]
+                t = (part if corner[k] else -part) if t is None else (t + part if corner[k] else t - part)
+        terms.append(t)
+    return terms
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
@@ -392,36 +477,21 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         w = None if okall is None else okall.to(input.dtype)
         return _gather_taps(input, flat, w, nsp)
     if mode == "bilinear":
-        base = [floor(c) for c in coords]
-        frac = [c - b for c, b in zip(coords, base)]
-        bases = [b.long() for b in base]
-        out = None
-        for corner in np.ndindex(*(2,) * nsp):
-            flat = 0
-            w = None
-            okall = None
-            for k in range(nsp):
-                i, ok = _pad_index(bases[k] + corner[k], sizes[k], "zeros", align_corners)
-                flat = flat + i * strides[k]
-                wk = frac[k] if corner[k] else 1 - frac[k]
-                w = wk if w is None else w * wk
-                okall = ok if okall is None else okall & ok
-            w = w * okall.to(input.dtype)
-            term = _gather_taps(input, flat, w, nsp)
-            out = term if out is None else out + term
-        return out
-    # bicubic: 4x4 taps, each tap's coordinate under the padding mode
+        return _bilinear(input, coords, sizes, strides, nsp)
+    # bicubic, separably as PyTorch: each of the 4 rows of taps interpolated along x, then the rows along y;
+    # each tap's coordinate under the padding mode
     base = [floor(c) for c in coords]
     ws = [_cubic_w(c - b) for c, b in zip(coords, base)]
     bases = [b.long() for b in base]
     out = None
     for ty in range(4):
+        iy, oky = _pad_index(bases[1] + ty - 1, sizes[1], padding_mode, align_corners)
+        row = None
         for tx in range(4):
             ix, okx = _pad_index(bases[0] + tx - 1, sizes[0], padding_mode, align_corners)
-            iy, oky = _pad_index(bases[1] + ty - 1, sizes[1], padding_mode, align_corners)
-            w = ws[0][tx] * ws[1][ty]
-            if okx is not None:
-                w = w * (okx & oky).to(input.dtype)
-            term = _gather_taps(input, iy * strides[1] + ix, w, nsp)
-            out = term if out is None else out + term
+            m = None if okx is None else (okx & oky).to(input.dtype)
+            term = _gather_taps(input, iy * strides[1] + ix, m, nsp) * ws[0][tx].unsqueeze(1)
+            row = term if row is None else row + term
+        term = row * ws[1][ty].unsqueeze(1)
+        out = term if out is None else out + term
     return out

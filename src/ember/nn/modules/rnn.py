@@ -15,6 +15,9 @@ from ... import ops as _ops
 from ..._creation import empty, zeros
 from .. import functional as F
 from ...ops.rnn import lstm_layer as _lstm_layer
+from ... import _dtype
+
+_bf16 = _dtype.bfloat16
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -27,6 +30,24 @@ def _lstm_step(xw, h, c, w_hh, b_hh):
     return h, c
 
 
+def _lstm_layer_bf16(x, h, c, w_ih, w_hh, b_ih, b_hh, reverse):
+    """One bfloat16 LSTM direction as PyTorch's CPU build runs it (its oneDNN layer): the two biases
+    summed in bfloat16, the gates (both products and the bias) and the cell update in float32, h and c
+    rounded to bfloat16 after every step. In ember ops (the roundings pass gradients through)."""
+    f32 = _dtype.float32
+    xw = F.linear(x.to(f32), w_ih.to(f32))
+    b = None if b_ih is None else (b_ih + b_hh).to(f32)
+    w_hh = w_hh.to(f32)
+    h, c = h.to(f32), c.to(f32)
+    T = x.shape[0]
+    seq = [None] * T
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        h, c = _lstm_step(xw[t], h, c, w_hh, b)
+        h, c = h.to(_bf16).to(f32), c.to(_bf16).to(f32)
+        seq[t] = h
+    return _ops.stack(seq, 0).to(_bf16), h.to(_bf16), c.to(_bf16)
+
+
 def _gru_step(xw, h, w_hh, b_hh):
     gh = F.linear(h, w_hh, b_hh)
     ir, iz, in_ = xw.chunk(3, -1)
@@ -34,7 +55,7 @@ def _gru_step(xw, h, w_hh, b_hh):
     r = (ir + hr).sigmoid()
     z = (iz + hz).sigmoid()
     n = (in_ + r * hn).tanh()
-    return (1 - z) * n + z * h
+    return n + z * (h - n)  # (PyTorch's order of operations: the same roundings in float16/bfloat16)
 
 
 def _rnn_step(xw, h, w_hh, b_hh, relu):
@@ -179,8 +200,16 @@ class RNNBase(Module):
                 k = layer * ndir + d
                 h = h0[k]
                 c = c0[k] if lstm else None
+                if lstm and running is None and x.dtype is _bf16:
+                    o, h, c = _lstm_layer_bf16(layer_in, h, c, w_ih, w_hh, b_ih, b_hh, d == 1)
+                    outs.append(o)
+                    hs.append(h)
+                    cs.append(c)
+                    continue
                 xw = F.linear(layer_in, w_ih, b_ih)  # (T, B, gates): the whole sequence at once
-                if lstm and running is None:  # the recurrence as one primitive (ops/rnn.py)
+                if lstm and running is None and x.dtype is not _dtype.float16:
+                    # the recurrence as one primitive (ops/rnn.py); float16 steps op by op below, each op
+                    # rounding as PyTorch's float16 kernels do
                     o, h, c = _lstm_layer(xw, h, c, w_hh, b_hh, d == 1)
                     outs.append(o)
                     hs.append(h)
@@ -237,8 +266,9 @@ class RNN(RNNBase):
 class LSTM(RNNBase):
     """Multi-layer LSTM, optionally bidirectional, with proj_size; packed sequences accepted.
 
-    Differences from PyTorch: bfloat16 input and weights raise RuntimeError where PyTorch runs them
-    (float16 runs in both, as do GRU and RNN in bfloat16)."""
+    bfloat16 runs as PyTorch's CPU build runs it (its oneDNN layer): gates and cell update in float32,
+    h and c rounded to bfloat16 after each step; float16 (and packed bfloat16 input) rounds after
+    each op, as PyTorch's own kernels do."""
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
