@@ -103,8 +103,8 @@ def _resolve(name):
     obj = ember
     for p in name.split("."):
         obj = getattr(obj, p, None)
-        if obj is None:
-            return getattr(ember.Tensor, name, None)
+        if obj is None:  # (an op PyTorch has only under torch.ops.aten: ember's is in ember.ops)
+            return getattr(ember.Tensor, name, None) or getattr(ember.ops, name, None)
     return obj
 
 
