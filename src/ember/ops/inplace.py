@@ -520,6 +520,8 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     from .._creation import _mt, _libm, _fma64
     import math
     _float_dtype_check(self, "cauchy_")
+    if not sigma > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     mt = _mt(generator)
     return _random_fill(self, _draw_like(self, lambda n: _fma64(
         _libm(math.tan, math.pi * (mt.uniform_f64(n) - 0.5)), float(sigma), float(median))), "cauchy_")
