@@ -762,3 +762,19 @@ def test_cauchy_refuses_nonpositive_sigma(torch):
         for lib in (ember, torch):
             with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0"):
                 lib.empty(3).cauchy_(0.0, sigma)
+
+
+def test_samplers_refuse_dtypes_as_pytorch(torch):
+    """cauchy_/exponential_ only on floating tensors (RuntimeError), geometric_ on floating and integer
+    ones, log_normal_ on floating ones (NotImplementedError naming the CPU kernel); ember filled
+    complex tensors."""
+    for name, args in (("cauchy_", ()), ("exponential_", ()), ("geometric_", (0.5,)), ("log_normal_", ())):
+        for dtype in ("int64", "uint8", "bool", "complex64", "float16", "bfloat16", "float32"):
+            kinds = []
+            for lib in (torch, ember):
+                try:
+                    getattr(lib.zeros(3, dtype=getattr(lib, dtype)), name)(*args)
+                    kinds.append(None)
+                except (RuntimeError, NotImplementedError) as e:
+                    kinds.append(type(e))
+            assert kinds[0] is kinds[1], (name, dtype, kinds)
