@@ -17,6 +17,7 @@ bisect):
   kernel computes; bit for bit the same on the tested inputs).
 """
 import math
+import os
 import struct
 import threading
 
@@ -127,8 +128,8 @@ class MT:
             r = np.sqrt(-2.0 * libm(math.log1p, -u2))
             th = 2.0 * math.pi * u1
             pairs = np.empty((k, 2))
-            pairs[:, 0] = r * np.cos(th)
-            pairs[:, 1] = r * np.sin(th)
+            pairs[:, 0] = r * libm(math.cos, th)
+            pairs[:, 1] = r * libm(math.sin, th)
             flat = pairs.ravel()
             out[i:] = flat[:m]
             if m % 2:
@@ -230,15 +231,89 @@ class _Reader:
 
 
 def libm(fn, x):
-    """fn (a function of Python's math module: the C library's) over a float64 array. NumPy's SIMD
-    log, exp, tan, ... differ from the C library in the last bit for some inputs, and PyTorch's CPU
-    kernels call the C library."""
+    """fn (a function of Python's math module: the C library's) over a float64 array, as PyTorch's
+    CPU kernels compute it (they call the C library). NumPy's own ufunc is used where a one-time
+    check (_numpy_agrees) found it to give the C library's bits on this machine; otherwise, and for
+    a few values, the C library element by element."""
     x = np.asarray(x, np.float64)
+    if x.size > _SMALL:
+        f = numpy_libm(fn)
+        if f is not None:
+            with np.errstate(all="ignore"):
+                return f(x)
     return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
 
 
 def libm_log(x):
     return libm(math.log, x)
+
+
+# ---- NumPy's float64 log/log1p/sin/cos/tan/exp against the C library's
+#
+# PyTorch's float64 samplers call the C library (glibc's log, sin, ...). NumPy's float64 ufuncs call
+# the same C functions in a plain loop unless it has a SIMD loop of its own for the function on this
+# CPU (its AVX-512 log/exp, SVML on AVX-512 builds, its Highway sin/cos in some versions): those
+# give different last bits on a sizeable fraction of inputs (they are faithful to about 1 ulp, not
+# near-correctly rounded like glibc's, which errs beyond half an ulp on a tiny fraction only). So a
+# NumPy loop either IS the C library's function, equal on every input, or differs from it on far
+# more inputs than a few in a million: comparing a few tens of thousands of inputs -- random values
+# over the whole range each sampler feeds the function, plus the hard spots (near 1 for log, tiny
+# arguments for log1p, near the multiples of pi/2 for sin/cos/tan, the ends of the exp range, powers
+# of two) -- tells the two cases apart; any difference at all and the element-by-element C library
+# path is kept. The check runs once per function and process, on first use with more than _SMALL
+# values (10 to 30 milliseconds). EMBER_RNG_SCALAR_LIBM=1 skips it and keeps the C library path.
+
+_NP_LIBM = {math.log: np.log, math.log1p: np.log1p, math.sin: np.sin, math.cos: np.cos,
+            math.tan: np.tan, math.exp: np.exp}
+_NP_OK = {}
+_CHECK_N = 1 << 13
+
+
+def _check_inputs(fn):
+    rng = np.random.default_rng(0x5EED)
+    u = (rng.integers(0, 1 << 53, 2 * _CHECK_N, dtype=np.int64).astype(np.float64) * _F53)
+    k = np.arange(1, 2049, dtype=np.float64)
+    tiny = np.concatenate([k * _F53, k * 2.0 ** -40, 2.0 ** -np.arange(0, 1075.0)])
+    if fn is math.log:    # 1 - u (normals), u (geometric), and log-uniform over the whole range
+        big = 2.0 ** rng.uniform(-1074, 1024, _CHECK_N)
+        return np.concatenate([1.0 - u, u[u > 0], 1.0 - tiny, 1.0 + k * 2.0 ** -52, tiny, big,
+                               2.0 ** np.arange(-1074, 1024.0)])
+    if fn is math.log1p:  # -u (exponential, normals), small arguments of both signs
+        return np.concatenate([-u, u, -tiny, tiny, -(1.0 - tiny[:2048])])
+    if fn in (math.sin, math.cos, math.tan):  # 2*pi*u (normals), pi*(u - 0.5) (cauchy), near k*pi/2
+        base = np.arange(-8, 9) * (math.pi / 2)
+        off = np.concatenate([-tiny[:256], -tiny[4096:], [0.0], tiny[:256], tiny[4096:]])
+        near = (base[:, None] + off[None, :]).ravel()
+        grid = np.concatenate([k, 2.0 ** 53 - k]) * _F53 * (2.0 * math.pi)
+        return np.concatenate([2.0 * math.pi * u, math.pi * (u - 0.5), near, grid,
+                               rng.uniform(-1e4, 1e4, _CHECK_N)])
+    # exp: the finite range, small arguments, both ends
+    return np.concatenate([rng.uniform(-746.0, 710.0, 2 * _CHECK_N), rng.standard_normal(_CHECK_N) * 4,
+                           tiny, -tiny, 709.78 - tiny[:2048] * 1e3, -745.1 + tiny[:2048] * 1e3])
+
+
+def _numpy_agrees(fn):
+    x = _check_inputs(fn)
+    want = np.empty_like(x)
+    for i, v in enumerate(x.tolist()):
+        try:
+            want[i] = fn(v)
+        except (ValueError, OverflowError):
+            want[i] = np.nan  # (the C library's inf or NaN; math raises): not compared
+    with np.errstate(all="ignore"):
+        got = _NP_LIBM[fn](x)
+    ok = np.isfinite(want)
+    return bool(np.array_equal(got[ok].view(np.int64), want[ok].view(np.int64)))
+
+
+def numpy_libm(fn):
+    """NumPy's ufunc for fn (math.log, log1p, sin, cos, tan or exp) when it gives the C library's
+    bits here (checked once, see above), else None."""
+    ok = _NP_OK.get(fn)
+    if ok is None:
+        ok = fn in _NP_LIBM and not os.environ.get("EMBER_RNG_SCALAR_LIBM") and _numpy_agrees(fn)
+        _NP_OK[fn] = ok
+    return _NP_LIBM[fn] if ok else None
 
 
 def _split(a):
@@ -270,8 +345,8 @@ def _bm_f64(blocks, mean, std, out=None):
     th = 2.0 * math.pi * u2
     if out is None:
         out = np.empty(blocks.shape, blocks.dtype)
-    out[:, :8] = fma64(r * np.cos(th), std, mean)
-    out[:, 8:] = fma64(r * np.sin(th), std, mean)
+    out[:, :8] = fma64(r * libm(math.cos, th), std, mean)
+    out[:, 8:] = fma64(r * libm(math.sin, th), std, mean)
     return out
 
 
