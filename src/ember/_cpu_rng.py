@@ -395,6 +395,7 @@ _i32 = np.int32
 # No np.where (slow on random masks): selections are bit operations.
 
 _SQRTHF = _f32(0.707106781186547524)
+_SQRTHF_BITS = int(_SQRTHF.view(_i32))  # 0x3F3504F3
 _LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
 
 
@@ -426,12 +427,14 @@ def logf(x, work=None):
     m, e, z, y, t = f[:5]
     m64, y64, z64 = d[:3]
     ex, k = i[:2]
-    np.frexp(x, out=(m, ex))                 # x = m * 2**ex, m in [0.5, 1)
-    np.less(m, _SQRTHF, out=k, casting="unsafe")  # below sqrt(1/2): doubled, exponent - 1
-    k <<= 23
-    m.view(_i32)[...] += k                   # (doubled through the exponent bits)
-    k >>= 23
-    ex -= k
+    # Cephes: x = m * 2**ex with m in [0.5, 1) (frexp), m doubled and ex - 1 where m < sqrt(1/2):
+    # x = M * 2**ex with M in [sqrt(1/2), 2 sqrt(1/2)), read off the bits (x is positive and normal):
+    # ex = floor((bits(x) - bits(sqrt(1/2))) / 2**23), bits(M) = bits(x) - ex * 2**23
+    b = x.view(_i32)
+    np.subtract(b, _SQRTHF_BITS, out=ex)
+    ex >>= 23
+    np.left_shift(ex, 23, out=k)
+    np.subtract(b, k, out=m.view(_i32))
     m -= _f32(1)                             # exact
     np.copyto(e, ex, casting="unsafe")
     np.copyto(m64, m)
