@@ -467,6 +467,7 @@ _SC = [float(_f32(v)) for v in (2.443315711809948E-005, -1.388731625493765E-003,
                                 -1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1)]
 _DP = [float(_f32(v)) for v in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8)]
 _FOPI = _f32(1.27323954473516)
+_SIGN = _i32(-2 ** 31)
 
 
 _DP12 = [_f32(v) for v in _DP[:2]]  # few bits: their products with the octant (0..8) are exact
@@ -506,12 +507,10 @@ def sincosf(x, work=None):
     np.copyto(c, c64, casting="unsafe")
     c *= z
     np.copyto(c64, c)
+    c64 -= 0.5
     c64 *= z64
-    z64 *= 0.5
-    c64 -= z64
-    np.copyto(c, c64, casting="unsafe")      # fma(c, z, -0.5 * z)
+    np.copyto(c, c64, casting="unsafe")      # fma(c, z, -0.5 * z) as (c - 0.5) * z in float64
     c += _f32(1)
-    z64 *= 2.0
     np.multiply(z64, _SC[3], out=s64)
     s64 += _SC[4]
     np.copyto(s, s64, casting="unsafe")
@@ -526,20 +525,18 @@ def sincosf(x, work=None):
     np.copyto(s, s64, casting="unsafe")      # fma(s, xr, xr)
     c32 = c.view(_i32)
     s32 = s.view(_i32)
-    np.bitwise_and(j, 2, out=sw)
-    sw >>= 1
-    np.negative(sw, out=sw)                  # all ones where sin and cos trade polynomials
+    np.left_shift(j, 30, out=sw)
+    sw >>= 31                                # all ones where j & 2: sin and cos trade polynomials
     np.bitwise_xor(s32, c32, out=diff)
     diff &= sw
     s32 ^= diff
     c32 ^= diff
-    np.bitwise_and(j, 4, out=sw)             # the quadrants' signs, on bit 31
-    sw <<= 29
+    np.left_shift(j, 29, out=sw)             # the quadrants' signs on bit 31: sin's is j's bit 2,
+    sw &= _SIGN                              # cos's bit 2 of j + 2 (j is even: 0, 2, ..., 8)
     s32 ^= sw
-    j -= 2
-    np.invert(j, out=j)
-    j &= 4
+    j += 2
     j <<= 29
+    j &= _SIGN
     c32 ^= j
     return s, c
 
