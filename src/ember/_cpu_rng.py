@@ -470,7 +470,7 @@ _FOPI = _f32(1.27323954473516)
 _SIGN = _i32(-2 ** 31)
 
 
-_DP12 = [_f32(v) for v in _DP[:2]]  # few bits: their products with the octant (0..8) are exact
+_DP12_SUM = _DP[0] + _DP[1]  # exact in float64 (few bits), and so is its product with the octant (0..8)
 
 
 def sincosf(x, work=None):
@@ -485,14 +485,16 @@ def sincosf(x, work=None):
     np.copyto(j, y, casting="unsafe")        # truncated
     j += 1
     j &= ~1
-    np.copyto(y, j, casting="unsafe")
-    np.multiply(y, _DP12[0], out=xr)
-    xr += x
-    np.multiply(y, _DP12[1], out=z)
-    xr += z                                  # Cody-Waite reduction by j * pi/4 in three parts
-    np.copyto(xr64, y)
-    xr64 *= _DP[2]
-    np.copyto(c64, xr)
+    # Cody-Waite reduction by j * pi/4 in three parts: xr = fma(j, dp3, (x + j * dp1) + j * dp2).
+    # The first two steps are exact in float32 (j * dp1 and j * dp2 have few bits, x + j * dp1
+    # cancels exactly, the second sum fits 24 bits on every input: checked on all 2**24), so the
+    # whole is x - j * (dp1 + dp2) exactly in float64 (j * (dp1 + dp2) exact), plus j * dp3 rounded
+    # once, then to float32
+    np.copyto(c64, j)
+    np.multiply(c64, _DP12_SUM, out=xr64)
+    np.copyto(z64, x)
+    xr64 += z64
+    c64 *= _DP[2]
     xr64 += c64
     np.copyto(xr, xr64, casting="unsafe")
     np.copyto(xr64, xr)
