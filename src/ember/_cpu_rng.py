@@ -68,8 +68,10 @@ class MT:
         return self._gen.integers(0, 1 << 32, n, dtype=np.uint32)
 
     def u64(self, n):
-        r = self.bg.random_raw(2 * n)
-        return (r[0::2] << _S32) | r[1::2]
+        """n 64-bit draws, each (first << 32) | second of two 32-bit draws (uint64 array): the
+        Generator's full-range uint64 integers are exactly that for MT19937, and cheaper than
+        joining random_raw's halves."""
+        return self._gen.integers(0, 1 << 64, n, dtype=np.uint64)
 
     def next32(self):
         return int(self.bg.random_raw())
@@ -91,7 +93,13 @@ class MT:
         return out
 
     def uniform_f64(self, n):
-        return (self.u64(n) & _M53).astype(np.float64) * _F53
+        r = self.u64(n)
+        r &= _M53
+        i = r.view(np.int64)
+        out = i.view(np.float64)  # converted in place (no fresh array to page-fault on)
+        np.copyto(out, i, casting="unsafe")
+        out *= _F53
+        return out
 
     def uniform(self, n, dtype):
         return self.uniform_f64(n) if dtype == np.float64 else self.uniform_f32(n)
