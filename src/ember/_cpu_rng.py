@@ -347,14 +347,22 @@ def fma64(a, b, c):
 
 
 def _bm_f64(blocks, mean, std, out=None):
-    u1 = 1.0 - blocks[:, :8]
-    u2 = blocks[:, 8:]
-    r = np.sqrt(-2.0 * libm_log(u1))
-    th = 2.0 * math.pi * u2
+    r = libm_log(np.subtract(1.0, blocks[:, :8]))
+    r *= -2.0
+    np.sqrt(r, out=r)
+    th = np.multiply(2.0 * math.pi, blocks[:, 8:])
     if out is None:
         out = np.empty(blocks.shape, blocks.dtype)
-    out[:, :8] = fma64(r * libm(math.cos, th), std, mean)
-    out[:, 8:] = fma64(r * libm(math.sin, th), std, mean)
+    c = libm(math.cos, th)
+    c *= r
+    s = libm(math.sin, th)
+    s *= r
+    if std == 1.0 and mean == 0.0:
+        out[:, :8] = c
+        out[:, 8:] = s
+    else:
+        out[:, :8] = fma64(c, std, mean)
+        out[:, 8:] = fma64(s, std, mean)
     return out
 
 
