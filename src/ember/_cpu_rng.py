@@ -12,9 +12,12 @@ bisect):
   float64 from two float64 uniforms, the second of each pair cached in the generator;
 * 16 or more contiguous elements: all uniforms drawn first, then each block of 16 turned into
   normals in place (the last, partial block redone on the last 16 elements with fresh uniforms);
-  float64 with the C library's log/cos/sin, float32 in float32 arithmetic with Cephes' single
+  float64 with the C library's log/cos/sin (through NumPy's ufuncs where a one-time check finds
+  them to be the C library's: see numpy_libm), float32 in float32 arithmetic with Cephes' single
   precision log and sincos polynomials evaluated with fused multiply-adds (what PyTorch's AVX2
-  kernel computes; bit for bit the same on the tested inputs).
+  kernel computes; bit for bit the same on the tested inputs). The float32 kernels' input is one of
+  2**24 uniforms, so every rewrite of them is checked on all of them (tests/test_random_kernels.py
+  with EMBER_RNG_EXHAUSTIVE=1).
 """
 import math
 import os
