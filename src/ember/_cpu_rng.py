@@ -349,23 +349,36 @@ def fma64(a, b, c):
     return s + (t + e)
 
 
+_HALF64 = np.dtype("V64")  # 8 float64 values as one item: half a block (see _bm_f32)
+
+
 def _bm_f64(blocks, mean, std, out=None):
-    r = libm_log(np.subtract(1.0, blocks[:, :8]))
+    k = blocks.shape[0]
+    halves = np.ascontiguousarray(blocks, np.float64).view(_HALF64)  # (k, 2)
+    u = np.empty(8 * k)
+    np.copyto(u.view(_HALF64), halves[:, 0])
+    np.subtract(1.0, u, out=u)
+    r = libm_log(u)
     r *= -2.0
     np.sqrt(r, out=r)
-    th = np.multiply(2.0 * math.pi, blocks[:, 8:])
+    np.copyto(u.view(_HALF64), halves[:, 1])
+    u *= 2.0 * math.pi
     if out is None:
         out = np.empty(blocks.shape, blocks.dtype)
-    c = libm(math.cos, th)
+    c = libm(math.cos, u)
     c *= r
-    s = libm(math.sin, th)
+    s = libm(math.sin, u)
     s *= r
-    if std == 1.0 and mean == 0.0:
-        out[:, :8] = c
-        out[:, 8:] = s
+    if not (std == 1.0 and mean == 0.0):
+        c = fma64(c, std, mean)
+        s = fma64(s, std, mean)
+    if out.dtype == np.float64 and out.flags.c_contiguous:
+        o = out.view(_HALF64)
+        np.copyto(o[:, 0], c.view(_HALF64))
+        np.copyto(o[:, 1], s.view(_HALF64))
     else:
-        out[:, :8] = fma64(c, std, mean)
-        out[:, 8:] = fma64(s, std, mean)
+        out[:, :8] = c.reshape(k, 8)
+        out[:, 8:] = s.reshape(k, 8)
     return out
 
 
