@@ -22,11 +22,14 @@ bisect):
 import math
 import os
 import struct
+import sys
 import threading
 
 import numpy as np
 
 _M24 = np.uint64(0xFFFFFF)
+_M24X2 = np.uint64(0x00FFFFFF00FFFFFF)
+_HI = 1 if sys.byteorder == "little" else 0  # the high 32-bit word of a uint64 viewed as two
 _M53 = np.uint64((1 << 53) - 1)
 _S32 = np.uint64(32)
 _F24 = np.float32(2.0 ** -24)
@@ -87,11 +90,18 @@ class MT:
     def uniform_f32(self, n):
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
             return np.array([(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()], np.float32)
-        # the draws masked to 24 bits as int32: an int32 to float32 conversion is much cheaper than
-        # NumPy's uint64 one
-        r = self.draws32(n).view(np.int32)
-        np.bitwise_and(r, 0xFFFFFF, out=r)
-        out = r.astype(np.float32)
+        # the draws in pairs as the Generator's uint64 integers (cheaper than its uint32 ones; each
+        # is (first << 32) | second), both masked to 24 bits at once, converted from int32 (much
+        # cheaper than from uint64) with each pair put back in order by the conversion's strides
+        out = np.empty(n, np.float32)
+        k = n >> 1
+        w = self.u64(k)
+        w &= _M24X2
+        v = w.view(np.int32)
+        np.copyto(out[0:2 * k:2], v[_HI::2], casting="unsafe")
+        np.copyto(out[1:2 * k:2], v[1 - _HI::2], casting="unsafe")
+        if n & 1:
+            out[-1] = int(self.bg.random_raw()) & 0xFFFFFF
         out *= _F24
         return out
 
