@@ -588,7 +588,7 @@ def sincosf(x, work=None):
 _TWO_PI_F = _f32(2 * math.pi)
 
 
-_CHUNK = 1024  # blocks per pass: the scratch arrays stay in the cache, the draws below mmap's threshold
+_CHUNK = 2048  # blocks per pass: fewer ufunc calls; the scratch arrays (2 MB) stay in L2/L3
 
 
 _HALF = np.dtype("V32")  # 8 float32 values as one item: half a block
