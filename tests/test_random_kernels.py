@@ -126,7 +126,7 @@ def test_normal_fill_chunking(n, dtype):
     assert a.next32() == b.next32()
 
 
-@pytest.mark.parametrize("n", [0, 1, 8191, 8192, 8193, 20000])
+@pytest.mark.parametrize("n", [0, 1, 8191, 8192, 8193, 16383, 16384, 16385, 20000, 40000])
 def test_fma32_in_chunks(n):
     """fma32_ (in place, a chunk at a time) is the one-shot fused multiply-add."""
     u = np.random.default_rng(n).random(n, dtype=np.float32)
