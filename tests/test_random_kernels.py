@@ -126,7 +126,7 @@ def test_normal_fill_chunking(n, dtype):
     assert a.next32() == b.next32()
 
 
-@pytest.mark.parametrize("n", [0, 1, 8191, 8192, 8193, 20000])
+@pytest.mark.parametrize("n", [0, 1, 8191, 8192, 8193, 16383, 16384, 16385, 20000, 40000])
 def test_fma32_in_chunks(n):
     """fma32_ (in place, a chunk at a time) is the one-shot fused multiply-add."""
     u = np.random.default_rng(n).random(n, dtype=np.float32)
@@ -140,3 +140,40 @@ def test_fma32_in_place_on_a_strided_array():
     want = R._fma(u.T, f32(3), f32(1))
     got = R.fma32_(u.T, f32(3), f32(1))
     assert np.array_equal(got, want) and np.array_equal(u.T, want)
+
+
+@pytest.mark.parametrize("fn", ["log", "log1p", "sin", "cos", "tan", "exp"])
+def test_numpy_libm_check_refuses_a_function_that_differs(fn, monkeypatch):
+    """The one-time check that NumPy's float64 ufunc is the C library's: a loop differing in the
+    last bit on one input in ten thousand is refused (the float64 samplers then stay on the C
+    library element by element)."""
+    import math
+    f = getattr(math, fn)
+    good = R._NP_LIBM[f]
+
+    def off(x):
+        y = good(x)
+        bad = (np.arange(y.size) % 10007) == 5
+        y.view(np.int64)[bad] ^= 1
+        return y
+    monkeypatch.setitem(R._NP_LIBM, f, off)
+    assert not R._numpy_agrees(f)
+    monkeypatch.setitem(R._NP_LIBM, f, good)
+    monkeypatch.setattr(R, "_NP_OK", {})
+    monkeypatch.setenv("EMBER_RNG_SCALAR_LIBM", "1")
+    assert R.numpy_libm(f) is None
+
+
+@pytest.mark.parametrize("n", [33, 1000, 20011])
+def test_float64_normals_same_on_both_libm_paths(n, monkeypatch):
+    """Whichever path the check picks (NumPy's ufuncs or the C library per element), the float64
+    normals are the same."""
+    import math
+    a = R.MT(7)
+    fast = [a.normal_fill(n, np.float64), a.normal_scalar(n), a.normal_fill(n, np.float64, 1.5, 0.25)]
+    monkeypatch.setattr(R, "_NP_OK", {f: False for f in R._NP_LIBM})
+    b = R.MT(7)
+    slow = [b.normal_fill(n, np.float64), b.normal_scalar(n), b.normal_fill(n, np.float64, 1.5, 0.25)]
+    for x, y in zip(fast, slow):
+        assert np.array_equal(x.view(np.int64), y.view(np.int64))
+    assert R.libm(math.log, np.array([0.5] * 40)).tolist() == [math.log(0.5)] * 40

@@ -12,17 +12,24 @@ bisect):
   float64 from two float64 uniforms, the second of each pair cached in the generator;
 * 16 or more contiguous elements: all uniforms drawn first, then each block of 16 turned into
   normals in place (the last, partial block redone on the last 16 elements with fresh uniforms);
-  float64 with the C library's log/cos/sin, float32 in float32 arithmetic with Cephes' single
+  float64 with the C library's log/cos/sin (through NumPy's ufuncs where a one-time check finds
+  them to be the C library's: see numpy_libm), float32 in float32 arithmetic with Cephes' single
   precision log and sincos polynomials evaluated with fused multiply-adds (what PyTorch's AVX2
-  kernel computes; bit for bit the same on the tested inputs).
+  kernel computes; bit for bit the same on the tested inputs). The float32 kernels' input is one of
+  2**24 uniforms, so every rewrite of them is checked on all of them (tests/test_random_kernels.py
+  with EMBER_RNG_EXHAUSTIVE=1).
 """
 import math
+import os
 import struct
+import sys
 import threading
 
 import numpy as np
 
 _M24 = np.uint64(0xFFFFFF)
+_M24X2 = np.uint64(0x00FFFFFF00FFFFFF)
+_HI = 1 if sys.byteorder == "little" else 0  # the high 32-bit word of a uint64 viewed as two
 _M53 = np.uint64((1 << 53) - 1)
 _S32 = np.uint64(32)
 _F24 = np.float32(2.0 ** -24)
@@ -67,8 +74,10 @@ class MT:
         return self._gen.integers(0, 1 << 32, n, dtype=np.uint32)
 
     def u64(self, n):
-        r = self.bg.random_raw(2 * n)
-        return (r[0::2] << _S32) | r[1::2]
+        """n 64-bit draws, each (first << 32) | second of two 32-bit draws (uint64 array): the
+        Generator's full-range uint64 integers are exactly that for MT19937, and cheaper than
+        joining random_raw's halves."""
+        return self._gen.integers(0, 1 << 64, n, dtype=np.uint64)
 
     def next32(self):
         return int(self.bg.random_raw())
@@ -81,16 +90,29 @@ class MT:
     def uniform_f32(self, n):
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
             return np.array([(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()], np.float32)
-        # the draws masked to 24 bits as int32: an int32 to float32 conversion is much cheaper than
-        # NumPy's uint64 one
-        r = self.draws32(n).view(np.int32)
-        np.bitwise_and(r, 0xFFFFFF, out=r)
-        out = r.astype(np.float32)
+        # the draws in pairs as the Generator's uint64 integers (cheaper than its uint32 ones; each
+        # is (first << 32) | second), both masked to 24 bits at once, converted from int32 (much
+        # cheaper than from uint64) with each pair put back in order by the conversion's strides
+        out = np.empty(n, np.float32)
+        k = n >> 1
+        w = self.u64(k)
+        w &= _M24X2
+        v = w.view(np.int32)
+        np.copyto(out[0:2 * k:2], v[_HI::2], casting="unsafe")
+        np.copyto(out[1:2 * k:2], v[1 - _HI::2], casting="unsafe")
+        if n & 1:
+            out[-1] = int(self.bg.random_raw()) & 0xFFFFFF
         out *= _F24
         return out
 
     def uniform_f64(self, n):
-        return (self.u64(n) & _M53).astype(np.float64) * _F53
+        r = self.u64(n)
+        r &= _M53
+        i = r.view(np.int64)
+        out = i.view(np.float64)  # converted in place (no fresh array to page-fault on)
+        np.copyto(out, i, casting="unsafe")
+        out *= _F53
+        return out
 
     def uniform(self, n, dtype):
         return self.uniform_f64(n) if dtype == np.float64 else self.uniform_f32(n)
@@ -127,8 +149,8 @@ class MT:
             r = np.sqrt(-2.0 * libm(math.log1p, -u2))
             th = 2.0 * math.pi * u1
             pairs = np.empty((k, 2))
-            pairs[:, 0] = r * np.cos(th)
-            pairs[:, 1] = r * np.sin(th)
+            pairs[:, 0] = r * libm(math.cos, th)
+            pairs[:, 1] = r * libm(math.sin, th)
             flat = pairs.ravel()
             out[i:] = flat[:m]
             if m % 2:
@@ -230,15 +252,89 @@ class _Reader:
 
 
 def libm(fn, x):
-    """fn (a function of Python's math module: the C library's) over a float64 array. NumPy's SIMD
-    log, exp, tan, ... differ from the C library in the last bit for some inputs, and PyTorch's CPU
-    kernels call the C library."""
+    """fn (a function of Python's math module: the C library's) over a float64 array, as PyTorch's
+    CPU kernels compute it (they call the C library). NumPy's own ufunc is used where a one-time
+    check (_numpy_agrees) found it to give the C library's bits on this machine; otherwise, and for
+    a few values, the C library element by element."""
     x = np.asarray(x, np.float64)
+    if x.size > _SMALL:
+        f = numpy_libm(fn)
+        if f is not None:
+            with np.errstate(all="ignore"):
+                return f(x)
     return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
 
 
 def libm_log(x):
     return libm(math.log, x)
+
+
+# ---- NumPy's float64 log/log1p/sin/cos/tan/exp against the C library's
+#
+# PyTorch's float64 samplers call the C library (glibc's log, sin, ...). NumPy's float64 ufuncs call
+# the same C functions in a plain loop unless it has a SIMD loop of its own for the function on this
+# CPU (its AVX-512 log/exp, SVML on AVX-512 builds, its Highway sin/cos in some versions): those
+# give different last bits on a sizeable fraction of inputs (they are faithful to about 1 ulp, not
+# near-correctly rounded like glibc's, which errs beyond half an ulp on a tiny fraction only). So a
+# NumPy loop either IS the C library's function, equal on every input, or differs from it on far
+# more inputs than a few in a million: comparing a few tens of thousands of inputs -- random values
+# over the whole range each sampler feeds the function, plus the hard spots (near 1 for log, tiny
+# arguments for log1p, near the multiples of pi/2 for sin/cos/tan, the ends of the exp range, powers
+# of two) -- tells the two cases apart; any difference at all and the element-by-element C library
+# path is kept. The check runs once per function and process, on first use with more than _SMALL
+# values (10 to 30 milliseconds). EMBER_RNG_SCALAR_LIBM=1 skips it and keeps the C library path.
+
+_NP_LIBM = {math.log: np.log, math.log1p: np.log1p, math.sin: np.sin, math.cos: np.cos,
+            math.tan: np.tan, math.exp: np.exp}
+_NP_OK = {}
+_CHECK_N = 1 << 13
+
+
+def _check_inputs(fn):
+    rng = np.random.default_rng(0x5EED)
+    u = (rng.integers(0, 1 << 53, 2 * _CHECK_N, dtype=np.int64).astype(np.float64) * _F53)
+    k = np.arange(1, 2049, dtype=np.float64)
+    tiny = np.concatenate([k * _F53, k * 2.0 ** -40, 2.0 ** -np.arange(0, 1075.0)])
+    if fn is math.log:    # 1 - u (normals), u (geometric), and log-uniform over the whole range
+        big = 2.0 ** rng.uniform(-1074, 1024, _CHECK_N)
+        return np.concatenate([1.0 - u, u[u > 0], 1.0 - tiny, 1.0 + k * 2.0 ** -52, tiny, big,
+                               2.0 ** np.arange(-1074, 1024.0)])
+    if fn is math.log1p:  # -u (exponential, normals), small arguments of both signs
+        return np.concatenate([-u, u, -tiny, tiny, -(1.0 - tiny[:2048])])
+    if fn in (math.sin, math.cos, math.tan):  # 2*pi*u (normals), pi*(u - 0.5) (cauchy), near k*pi/2
+        base = np.arange(-8, 9) * (math.pi / 2)
+        off = np.concatenate([-tiny[:256], -tiny[4096:], [0.0], tiny[:256], tiny[4096:]])
+        near = (base[:, None] + off[None, :]).ravel()
+        grid = np.concatenate([k, 2.0 ** 53 - k]) * _F53 * (2.0 * math.pi)
+        return np.concatenate([2.0 * math.pi * u, math.pi * (u - 0.5), near, grid,
+                               rng.uniform(-1e4, 1e4, _CHECK_N)])
+    # exp: the finite range, small arguments, both ends
+    return np.concatenate([rng.uniform(-746.0, 710.0, 2 * _CHECK_N), rng.standard_normal(_CHECK_N) * 4,
+                           tiny, -tiny, 709.78 - tiny[:2048] * 1e3, -745.1 + tiny[:2048] * 1e3])
+
+
+def _numpy_agrees(fn):
+    x = _check_inputs(fn)
+    want = np.empty_like(x)
+    for i, v in enumerate(x.tolist()):
+        try:
+            want[i] = fn(v)
+        except (ValueError, OverflowError):
+            want[i] = np.nan  # (the C library's inf or NaN; math raises): not compared
+    with np.errstate(all="ignore"):
+        got = _NP_LIBM[fn](x)
+    ok = np.isfinite(want)
+    return bool(np.array_equal(got[ok].view(np.int64), want[ok].view(np.int64)))
+
+
+def numpy_libm(fn):
+    """NumPy's ufunc for fn (math.log, log1p, sin, cos, tan or exp) when it gives the C library's
+    bits here (checked once, see above), else None."""
+    ok = _NP_OK.get(fn)
+    if ok is None:
+        ok = fn in _NP_LIBM and not os.environ.get("EMBER_RNG_SCALAR_LIBM") and _numpy_agrees(fn)
+        _NP_OK[fn] = ok
+    return _NP_LIBM[fn] if ok else None
 
 
 def _split(a):
@@ -263,15 +359,36 @@ def fma64(a, b, c):
     return s + (t + e)
 
 
+_HALF64 = np.dtype("V64")  # 8 float64 values as one item: half a block (see _bm_f32)
+
+
 def _bm_f64(blocks, mean, std, out=None):
-    u1 = 1.0 - blocks[:, :8]
-    u2 = blocks[:, 8:]
-    r = np.sqrt(-2.0 * libm_log(u1))
-    th = 2.0 * math.pi * u2
+    k = blocks.shape[0]
+    halves = np.ascontiguousarray(blocks, np.float64).view(_HALF64)  # (k, 2)
+    u = np.empty(8 * k)
+    np.copyto(u.view(_HALF64), halves[:, 0])
+    np.subtract(1.0, u, out=u)
+    r = libm_log(u)
+    r *= -2.0
+    np.sqrt(r, out=r)
+    np.copyto(u.view(_HALF64), halves[:, 1])
+    u *= 2.0 * math.pi
     if out is None:
         out = np.empty(blocks.shape, blocks.dtype)
-    out[:, :8] = fma64(r * np.cos(th), std, mean)
-    out[:, 8:] = fma64(r * np.sin(th), std, mean)
+    c = libm(math.cos, u)
+    c *= r
+    s = libm(math.sin, u)
+    s *= r
+    if not (std == 1.0 and mean == 0.0):
+        c = fma64(c, std, mean)
+        s = fma64(s, std, mean)
+    if out.dtype == np.float64 and out.flags.c_contiguous:
+        o = out.view(_HALF64)
+        np.copyto(o[:, 0], c.view(_HALF64))
+        np.copyto(o[:, 1], s.view(_HALF64))
+    else:
+        out[:, :8] = c.reshape(k, 8)
+        out[:, 8:] = s.reshape(k, 8)
     return out
 
 
@@ -320,6 +437,7 @@ _i32 = np.int32
 # No np.where (slow on random masks): selections are bit operations.
 
 _SQRTHF = _f32(0.707106781186547524)
+_SQRTHF_BITS = int(_SQRTHF.view(_i32))  # 0x3F3504F3
 _LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
 
 
@@ -351,12 +469,14 @@ def logf(x, work=None):
     m, e, z, y, t = f[:5]
     m64, y64, z64 = d[:3]
     ex, k = i[:2]
-    np.frexp(x, out=(m, ex))                 # x = m * 2**ex, m in [0.5, 1)
-    np.less(m, _SQRTHF, out=k, casting="unsafe")  # below sqrt(1/2): doubled, exponent - 1
-    k <<= 23
-    m.view(_i32)[...] += k                   # (doubled through the exponent bits)
-    k >>= 23
-    ex -= k
+    # Cephes: x = m * 2**ex with m in [0.5, 1) (frexp), m doubled and ex - 1 where m < sqrt(1/2):
+    # x = M * 2**ex with M in [sqrt(1/2), 2 sqrt(1/2)), read off the bits (x is positive and normal):
+    # ex = floor((bits(x) - bits(sqrt(1/2))) / 2**23), bits(M) = bits(x) - ex * 2**23
+    b = x.view(_i32)
+    np.subtract(b, _SQRTHF_BITS, out=ex)
+    ex >>= 23
+    np.left_shift(ex, 23, out=k)
+    np.subtract(b, k, out=m.view(_i32))
     m -= _f32(1)                             # exact
     np.copyto(e, ex, casting="unsafe")
     np.copyto(m64, m)
@@ -389,9 +509,10 @@ _SC = [float(_f32(v)) for v in (2.443315711809948E-005, -1.388731625493765E-003,
                                 -1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1)]
 _DP = [float(_f32(v)) for v in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8)]
 _FOPI = _f32(1.27323954473516)
+_SIGN = _i32(-2 ** 31)
 
 
-_DP12 = [_f32(v) for v in _DP[:2]]  # few bits: their products with the octant (0..8) are exact
+_DP12_SUM = _DP[0] + _DP[1]  # exact in float64 (few bits), and so is its product with the octant (0..8)
 
 
 def sincosf(x, work=None):
@@ -406,14 +527,16 @@ def sincosf(x, work=None):
     np.copyto(j, y, casting="unsafe")        # truncated
     j += 1
     j &= ~1
-    np.copyto(y, j, casting="unsafe")
-    np.multiply(y, _DP12[0], out=xr)
-    xr += x
-    np.multiply(y, _DP12[1], out=z)
-    xr += z                                  # Cody-Waite reduction by j * pi/4 in three parts
-    np.copyto(xr64, y)
-    xr64 *= _DP[2]
-    np.copyto(c64, xr)
+    # Cody-Waite reduction by j * pi/4 in three parts: xr = fma(j, dp3, (x + j * dp1) + j * dp2).
+    # The first two steps are exact in float32 (j * dp1 and j * dp2 have few bits, x + j * dp1
+    # cancels exactly, the second sum fits 24 bits on every input: checked on all 2**24), so the
+    # whole is x - j * (dp1 + dp2) exactly in float64 (j * (dp1 + dp2) exact), plus j * dp3 rounded
+    # once, then to float32
+    np.copyto(c64, j)
+    np.multiply(c64, _DP12_SUM, out=xr64)
+    np.copyto(z64, x)
+    xr64 += z64
+    c64 *= _DP[2]
     xr64 += c64
     np.copyto(xr, xr64, casting="unsafe")
     np.copyto(xr64, xr)
@@ -428,12 +551,10 @@ def sincosf(x, work=None):
     np.copyto(c, c64, casting="unsafe")
     c *= z
     np.copyto(c64, c)
+    c64 -= 0.5
     c64 *= z64
-    z64 *= 0.5
-    c64 -= z64
-    np.copyto(c, c64, casting="unsafe")      # fma(c, z, -0.5 * z)
+    np.copyto(c, c64, casting="unsafe")      # fma(c, z, -0.5 * z) as (c - 0.5) * z in float64
     c += _f32(1)
-    z64 *= 2.0
     np.multiply(z64, _SC[3], out=s64)
     s64 += _SC[4]
     np.copyto(s, s64, casting="unsafe")
@@ -448,20 +569,18 @@ def sincosf(x, work=None):
     np.copyto(s, s64, casting="unsafe")      # fma(s, xr, xr)
     c32 = c.view(_i32)
     s32 = s.view(_i32)
-    np.bitwise_and(j, 2, out=sw)
-    sw >>= 1
-    np.negative(sw, out=sw)                  # all ones where sin and cos trade polynomials
+    np.left_shift(j, 30, out=sw)
+    sw >>= 31                                # all ones where j & 2: sin and cos trade polynomials
     np.bitwise_xor(s32, c32, out=diff)
     diff &= sw
     s32 ^= diff
     c32 ^= diff
-    np.bitwise_and(j, 4, out=sw)             # the quadrants' signs, on bit 31
-    sw <<= 29
+    np.left_shift(j, 29, out=sw)             # the quadrants' signs on bit 31: sin's is j's bit 2,
+    sw &= _SIGN                              # cos's bit 2 of j + 2 (j is even: 0, 2, ..., 8)
     s32 ^= sw
-    j -= 2
-    np.invert(j, out=j)
-    j &= 4
+    j += 2
     j <<= 29
+    j &= _SIGN
     c32 ^= j
     return s, c
 
@@ -469,30 +588,47 @@ def sincosf(x, work=None):
 _TWO_PI_F = _f32(2 * math.pi)
 
 
-_CHUNK = 1024  # blocks per pass: the scratch arrays stay in the cache, the draws below mmap's threshold
+_CHUNK = 2048  # blocks per pass: fewer ufunc calls; the scratch arrays (2 MB) stay in L2/L3
+
+
+_HALF = np.dtype("V32")  # 8 float32 values as one item: half a block
 
 
 def _bm_f32(blocks, mean, std, out=None):
     """Blocks of 16 float32 uniforms (k, 16) to normals: the first 8 of each block give the radii,
-    the last 8 the angles (written into out, (k, 16) float32, when given)."""
+    the last 8 the angles (written into out, (k, 16) float32, when given). The halves of the blocks
+    move between the interleaved layout and the kernels' contiguous arrays as 32-byte items (one
+    copy loop; a ufunc over a (k, 8) strided view runs its inner loop 8 elements at a time and costs
+    ten times a contiguous pass)."""
     k = blocks.shape[0]
     work = _work(8 * k)
     r, th = work[0][10:12]
-    np.subtract(_f32(1), blocks[:, :8], out=r.reshape(k, 8))
+    halves = np.ascontiguousarray(blocks).view(_HALF)  # (k, 2)
+    np.copyto(r.view(_HALF), halves[:, 0])
+    np.subtract(_f32(1), r, out=r)
     r = logf(r, work)
     r *= _f32(-2)
     np.sqrt(r, out=r)
-    np.multiply(_TWO_PI_F, blocks[:, 8:], out=th.reshape(k, 8))
+    np.copyto(th.view(_HALF), halves[:, 1])
+    np.multiply(_TWO_PI_F, th, out=th)
     s, c = sincosf(th, work)
     if out is None:
         out = np.empty_like(blocks)
-    r = r.reshape(k, 8)
     if mean == 0.0:  # fma(r * c, std, 0) is (r * c) * std, one rounding each
-        np.multiply(c.reshape(k, 8), r, out=out[:, :8])
-        np.multiply(s.reshape(k, 8), r, out=out[:, 8:])
+        c *= r
+        s *= r
         if std != 1.0:
-            out *= _f32(std)
+            c *= _f32(std)
+            s *= _f32(std)
+        if out.flags.c_contiguous:
+            o = out.view(_HALF)
+            np.copyto(o[:, 0], c.view(_HALF))
+            np.copyto(o[:, 1], s.view(_HALF))
+        else:
+            out[:, :8] = c.reshape(k, 8)
+            out[:, 8:] = s.reshape(k, 8)
         return out
+    r = r.reshape(k, 8)
     out[:, :8] = _fma(r * c.reshape(k, 8), _f32(std), _f32(mean))
     out[:, 8:] = _fma(r * s.reshape(k, 8), _f32(std), _f32(mean))
     return out
