@@ -206,26 +206,15 @@ def logcumsumexp(input, dim):
 
 
 def _cum_extreme(input, dim, name, better):
-    """cummax/cummin: running extreme values and the index where each was reached (the latest index
-    among equal values, as PyTorch); the values are a gather, so they differentiate."""
-    import numpy as np
-    from .. import _dispatch as D
+    """cummax/cummin: running extreme values and the index where each was reached."""
     from .indexing import gather
     from .reduce import _MinMax
-    U.check_plain(name, input)
     if input.dim() == 0:  # (complex too: PyTorch returns the one element before its kernel's dtype check)
         return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     if input.is_complex():
         U.no_complex(name + "_cpu", input._data)
     d = U.wrap_dim(dim, input.dim(), name)
-    a = input._data
-    acc = (np.maximum if better == "max" else np.minimum).accumulate(a, axis=d) if a.size else a
-    shape = [1] * a.ndim
-    shape[d] = a.shape[d]
-    pos = np.broadcast_to(np.arange(a.shape[d]).reshape(shape), a.shape)
-    hit = (a == acc) | np.isnan(a)
-    idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d) if a.size else np.zeros(a.shape, np.int64)
-    idx = D._new_tensor(np.ascontiguousarray(idx, dtype=np.int64))
+    idx = D.dispatch(_R.cum_extreme_index_op, (input,), {"dim": d, "better": better})
     return _MinMax((gather(input, d, idx), idx))
 
 
@@ -238,12 +227,10 @@ def cummin(input, dim):
 
 
 def signbit(input):
-    import numpy as np
-    from .. import _dispatch as D
-    U.check_plain("signbit", input)
     if input.is_complex():
         raise NotImplementedError("signbit is not implemented for complex tensors.")
-    return D._new_tensor(np.signbit(input._data))
+    from .elementwise import signbit_op
+    return D.dispatch(signbit_op, (input,))
 
 
 def heaviside(input, values):

@@ -502,6 +502,24 @@ def _cumprod_impl(xp, a, dim, dtype=None):
     return r.reshape(()) if a.ndim == 0 else r  # NumPy flattens a 0-dim input
 
 
+def _cum_extreme_index_impl(xp, a, dim, better):
+    """The index where each running extreme of ``a`` along ``dim`` was reached (the latest index among
+    equal values, as PyTorch; a NaN is an extreme that stays)."""
+    if not a.size:
+        return xp.zeros(a.shape, xp.int64)
+    acc = (xp.maximum if better == "max" else xp.minimum).accumulate(a, axis=dim)
+    shape = [1] * a.ndim
+    shape[dim] = a.shape[dim]
+    pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
+    hit = (a == acc) | xp.isnan(a)
+    return xp.ascontiguousarray(xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim), dtype=xp.int64)
+
+
+# a scan: vmap shifts dim by one (the family rule); the values are a gather of these indices, so they
+# differentiate and batch through gather
+cum_extreme_index_op = defop("cum_extreme_index", _cum_extreme_index_impl, differentiable=False, family="scan")
+
+
 cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="scan")
 
 
