@@ -310,6 +310,7 @@ def _gather_impl(xp, a, index, dim):
 
 
 gather_op = defop("gather", _gather_impl, save=("inputs", "shapes"), family=IDX)
+gather_op.out_like = 1   # the result has the index's shape (gather_like_rule)
 
 
 @gather_op.def_vjp
@@ -465,8 +466,8 @@ def take_along_dim(input, indices, dim=None):
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = U.wrap_dim(dim, input.dim(), "take_along_dim")
-    if input.dim() and indices.numel() and indices._wr is None and bool((indices < 0).any()):
-        indices = indices + (indices < 0).to(indices.dtype) * input.shape[d]  # negative: from the end
+    if input.dim() and indices.numel() and (indices._wr is not None or bool((indices < 0).any())):
+        indices = where(indices < 0, indices + input.shape[d], indices)  # negative: from the end
     if input.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim: input and indices should have the same number of dimensions, "
                            f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for "
@@ -1042,6 +1043,11 @@ def index_add_rule(op, vals, bd, params, size):
     dim = params["dim"] % max(n, 1)
     if not ba:
         a = _materialize(a, size)
+    if n == 0:  # a logical 0-dim input (a 1-element vector here): its one value a row
+        s2 = (src if bs else _materialize(src, size)).reshape(size, -1)
+        r, _ = index_add_rule(op, (a.reshape(size, 1), idx.reshape(size, -1) if bi else idx.reshape(-1), s2),
+                              (True, bi, True), dict(params, dim=0), size)
+        return r.reshape(size), True
     if not bi:
         if not bs:
             src = _materialize(src, size)
