@@ -55,10 +55,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _ignore_nan=False):
     """The q-th quantiles along dim (of all elements when None); q a number or a 1-D tensor,
-    whose dimension then comes first in the result.
-
-    Differences from PyTorch: a batched q under vmap is refused with a RuntimeError (q is read as numbers)
-    where torch.func.vmap runs."""
+    whose dimension then comes first in the result."""
     from .._creation import as_tensor, tensor
     from .elementwise import where, isnan
     from .indexing import index_select, sort
@@ -70,7 +67,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _igno
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     scalar_q = not U.is_tensor(q)
     qt = as_tensor(q, dtype=input.dtype).reshape(-1)
-    if qt.numel() and (bool((qt < 0).any()) or bool((qt > 1).any())):
+    rq = U.raw_values(qt)    # (under vmap: every batch row, for the check only)
+    if rq.size and (bool((rq < 0).any()) or bool((rq > 1).any())):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     x = input
     if dim is not None and x.dim() == 0:  # dim 0 of a 0-dim input: the quantiles of its one value
