@@ -411,7 +411,11 @@ def _(ctx, tx, ti, ts):
     return base.scatter_add(ctx.params["dim"], index, ts) if ts is not None else base
 
 
-def gather(input, dim, index, *, sparse_grad=False):
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    return U.write_out(_gather(input, dim, index), out, "gather", (input, index,), exact=True)
+
+
+def _gather(input, dim, index, *, sparse_grad=False):
     return dispatch(gather_op, (input, index), {"dim": U.wrap_dim(dim, input.dim(), "gather")})
 
 
@@ -556,7 +560,11 @@ def _(ctx, tx, ti, ts):
     return base.index_add(ctx.params["dim"], index, ts, alpha=ctx.params.get("alpha", 1)) if ts is not None else base
 
 
-def index_select(input, dim, index):
+def index_select(input, dim, index, *, out=None):
+    return U.write_out(_index_select(input, dim, index), out, "index_select", (input, index,), exact=True)
+
+
+def _index_select(input, dim, index):
     return dispatch(index_select_op, (input, index), {"dim": U.wrap_dim(dim, input.dim(), "index_select")})
 
 
@@ -682,7 +690,11 @@ def masked_fill(input, mask, value):
     return dispatch(masked_fill_op, (input, mask, value))
 
 
-def masked_select(input, mask):
+def masked_select(input, mask, *, out=None):
+    return U.write_out(_masked_select(input, mask), out, "masked_select", (input, mask,), exact=True)
+
+
+def _masked_select(input, mask):
     U.check_plain("masked_select", input, mask)
     if mask.dtype is not U.dt.bool_:  # (an integer mask would index by position: a silent wrong answer)
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
@@ -723,7 +735,11 @@ def masked_scatter(input, mask, source):
     return where(fm, source.reshape(-1).gather(0, pos), x.reshape(-1)).reshape(tuple(x.shape))
 
 
-def take(input, index):
+def take(input, index, *, out=None):
+    return U.write_out(_take(input, index), out, "take", (input, index,), exact=True)
+
+
+def _take(input, index):
     if index._wr is not None:  # a batched index: advanced indexing has the batching rules
         return getitem(input.reshape(-1), index)
     a, n = index._data, input.numel()
@@ -834,7 +850,11 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _MinMax(dispatch(topk_op, (input,), {"k": k, "dim": d, "largest": largest}))
 
 
-def kthvalue(input, k, dim=-1, keepdim=False):
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    return U.write_out(_kthvalue(input, k, dim, keepdim), out, "kthvalue", (input,), exact=True)
+
+
+def _kthvalue(input, k, dim=-1, keepdim=False):
     from .reduce import _MinMax
     if input.is_complex():
         U.no_complex("kthvalue_cpu", input)

@@ -622,14 +622,22 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return dispatch(prod_op, (input,), p)
 
 
-def amax(input, dim=(), keepdim=False):
+def amax(input, dim=(), keepdim=False, *, out=None):
+    return U.write_out(_amax(input, dim, keepdim), out, "amax", (input,), exact=True)
+
+
+def _amax(input, dim=(), keepdim=False):
     p = {"keepdim": keepdim}
     if dim is not None and dim != ():
         p["dims"] = U.wrap_dims(dim, input.dim(), "amax")
     return dispatch(amax_op, (input,), p)
 
 
-def amin(input, dim=(), keepdim=False):
+def amin(input, dim=(), keepdim=False, *, out=None):
+    return U.write_out(_amin(input, dim, keepdim), out, "amin", (input,), exact=True)
+
+
+def _amin(input, dim=(), keepdim=False):
     p = {"keepdim": keepdim}
     if dim is not None and dim != ():
         p["dims"] = U.wrap_dims(dim, input.dim(), "amin")
@@ -907,7 +915,11 @@ class _AMinMax(tuple):
         return self[1]
 
 
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    return U.write_out(_aminmax(input, dim=dim, keepdim=keepdim), out, "aminmax", (input,), exact=True)
+
+
+def _aminmax(input, *, dim=None, keepdim=False):
     d = dim if dim is not None else ()
     return _AMinMax((amin(input, d, keepdim), amax(input, d, keepdim)))
 

@@ -696,7 +696,7 @@ def cat(tensors, dim=0, *, out=None):
     if ref.dim() == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = U.wrap_dim(dim, ref.dim(), "cat")
-    return U.write_out(dispatch(cat_op, tuple(tensors), {"dim": d}), out)
+    return U.write_out(dispatch(cat_op, tuple(tensors), {"dim": d}), out, "cat", tuple(tensors))
 
 
 concat = concatenate = cat
