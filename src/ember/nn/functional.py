@@ -198,19 +198,22 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def one_hot(tensor, num_classes=-1):
-    """One-hot encoding of int64 class indices (num_classes, or the largest index + 1)."""
+    """One-hot encoding of int64 class indices (num_classes, or the largest index + 1): a comparison with
+    arange(num_classes), so it batches (vmap) and traces like any composite."""
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    a = tensor._data
+    a = U.raw_values(tensor)    # (under vmap: every batch row, for the checks only)
     if num_classes == -1:
+        if tensor._wr is not None and getattr(tensor._wr, "kind", None) == "vmap":
+            raise RuntimeError("one_hot: under vmap, please provide an explicit positive num_classes argument "
+                               "(the largest class would be read from each batch row's values)")
         num_classes = int(a.max()) + 1 if a.size else 0
     if a.size and (a.min() < 0 or a.max() >= num_classes):
         raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), got "
                            f"{int(a.max())}." if a.max() >= num_classes
                            else f"one_hot: Class values must be non-negative, got {int(a.min())}.")
-    out = np.zeros(a.shape + (num_classes,), np.int64)
-    np.put_along_axis(out, a[..., None], 1, axis=-1)
-    return D._new_tensor(out)
+    from .._creation import arange
+    return (tensor.unsqueeze(-1) == arange(num_classes)).to(tensor.dtype)   # (int64)
 
 
 # ----------------------------------------------------------------------------- dropout
