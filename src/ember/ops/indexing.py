@@ -1242,7 +1242,7 @@ def bincount_rule(op, vals, bd, params, size):
     lens = {max(m, int(r.max()) + 1) for r in raw.reshape(-1, a.shape[-1])} if a.shape[-1] else {m}
     if len(lens) > 1:
         raise RuntimeError(f"vmap: bincount gives results of different lengths {sorted(lens)} across the batch "
-                           f"(the largest value differs between the rows)")
+                           f"(a data-dependent shape: the largest value differs between the rows)")
     n = lens.pop()
     from .._creation import arange
     flat = (a + (arange(size, dtype=a.dtype) * n).reshape(size, 1)).reshape(-1)
@@ -1260,8 +1260,8 @@ def argwhere_rule(op, vals, bd, params, size):
     per_row = a.numel() // size if size else 0
     counts = {int(c) for c in np.count_nonzero(raw.reshape(-1, per_row), axis=1)} if per_row else {0}
     if len(counts) > 1:
-        raise RuntimeError(f"vmap: argwhere gives results of different shapes across the batch (the rows have "
-                           f"{sorted(counts)} nonzero elements); use a masked computation instead")
+        raise RuntimeError(f"vmap: argwhere gives results of different shapes across the batch (a data-dependent "
+                           f"shape: the rows have {sorted(counts)} nonzero elements); use a masked computation instead")
     k = counts.pop()
     r = dispatch(op, (a,), params)   # (row, logical indices...) in row-major order: k entries a row
     return r[:, 1:].reshape(size, k, a.dim() - 1), True

@@ -826,7 +826,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         totals = {int(t) * (n if repeats.dim() == 0 else 1) for t in rows.sum(1)}
         if len(totals) > 1:
             raise RuntimeError(f"vmap: repeat_interleave gives results of different sizes {sorted(totals)} across the "
-                               f"batch (the repeats' sums differ between the rows)")
+                               f"batch (a data-dependent shape: the repeats' sums differ between the rows)")
         total = totals.pop()
     else:
         if repeats < 0:
