@@ -620,8 +620,8 @@ def _index_copy_where(input, dim, index, source):
 
 
 def index_fill(input, dim, index, value):
-    """input with the slices at ``index`` along ``dim`` set to value: a masked_fill whose mask is
-    scattered from the index (so it batches and differentiates through scatter and masked_fill)."""
+    # a masked_fill whose mask is scattered from the index (so it batches and differentiates through
+    # scatter and masked_fill)
     d = U.wrap_dim(dim, input.dim(), "index_fill")
     n = input.shape[d] if input.dim() else 1
     raw = U.raw_values(index)   # (under vmap: every batch row, for the checks only)
@@ -708,9 +708,8 @@ def _masked_select(input, mask):
 
 
 def masked_scatter(input, mask, source):
-    """input with the positions where mask is True (broadcast) filled, in row-major order, by source's
-    leading elements: a gather of source at the running count of the mask, then a where (batchable
-    and differentiable through both)."""
+    # the positions where mask is True (broadcast) take source's leading elements in row-major order: a
+    # gather of source at the running count of the mask, then a where (batchable, differentiable)
     if mask.dtype is not U.dt.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
     if source.dtype != input.dtype:
@@ -773,9 +772,8 @@ argwhere_op = defop("argwhere", _nonzero_impl, differentiable=False, family=IDX)
 
 
 def argwhere(input):
-    """The indices of the nonzero elements, one row each (nonzero(input) outside vmap). Under vmap each
-    batch row's result is computed and the rows stacked when their counts agree, as torch.func.vmap
-    does; nonzero itself refuses under vmap (in both libraries)."""
+    # nonzero(input) outside vmap; under vmap each batch row's result is computed and the rows stacked
+    # when their counts agree, as torch.func.vmap does (nonzero itself refuses there, in both libraries)
     return dispatch(argwhere_op, (input,))
 
 
