@@ -234,9 +234,9 @@ def _same_values(input, values):
 
 
 def index_put(input, indices, values, accumulate=False):
-    _same_values(input, values)
     if _batched_index_items(tuple(indices)):  # index tensors batched by a transform (vmap)
         return _batched_index_put(input, tuple(indices), values, accumulate)
+    _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
 
