@@ -483,9 +483,6 @@ XFAIL = {
     ('cholesky_inverse', 'forward_ad'): "the derivative along the triangle LAPACK never reads: ember's is 0 (matches finite differences), PyTorch's is not (its own OpInfo masks it)",
     ('cholesky_solve', 'forward_ad'): "the derivative along the triangle LAPACK never reads: ember's is 0 (matches finite differences), PyTorch's is not (its own OpInfo masks it)",
     ('triangular_solve', 'forward_ad'): "the derivative along the triangle LAPACK never reads: ember's is 0 (matches finite differences), PyTorch's is not (its own OpInfo masks it)",
-    ('bernoulli', 'errors'): "the out= of this error input is an expanded view (stride 0); the harness copies it "
-                             "through NumPy (contiguous), so ember gets a writable out=. With a real expanded out= ember "
-                             "raises the same RuntimeError (tests/test_opdb_gaps.py) (harness limit)",
 }
 
 
