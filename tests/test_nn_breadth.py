@@ -625,6 +625,43 @@ def test_orthogonal(torch, monkeypatch):
             assert me.parametrizations.weight.original.grad is not None
 
 
+def test_orthogonal_without_trivialization(torch):
+    """use_trivialization=False: the map of the unconstrained matrix itself (no base buffer); assigning
+    works for Householder (the reflectors of the new value's QR) and is refused for the other maps, as
+    in PyTorch; complex Householder is refused at registration."""
+    from ember.nn.utils.parametrizations import orthogonal
+    TO = torch.nn.utils.parametrizations.orthogonal
+    for mapname in ("matrix_exp", "cayley", "householder"):
+        for shape in ((4, 4), (5, 3), (3, 5)):
+            mt = torch.nn.Linear(shape[1], shape[0]).double()
+            me = nn.Linear(shape[1], shape[0]).double()
+            _load(me, mt)
+            TO(mt, orthogonal_map=mapname, use_trivialization=False)
+            orthogonal(me, orthogonal_map=mapname, use_trivialization=False)
+            assert list(me.state_dict()) == list(mt.state_dict())
+            for a, b in ((me.weight, mt.weight), (me.parametrizations.weight.original,
+                                                  mt.parametrizations.weight.original)):
+                np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-12)
+            q = np.linalg.qr(R.standard_normal((max(shape), max(shape))))[0][:shape[0], :shape[1]]
+            if mapname == "householder":
+                me.weight = _t(q)
+                mt.weight = torch.tensor(q)
+                np.testing.assert_allclose(me.weight.detach().numpy(), q, atol=1e-12)
+                np.testing.assert_allclose(me.parametrizations.weight.original.detach().numpy(),
+                                           mt.parametrizations.weight.original.detach().numpy(), atol=1e-12)
+            else:
+                for m, lib in ((me, ember), (mt, torch)):
+                    with pytest.raises(NotImplementedError, match="not possible to assign"):
+                        m.weight = lib.tensor(q)
+            x = R.standard_normal((2, shape[1]))
+            me(_t(x)).square().sum().backward()
+            mt(torch.tensor(x)).square().sum().backward()
+            np.testing.assert_allclose(me.parametrizations.weight.original.grad.numpy(),
+                                       mt.parametrizations.weight.original.grad.numpy(), atol=1e-12)
+    with pytest.raises(ValueError, match="householder parametrization does not support complex"):
+        orthogonal(nn.Linear(3, 4, dtype=ember.complex64), orthogonal_map="householder")
+
+
 def test_prune_matches_torch(torch):
     import torch.nn.utils.prune as TP
     from ember.nn.utils import prune as EP

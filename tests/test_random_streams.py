@@ -691,3 +691,90 @@ def test_training_in_float64_is_identical(torch):
     finally:
         torch.set_num_threads(threads)
     assert _generic_train(ember, "float64") == pytest.approx(ref, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- found by op_db's seeded samples
+
+@pytest.mark.parametrize("dtype", FLOATS + ["bfloat16"])
+def test_rrelu_draws_per_nonpositive_element(torch, dtype):
+    """F.rrelu in training draws one float64 uniform per element <= 0 (zeros too), in logical order,
+    on bounds rounded to the computing dtype: values and gradients are PyTorch's (ember drew one per
+    element, and its values differed from the second negative element on)."""
+    g = np.random.default_rng(3)
+    for shape, kw in (((1000,), dict(lower=0.1, upper=0.3)), ((7, 9), {}), ((0, 3), {}), ((), {})):
+        x = g.standard_normal(shape).astype(np.float32)
+        if x.size > 3:
+            x.reshape(-1)[3] = 0.0
+
+        def f(L):
+            t = L.tensor(x).to(getattr(L, dtype))
+            t = (t.mT if t.dim() == 2 else t).detach().requires_grad_()
+            out = L.nn.functional.rrelu(t, training=True, **kw)
+            out.backward(L.ones_like(out))
+            return out.float(), t.grad.float()
+        check(torch, f, seeds=SEEDS[:2])
+
+
+def test_samplers_with_tensor_parameters_have_zero_gradients(torch):
+    """normal(mean, std) and bernoulli(p) are differentiable in PyTorch with zero gradients (its
+    NormalBackward1-3, BernoulliBackward0): the output requires grad and backward reaches the
+    parameters; the draws stay PyTorch's."""
+    for args in (("t", "t"), ("t", 1.5), (0.3, "t")):
+        def f(L):
+            m = L.linspace(-1, 1, 5, dtype=L.float64).requires_grad_()
+            s = L.linspace(0.5, 2, 5, dtype=L.float64).requires_grad_()
+            a = [m if args[0] == "t" else args[0], s if args[1] == "t" else args[1]]
+            out = L.normal(*a)
+            assert out.requires_grad and type(out.grad_fn).__name__.startswith("NormalBackward")
+            out.sum().backward()
+            return out, *(t.grad for t in (m, s) if t.grad is not None)
+        check(torch, f, seeds=SEEDS[:2])
+
+    def g(L):
+        p = L.linspace(0, 1, 17, dtype=L.float64).requires_grad_()
+        out = L.bernoulli(p)
+        assert type(out.grad_fn).__name__ == "BernoulliBackward0"
+        out.sum().backward()
+        return out, p.grad
+    check(torch, g, seeds=SEEDS[:2])
+    with ember.no_grad():
+        assert not ember.normal(ember.zeros(2, requires_grad=True), 1.0).requires_grad
+
+
+def test_fractional_max_pool_samples_outside_unit_interval(torch):
+    """The window starts truncate toward zero as PyTorch's C cast does (ember floored them: other
+    windows for negative _random_samples)."""
+    g = np.random.default_rng(5)
+    x = g.standard_normal((2, 3, 11, 13, 9))
+    rs = (g.random((2, 3, 3)) - 0.5) * 20
+    for lib_f, xs, r, ks in (("fractional_max_pool3d", x, rs, [2, 2, 2]),
+                             ("fractional_max_pool2d", x[..., 0], rs[..., :2], [2, 3])):
+        e = getattr(ember.nn.functional, lib_f)(ember.tensor(xs), ks, output_size=4, return_indices=True,
+                                                  _random_samples=ember.tensor(np.ascontiguousarray(r)))
+        t = getattr(torch.nn.functional, lib_f)(torch.tensor(xs), ks, output_size=4, return_indices=True,
+                                                 _random_samples=torch.tensor(np.ascontiguousarray(r)))
+        same(e[0], t[0])
+        same(e[1], t[1])
+
+
+def test_cauchy_refuses_nonpositive_sigma(torch):
+    for sigma in (0.0, -1.0):
+        for lib in (ember, torch):
+            with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0"):
+                lib.empty(3).cauchy_(0.0, sigma)
+
+
+def test_samplers_refuse_dtypes_as_pytorch(torch):
+    """cauchy_/exponential_ only on floating tensors (RuntimeError), geometric_ on floating and integer
+    ones, log_normal_ on floating ones (NotImplementedError naming the CPU kernel); ember filled
+    complex tensors."""
+    for name, args in (("cauchy_", ()), ("exponential_", ()), ("geometric_", (0.5,)), ("log_normal_", ())):
+        for dtype in ("int64", "uint8", "bool", "complex64", "float16", "bfloat16", "float32"):
+            kinds = []
+            for lib in (torch, ember):
+                try:
+                    getattr(lib.zeros(3, dtype=getattr(lib, dtype)), name)(*args)
+                    kinds.append(None)
+                except (RuntimeError, NotImplementedError) as e:
+                    kinds.append(type(e))
+            assert kinds[0] is kinds[1], (name, dtype, kinds)

@@ -149,6 +149,9 @@ def counterpart(op):
         found = _lookup(n) or _method(n)
         if found is not None:
             break
+    if found is None and op.inplace_variant is not None and \
+            op.inplace_variant is getattr(torch.Tensor, op.name + "_", None):
+        found = _method(op.name + "_")   # an OpInfo of an in-place-only sampler (cauchy: Tensor.cauchy_)
     if found is None:
         return None
     return _rebind(op.op) or found
@@ -166,6 +169,15 @@ def _op_id(op):
 OPS = [op for op in op_db if counterpart(op) is not None]
 RANDOM = {_op_id(op) for op in op_db
           if isinstance(op.op, types.FunctionType) and "wrapper_set_seed" in op.op.__code__.co_names}
+# Seeded ops (op_db calls them through wrapper_set_seed, and the harness seeds ember alike): ember's
+# generator gives PyTorch's CPU streams, so their values and derivatives are compared too (issue 16),
+# except these, with the reason
+SEEDED_META = {
+    "svd_lowrank": "singular vectors are unique only up to sign (the random projection is the same)",
+    "pca_lowrank": "singular vectors are unique only up to sign (the random projection is the same)",
+    "empty_strided": "uninitialised memory",
+}
+SEEDED = RANDOM - set(SEEDED_META)
 # ops whose values are unspecified (uninitialised memory): shape and dtype only
 RANDOM |= {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted",
            "randint", "randint_like", "rand_like", "randn", "randn_like", "bernoulli", "normal",
@@ -483,6 +495,10 @@ XFAIL = {
     ('cholesky_inverse', 'forward_ad'): "the derivative along the triangle LAPACK never reads: ember's is 0 (matches finite differences), PyTorch's is not (its own OpInfo masks it)",
     ('cholesky_solve', 'forward_ad'): "the derivative along the triangle LAPACK never reads: ember's is 0 (matches finite differences), PyTorch's is not (its own OpInfo masks it)",
     ('triangular_solve', 'forward_ad'): "the derivative along the triangle LAPACK never reads: ember's is 0 (matches finite differences), PyTorch's is not (its own OpInfo masks it)",
+    ('nn.functional.multi_head_attention_forward', 'forward'): "float32 sample 127 (training, dropout 0.5, inputs of "
+        "magnitude ~1e3): one averaged attention weight of 36 differs by 5e-5 (1.3e-4 relative), float32 rounding of a "
+        "softmax over large logits in another order; the dropout masks are PyTorch's, and the float64 sample agrees "
+        "to 5e-13",
 }
 
 
@@ -618,7 +634,7 @@ def test_forward(op):
         pytest.skip("harness limit: PyTorch cannot hand a bfloat16 result to NumPy for the comparison")
     fn = counterpart(op)
     failures, skipped, ran = [], [], 0
-    random = _op_id(op) in RANDOM
+    random = _op_id(op) in RANDOM - SEEDED
     for dtype in _dtypes(op):
         for i, s in _samples(op, dtype):
             try:
@@ -664,7 +680,7 @@ def _cotangent(rng, shape, is_complex):
 
 @pytest.mark.parametrize("op", [p for p in _params() if p.values[0].supports_autograd])
 def test_backward(op):
-    if _op_id(op) in RANDOM:
+    if _op_id(op) in RANDOM - SEEDED:
         pytest.skip("random op: values differ from torch's stream")
     if torch.float64 not in op.supported_backward_dtypes("cpu"):
         pytest.skip("no float64 backward in torch")
@@ -762,7 +778,7 @@ def _untree(leaves, spec):
 
 @pytest.mark.parametrize("op", [p for p in _params() if p.values[0].supports_forward_ad])
 def test_forward_ad(op):
-    if _op_id(op) in RANDOM:
+    if _op_id(op) in RANDOM - SEEDED:
         pytest.skip("random op: values differ from torch's stream")
     _finish(op, "forward_ad", *forward_ad_check(op, torch.float64))
 
@@ -1011,80 +1027,21 @@ UNSUPPORTED = {
     **_each("CUDA-only kernels (float8 scaled matmul, flash/efficient attention): no CPU implementation "
             "in PyTorch either", "torch._scaled_mm torch._scaled_mm_v2 torch.ops.aten._efficient_attention_forward "
             "torch.ops.aten._flash_attention_forward"),
-    **_each("ATen-internal kernels (leading underscore, native_*, *_backward): not part of the documented "
-            "Python API ember mirrors; their public twins (batch_norm, layer_norm, group_norm, softmax, "
-            "interpolate, index/index_put, max_pool2d) are tested",
-            "_batch_norm_with_update _chunk_cat _native_batch_norm_legit _segment_reduce.lengths "
-            "_segment_reduce.offsets _softmax_backward_data _unsafe_masked_index "
-            "_unsafe_masked_index_put_accumulate _upsample_bilinear2d_aa native_batch_norm "
-            "native_dropout_backward native_group_norm native_layer_norm max_pool2d_with_indices_backward "
-            "torch.ops.aten._safe_softmax.default hash_tensor"),
+    **_each("ATen-internal kernels (leading underscore, *_backward): not part of the documented Python API "
+            "ember mirrors; their public twins (cat, index/index_put, interpolate, max_pool2d, dropout, "
+            "softmax) are tested", "_chunk_cat _unsafe_masked_index _unsafe_masked_index_put_accumulate "
+            "_upsample_bilinear2d_aa native_dropout_backward max_pool2d_with_indices_backward "
+            "torch.ops.aten._safe_softmax.default"),
+    "hash_tensor": "its result is a torch.uint64 tensor (an xor of the elements' 64-bit patterns): ember has no "
+                   "uint16/32/64 dtypes (README: uint8 only)",
 }
 
-# OpInfos still to add, each with the issue that adds it. This list may only shrink: an OpInfo
-# without an ember counterpart that is in neither table fails test_coverage.
+# OpInfos still to add, each with why. This list may only shrink: an OpInfo without an ember
+# counterpart that is in neither table fails test_coverage, and so does an entry here that has one.
 NOT_YET = {
-    **_each("issue 15, missing pointwise ops", "acosh copysign deg2rad rad2deg sinc logaddexp2 gcd lcm isposinf "
-            "isneginf frexp ldexp nextafter rsub positive __rdiv__ erfc i0 lgamma digamma igamma igammac "
-            "polygamma.polygamma_n_0 polygamma.polygamma_n_1 polygamma.polygamma_n_2 polygamma.polygamma_n_3 "
-            "polygamma.polygamma_n_4 mvlgamma.mvlgamma_p_1 mvlgamma.mvlgamma_p_3 mvlgamma.mvlgamma_p_5"),
-    **_each("issue 15, missing reductions", "histc histogram histogramdd mode nanmedian trapezoid trapz "
-            "cumulative_trapezoid gradient renorm"),
-    **_each("issue 15, missing shape and indexing ops", "atleast_1d atleast_2d atleast_3d hsplit vsplit dsplit "
-            "split_with_sizes split_with_sizes_copy unique_consecutive diagflat select_scatter slice_scatter "
-            "diagonal_scatter as_strided_scatter index_reduce.amax index_reduce.amin index_reduce.mean "
-            "index_reduce.prod put unravel_index combinations slice constant_pad_nd unsafe_chunk unsafe_split "
-            "nonzero_static fill alias_copy as_strided_copy diagonal_copy expand_copy narrow_copy permute_copy "
-            "squeeze_copy t_copy transpose_copy unbind_copy unfold_copy unsqueeze_copy view_copy"),
-    **_each("issue 15, missing creation ops", "scalar_tensor resize_ resize_as_ new_empty_strided empty_permuted"),
-    **_each("issue 15 / random streams: the in-place samplers", "cauchy exponential geometric log_normal uniform"),
-    **_each("complex dtypes issue (complex and bfloat16 tensors)", "angle bfloat16 cdouble cfloat chalf complex conj "
-            "conj_physical imag real isreal polar resolve_conj resolve_neg view_as_complex view_as_real"),
-    **_each("fft issue", "fft.fft fft.fft2 fft.fftn fft.fftshift fft.hfft fft.hfft2 fft.hfftn fft.ifft fft.ifft2 "
-            "fft.ifftn fft.ifftshift fft.ihfft fft.ihfft2 fft.ihfftn fft.irfft fft.irfft2 fft.irfftn fft.rfft "
-            "fft.rfft2 fft.rfftn stft istft signal.windows.bartlett signal.windows.blackman "
-            "signal.windows.cosine signal.windows.exponential signal.windows.gaussian "
-            "signal.windows.general_cosine signal.windows.general_hamming signal.windows.hamming "
-            "signal.windows.hann signal.windows.kaiser signal.windows.nuttall"),
-    **_each("linalg issue", "linalg.cholesky linalg.cholesky_ex linalg.cond linalg.cross linalg.det "
-            "linalg.diagonal linalg.eig linalg.eigh linalg.eigvals linalg.eigvalsh linalg.householder_product "
-            "linalg.inv linalg.inv_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq "
-            "linalg.lstsq.grad_oriented linalg.lu linalg.lu_factor linalg.lu_factor_ex linalg.lu_solve "
-            "linalg.matrix_power linalg.matrix_rank linalg.matrix_rank.hermitian linalg.multi_dot linalg.pinv "
-            "linalg.pinv.hermitian linalg.pinv.singular linalg.qr linalg.slogdet linalg.solve linalg.solve_ex "
-            "linalg.solve_triangular linalg.svd linalg.svdvals linalg.tensorinv linalg.tensorsolve "
-            "linalg.vander linalg.vecdot cholesky cholesky_inverse cholesky_solve geqrf ormqr logdet lu "
-            "lu_solve lu_unpack matrix_exp pinverse qr svd svd_lowrank pca_lowrank triangular_solve"),
-    **_each("special functions issue", "special.airy_ai special.bessel_j0 special.bessel_j1 special.bessel_y0 "
-            "special.bessel_y1 special.chebyshev_polynomial_t special.chebyshev_polynomial_u "
-            "special.chebyshev_polynomial_v special.chebyshev_polynomial_w special.entr special.erfcx "
-            "special.hermite_polynomial_h special.hermite_polynomial_he special.i0e special.i1 special.i1e "
-            "special.laguerre_polynomial_l special.legendre_polynomial_p special.log_ndtr "
-            "special.modified_bessel_i0 special.modified_bessel_i1 special.modified_bessel_k0 "
-            "special.modified_bessel_k1 special.ndtr special.ndtri special.polygamma.special_polygamma_n_0 "
-            "special.scaled_modified_bessel_k0 special.scaled_modified_bessel_k1 "
-            "special.shifted_chebyshev_polynomial_t special.shifted_chebyshev_polynomial_u "
-            "special.shifted_chebyshev_polynomial_v special.shifted_chebyshev_polynomial_w "
-            "special.spherical_bessel_j0 special.xlog1py special.zeta"),
-    **_each("torch.masked (masked reductions) issue", "masked.amax masked.amin masked.argmax masked.argmin "
-            "masked.cumprod masked.cumsum masked.log_softmax masked.logaddexp masked.logsumexp masked.mean "
-            "masked.median masked.norm masked.normalize masked.prod masked.softmax masked.softmin masked.std "
-            "masked.sum masked.var"),
-    **_each("nn.functional issue (3-d kernels, unfold/fold, grid_sample, CTC, ...)",
-            "nn.functional.adaptive_avg_pool3d nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool3d "
-            "nn.functional.avg_pool3d nn.functional.channel_shuffle nn.functional.conv3d "
-            "nn.functional.conv_transpose1d nn.functional.conv_transpose3d nn.functional.ctc_loss "
-            "nn.functional.dropout3d nn.functional.feature_alpha_dropout.with_train "
-            "nn.functional.feature_alpha_dropout.without_train nn.functional.fractional_max_pool2d "
-            "nn.functional.fractional_max_pool3d nn.functional.grid_sample nn.functional.linear_cross_entropy "
-            "nn.functional.linear_cross_entropy.chunked nn.functional.linear_cross_entropy.chunked_none "
-            "nn.functional.local_response_norm nn.functional.max_pool3d nn.functional.max_unpool1d "
-            "nn.functional.max_unpool1d.grad nn.functional.max_unpool2d nn.functional.max_unpool2d.grad "
-            "nn.functional.max_unpool3d nn.functional.max_unpool3d.grad "
-            "nn.functional.multi_head_attention_forward nn.functional.multi_margin_loss "
-            "nn.functional.multilabel_margin_loss nn.functional.prelu nn.functional.rrelu "
-            "nn.functional.triplet_margin_with_distance_loss nn.functional.unfold "
-            "nn.functional.upsample_bilinear nn.functional.upsample_nearest grid_sampler_2d grid_sampler_3d"),
+    "chalf": "complex32 (ComplexHalf): ember has no such dtype (complex64/complex128 only)",
+    "slice": "aten.slice.Tensor, an ATen overload with no torch.* function: Python programs slice by "
+             "indexing (tested throughout); ember.ops.aten has no slice overload yet",
 }
 
 
@@ -1097,6 +1054,8 @@ def test_coverage():
     new = [m for m in missing if m not in UNSUPPORTED and m not in NOT_YET]
     assert not new, (f"{len(new)} OpInfos have no ember counterpart and are in neither UNSUPPORTED (with "
                      f"a reason) nor NOT_YET: {new}")
+    stale = sorted(set(UNSUPPORTED) - set(missing)) + sorted(set(NOT_YET) - set(missing))
+    assert not stale, f"these OpInfos have an ember counterpart now; remove them from UNSUPPORTED/NOT_YET: {stale}"
 
 
 def coverage_table():

@@ -963,6 +963,27 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None, device=
                    requires_grad)
 
 
+def _draws_impl(xp, values, *params, node):
+    return values
+
+
+# The samplers whose parameters are tensors are differentiable in PyTorch with a zero gradient (its
+# NormalBackward1-3 and BernoulliBackward0): the output requires grad when a parameter does, and
+# backward reaches the parameters with zeros. This primitive attaches drawn values to them so.
+_draws_op = D.defop("random_draws", _draws_impl, save=("inputs",), node_name=lambda args, params: params["node"])
+_draws_op.vjp = lambda ctx, g: (None,) + tuple(zeros_like(t) for t in ctx.inputs[1:])
+_draws_op.jvp = lambda ctx, *tangents: zeros_like(ctx.inputs[0])
+
+
+def _attach_draws(values, params, node):
+    """values (a fresh tensor of draws) as the output of node over the tensor parameters that require
+    grad (none, or grad mode off: values itself)."""
+    params = tuple(t for t in params if isinstance(t, Tensor))
+    if not D.grad_mode.enabled or not any(t.requires_grad for t in params):
+        return values
+    return D.dispatch(_draws_op, (values,) + params, {"node": node})
+
+
 @_out_kw
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, out=None, layout=None,
            device=None, pin_memory=False):
@@ -984,7 +1005,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
         z = _normal_array(mt, shape, d)
         # PyTorch draws standard normals into the output, then multiplies by std and adds mean
         a = (z * np.asarray(s, d) + np.asarray(m, d)).astype(d, copy=False)
-        return _finish(a, requires_grad)
+        node = "NormalBackward3" if tm and ts else "NormalBackward1" if tm else "NormalBackward2"
+        return _attach_draws(_finish(a, requires_grad), (mean, std), node)
     if size is None:
         raise TypeError("normal() received an invalid combination of arguments: with float mean and std "
                         "a size is required")
@@ -1042,6 +1064,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         _fill(a, lambda n: mt.uniform_f64(n) < p)
     r = _new(a)
+    if p is None and out is None:
+        r = _attach_draws(r, (input,), "BernoulliBackward0")
     return r if out is None else U.write_out(r, out)
 
 

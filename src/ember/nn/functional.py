@@ -930,10 +930,20 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:  # (leaky_relu's slope, in the input's dtype: a float64 input keeps a float64 slope)
         out = _ops.where(input > 0, input, input * ((lower + upper) / 2))
         return input.copy_(out) if inplace else out
-    from .._creation import empty
-    slope = empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
-    from .._creation import ones_like
-    out = input * _ops.where(input > 0, ones_like(slope), slope)
+    # PyTorch's stream: one float64 uniform per element <= 0, in logical order, on [lower, upper) with
+    # the bounds first rounded to the computing dtype (float32 below float64), the slope rounded to that
+    # dtype too and the product computed in it (float16/bfloat16 rounded once after it)
+    from .._creation import empty, ones
+    low = input.dtype in (_dtype_mod.float16, _dtype_mod.bfloat16)
+    work = input.float() if low else input
+    if work.dtype is not _dtype_mod.float64:
+        lower, upper = float(np.float32(lower)), float(np.float32(upper))
+    neg = (input <= 0).detach()
+    vals = empty((int(neg.sum()),), dtype=_dtype_mod.float64).uniform_(lower, upper)
+    slope = ones(tuple(input.shape), dtype=work.dtype).masked_scatter(neg, vals.to(work.dtype))
+    out = work * slope
+    if low:
+        out = out.to(input.dtype)
     return input.copy_(out) if inplace else out
 
 

@@ -404,6 +404,26 @@ def _float_dtype_check(self, name):
         raise RuntimeError(f"{name}: expected a floating point or complex tensor, got {self.dtype}")
 
 
+_SCALAR_TYPE = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool",
+                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _continuous_check(self, dist):
+    """cauchy_/exponential_ on a tensor that is not floating: PyTorch's RuntimeError."""
+    if not self.dtype.is_floating_point:
+        name = _SCALAR_TYPE.get(self._data.dtype.name, self._data.dtype.name)
+        raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {name}")
+
+
+def _no_kernel(self, kernel, integers):
+    """PyTorch's NotImplementedError where its CPU kernel has no case for the tensor's dtype: it has
+    the floating dtypes, and the integer ones (not bool) when ``integers``."""
+    if not (self.dtype.is_floating_point or integers and self._data.dtype.kind in "iu"):
+        name = _SCALAR_TYPE.get(self._data.dtype.name, self._data.dtype.name)
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+
+
 def _real_np(self):
     """The NumPy dtype draws are made in: the tensor's, or its parts' for a complex tensor."""
     d = self._data.dtype
@@ -468,7 +488,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
 @_meta_noop
 def exponential_(self, lambd=1.0, *, generator=None):
     from .._creation import _mt, _exponential_values
-    _float_dtype_check(self, "exponential_")
+    _continuous_check(self, "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     mt = _mt(generator)
@@ -507,6 +527,7 @@ def random_(self, from_=0, to=None, *, generator=None):
 def geometric_(self, p, *, generator=None):
     from .._creation import _mt, _libm
     import math
+    _no_kernel(self, "geometric_cpu", True)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     mt = _mt(generator)
@@ -519,7 +540,9 @@ def geometric_(self, p, *, generator=None):
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     from .._creation import _mt, _libm, _fma64
     import math
-    _float_dtype_check(self, "cauchy_")
+    _continuous_check(self, "Cauchy")
+    if not sigma > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     mt = _mt(generator)
     return _random_fill(self, _draw_like(self, lambda n: _fma64(
         _libm(math.tan, math.pi * (mt.uniform_f64(n) - 0.5)), float(sigma), float(median))), "cauchy_")
@@ -529,7 +552,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     from .._creation import _mt, _libm, _fma64
     import math
-    _float_dtype_check(self, "log_normal_")
+    _no_kernel(self, "log_normal_cpu", False)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     mt = _mt(generator)

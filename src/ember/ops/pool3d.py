@@ -87,7 +87,8 @@ def _fractional_seq(xp, u, n, o, k):
         return xp.full((u.shape[0], 1), n - k, np.int64)
     alpha = (n - k) / (o - 1)
     i = xp.arange(o - 1)
-    seq = (xp.floor((i[None, :] + u[:, None]) * alpha) - xp.floor(u[:, None] * alpha)).astype(np.int64)
+    # truncated toward zero (a C cast), as PyTorch: the same as floor for samples in [0, 1)
+    seq = (xp.trunc((i[None, :] + u[:, None]) * alpha) - xp.trunc(u[:, None] * alpha)).astype(np.int64)
     return xp.concatenate([seq, xp.full((u.shape[0], 1), n - k, np.int64)], axis=1)
 
 

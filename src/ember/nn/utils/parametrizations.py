@@ -153,6 +153,8 @@ class _Orthogonal(Module):
         super().__init__()
         if weight.dim() < 2:
             raise ValueError(f"Cannot apply orthogonal to a tensor of fewer than 2 dimensions, got {weight.dim()}")
+        if weight.is_complex() and orthogonal_map == "householder":
+            raise ValueError("The householder parametrization does not support complex tensors.")
         self.shape = tuple(weight.shape)
         self.orthogonal_map = orthogonal_map
         if use_trivialization:
@@ -199,8 +201,18 @@ class _Orthogonal(Module):
             Q = Q.mT
             n, k = k, n
         if "base" not in self._buffers:
-            raise NotImplementedError("orthogonal: assigning to the parametrized tensor with "
-                                      "use_trivialization=False is not supported by ember")
+            if self.orthogonal_map != "householder":
+                raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                          "parametrizations when use_trivialization=False.")
+            # the reflectors of Q's QR factorization, stored as geqrf gives them; the diagonal holds the
+            # sign that forward multiplies each column by: R's diagonal sign, flipped where LAPACK's tau
+            # is 0 (no reflection there, while forward's tau = 2 / |v|^2 reflects e_i)
+            A, tau = _linalg("geqrf")(Q)
+            sign = _ops.where(A.diagonal(dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(A.dtype)
+            sign = _ops.where(tau == 0, -sign, sign)
+            A = A.clone()
+            A.diagonal(dim1=-2, dim2=-1).copy_(sign)
+            return A.mT if Q_init.shape[-2] < Q_init.shape[-1] else A
         if n == k:
             Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
         else:  # completed to a square orthogonal matrix by random columns, as PyTorch does
