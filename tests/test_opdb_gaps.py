@@ -512,3 +512,10 @@ def test_out_keyword_checks_like_torch(torch):
         ember.cat([e, x], out=e)
     y = ember.rand(4, 6)
     assert ember.cat([y[:, :3], y[:, 3:]], out=ember.empty(0)).shape == (8, 3)   # disjoint views: fine
+
+
+def test_out_keyword_on_meta_tensors_is_not_an_overlap():
+    m = ember.empty(2, 3, device="meta")     # (a meta tensor's data is a stride-0 placeholder)
+    assert ember.add(m, m, out=ember.empty(2, 3, device="meta")).shape == (2, 3)
+    assert ember.amax(m, 0, out=ember.empty(0, device="meta")).shape == (3,)
+    assert ember.cat([m, m], out=ember.empty(0, device="meta")).shape == (4, 3)

@@ -309,12 +309,14 @@ def write_out(r, out, name=None, inputs=(), exact=False):
     if not dt.can_cast(r.dtype, out.dtype):
         raise RuntimeError(f"{what}result type {r.dtype.name} can't be cast to the desired output type "
                            f"{out.dtype.name}")
-    if out.numel() > 1 and any(st == 0 and n > 1 for st, n in zip(out._data.strides, out._data.shape)):
+    if not out._meta and out.numel() > 1 and any(st == 0 and n > 1 for st, n in
+                                                  zip(out._data.strides, out._data.shape)):
         raise RuntimeError(f"{what}unsupported operation: more than one element of the written-to tensor refers "
                            f"to a single memory location. Please clone() the tensor before performing the "
                            f"operation.")
     for x in inputs:
-        if x is out or is_tensor(x) and x.numel() and out.numel() and _overlaps(x._data, out._data):
+        if x is out or is_tensor(x) and not out._meta and x.numel() and out.numel() and \
+                _overlaps(x._data, out._data):
             raise RuntimeError(f"{what}unsupported operation: some elements of the input tensor and the "
                                f"written-to tensor refer to a single memory location. Please clone() the tensor "
                                f"before performing the operation.")
