@@ -76,3 +76,22 @@ add("searchsorted", "bucketize", fn=lambda m, v, b: m.bucketize(v, b), grad=Fals
 add("searchsorted", "searchsorted_scalar", fn=lambda m, s: m.searchsorted(s, 0.25), grad=False,
     samples=fixed(lambda r: S((_sorted(r, (7,)),))))
 op_db.NON_DIFFERENTIABLE.append("searchsorted")
+
+# ----------------------------------------------------------------------------- primitives with batching rules of
+# their own (issue 15, round 3): cummax/cummin's index scan, signbit, isin, bincount, argwhere
+
+add("cum_extreme_index", "cummax", fn=lambda m, x, d: m.cummax(x, d), gradgrad=False,
+    samples=fixed(lambda r: S((U(r, (3, 4)), 1)), lambda r: S((np.array([1.0, 3.0, 2.0, 3.0, 0.5]), 0), grad=False,
+                                                                desc="ties (the latest index, as PyTorch)")))
+add("cum_extreme_index", "cummin", fn=lambda m, x, d: m.cummin(x, d), gradgrad=False,
+    samples=fixed(lambda r: S((U(r, (3, 4)), 0)), lambda r: S((ints(r, (6,), 0, 3), 0), grad=False)))
+add("signbit", fn=lambda m, x: m.signbit(x), grad=False,
+    samples=fixed(lambda r: S((np.array([-0.0, 0.0, -1.5, 2.0, -np.inf, np.nan]),)), lambda r: S((ints(r, (3,), -2, 2),))))
+add("isin", fn=lambda m, a, b, **k: m.isin(a, b, **k), grad=False,
+    samples=fixed(lambda r: S((ints(r, (3, 4), 0, 6), ints(r, (5,), 0, 6))),
+                  lambda r: S((ints(r, (4,), 0, 6), ints(r, (2, 2), 0, 6)), {"invert": True})))
+add("bincount", fn=lambda m, x, *w, **k: m.bincount(x, *w, **k), grad=False,
+    samples=fixed(lambda r: S((ints(r, (8,), 0, 5),)), lambda r: S((ints(r, (6,), 0, 4), U(r, (6,))), {"minlength": 7})))
+add("argwhere", fn=lambda m, x: m.argwhere(x), grad=False,
+    samples=fixed(lambda r: S((ints(r, (3, 4), 0, 2),)), lambda r: S((U(r, (5,)).round(),))))
+op_db.NON_DIFFERENTIABLE.extend(["cum_extreme_index", "signbit", "isin", "bincount", "argwhere"])

@@ -7,7 +7,6 @@ ember.optim, ember.utils.data and ember.distributions. Names that start with an 
 documents) are not public and are not walked.
 """
 import inspect
-import warnings
 
 import numpy as np
 import pytest
@@ -157,7 +156,6 @@ def test_claimed_refusals_still_refuse():
     assert _raises(lambda: ember.ones(2).cuda()) is RuntimeError
     assert _raises(lambda: ember.nn.Linear(2, 2).cuda()) is RuntimeError
     assert _raises(lambda: ember.zeros(2, device="cuda")) is RuntimeError
-    assert _raises(lambda: ember.func.vmap(lambda r: ember.cummax(r, 0)[0])(ember.ones(2, 3))) is RuntimeError
     assert _raises(lambda: ember.nn.Embedding(4, 2, sparse=True)(ember.tensor([1]))) is NotImplementedError
     assert _raises(lambda: ember.tensor([1.0], pin_memory=True)) is None
 
@@ -174,11 +172,6 @@ def test_claimed_differences_against_pytorch(torch):
     assert _raises(lambda: torch.eye(-1)) is RuntimeError
     m = torch.nn.DataParallel(torch.nn.Linear(2, 2), device_ids=[0])  # ignored without CUDA
     assert tuple(m(torch.ones(1, 2)).shape) == (1, 2)
-    for L in (ember, torch):  # arange into an integer out= with a fractional step
-        with warnings.catch_warnings():  # (PyTorch warns that it resizes out)
-            warnings.simplefilter("ignore")
-            got = L.arange(0, 3, 1.5, out=L.zeros(2, dtype=L.int64)).tolist()
-        assert got == ([0, 1, 2] if L is torch else [0, 1])
     for L in (ember, torch):  # local_response_norm in half precision on 4-D input
         got = _raises(lambda: L.nn.functional.local_response_norm(L.randn(1, 4, 5, 5).half(), 2))
         assert got is (NotImplementedError if L is torch else None)

@@ -343,3 +343,179 @@ def test_error_types_of_empty_lists_and_degenerate_arguments(torch):
             assert tuple(fn(L.ones(1, 2, 3, 4), [2, 0]).shape) == (1, 2, 2, 0)   # an empty result
     assert ember.narrow(ember.arange(5), 0, ember.tensor(1), 2).tolist() == [1, 2]
     assert ember.eye(0).shape == (0, 0)
+
+
+# ----------------------------------------------------------------------------- vmap rules (issue 15, round 3)
+
+
+def test_vmap_cummax_cummin_signbit(torch):
+    x = np.array([[[1., 3., 2., np.nan, 0.], [5., 4., 6., 1., 7.]], [[0., -0., -1., 2., 2.], [3., 3., 1., 9., -2.]]])
+    for name in ("cummax", "cummin"):
+        for d in (0, 1, -1):
+            _vmap_both(torch, lambda a: getattr(ember, name)(a, d), lambda a: getattr(torch, name)(a, d), x)
+    _vmap_both(torch, ember.signbit, torch.signbit, x)
+    _vmap_both(torch, lambda a: ember.cummax(a, 0), lambda a: torch.cummax(a, 0), np.array([2., -1.]))  # 0-dim rows
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_vmap_isin(torch, invert):
+    e, t = np.array([[1, 2, 3, 7], [4, 5, 6, 7]]), np.array([[2, 5, 7], [4, 4, 9]])
+    f = (lambda lib: lambda a, b: lib.isin(a, b, invert=invert))
+    _vmap_both(torch, f(ember), f(torch), e, t)
+    _vmap_both(torch, f(ember), f(torch), e, t[0], in_dims=(0, None))
+    _vmap_both(torch, f(ember), f(torch), e[0], t, in_dims=(None, 0))
+    _vmap_both(torch, f(ember), f(torch), e.astype(np.float64), t)    # mixed dtypes
+
+
+def test_vmap_index_fill_copy_put(torch):
+    rng = np.random.default_rng(7)
+    x, src = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 3))
+    idx = np.array([[0, 3, 2], [3, 1, 1]])
+    _vmap_both(torch, lambda a, i: ember.index_fill(a, 0, i, -2.), lambda a, i: torch.index_fill(a, 0, i, -2.), x, idx)
+    # negative indices: against PyTorch's loop (torch.func.vmap's own index_fill rule mis-wraps them in 2.13)
+    neg = np.array([[0, -1], [1, -4]])
+    got = ember.func.vmap(lambda a, i: ember.index_fill(a, 0, i, -2.))(ember.tensor(x), ember.tensor(neg))
+    ref = torch.stack([torch.index_fill(torch.tensor(x[k]), 0, torch.tensor(neg[k]), -2.) for k in range(2)])
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    perm = np.array([[2, 0, 1, 3], [3, 1, 0, 2]])
+    _vmap_both(torch, lambda a, i, s: ember.index_copy(a, 0, i, s), lambda a, i, s: torch.index_copy(a, 0, i, s),
+               x, perm, src)
+    for acc in (False, True):
+        i2 = np.array([[1, 1, 3], [0, 2, 0]])
+        v = rng.standard_normal((2, 3, 3))
+        _vmap_both(torch, lambda a, i, w: ember.index_put(a, (i,), w, acc), lambda a, i, w: torch.index_put(a, (i,), w, acc),
+                   x, i2, v)
+
+
+def test_vmap_masked_scatter(torch):
+    m = np.array([[[True, False, True], [False, True, True]], [[False, False, False], [True, True, True]]])
+    x, s = np.zeros((2, 2, 3)), np.arange(12.).reshape(2, 2, 3)
+    _vmap_both(torch, ember.masked_scatter, torch.masked_scatter, x, m, s)
+    with pytest.raises(RuntimeError, match="Number of elements of source"):
+        ember.func.vmap(ember.masked_scatter)(ember.tensor(x), ember.tensor(m), ember.tensor(s[:, :1, :2]))
+
+
+def test_vmap_bincount_argwhere(torch):
+    x, w = np.array([[0, 1, 3, 1], [3, 0, 0, 2]]), np.array([[.5, 1., 2., 4.], [1., 2., 3., 4.]])
+    _vmap_both(torch, ember.bincount, torch.bincount, x)
+    _vmap_both(torch, lambda a, b: ember.bincount(a, b, minlength=6), lambda a, b: torch.bincount(a, b, minlength=6), x, w)
+    with pytest.raises(RuntimeError, match="different lengths"):   # torch.func.vmap refuses too (its stack)
+        ember.func.vmap(ember.bincount)(ember.tensor([[0, 1], [0, 5]]))
+    _vmap_both(torch, ember.argwhere, torch.argwhere, np.array([[1., 0., 2.], [0., 3., 4.]]))
+    with pytest.raises(RuntimeError, match="different shapes"):
+        ember.func.vmap(ember.argwhere)(ember.tensor([[1., 0., 2.], [0., 0., 4.]]))
+    with pytest.raises(RuntimeError, match="vmap"):     # nonzero itself refuses, as torch.func.vmap does
+        ember.func.vmap(ember.nonzero)(ember.tensor([[1., 0.], [0., 1.]]))
+
+
+def test_vmap_zero_dim_gather_index_add_and_negative_take_along_dim(torch):
+    a, i = np.array([3., 4.]), np.array([[0], [0]])
+    _vmap_both(torch, lambda x, j: ember.gather(x, 0, j), lambda x, j: torch.gather(x, 0, j), a, i)
+    _vmap_both(torch, lambda x, j, s: ember.index_add(x, 0, j, s, alpha=2),
+               lambda x, j, s: torch.index_add(x, 0, j, s, alpha=2), a, i, np.array([1., 2.]))
+    x, j = np.arange(10.).reshape(2, 5), np.array([[-1, 0], [-5, 4]])
+    _vmap_both(torch, lambda u, k: ember.take_along_dim(u, k, 0), lambda u, k: torch.take_along_dim(u, k, 0), x, j)
+
+
+def test_vmap_quantile_batched_q(torch):
+    rng = np.random.default_rng(8)
+    x, q = rng.standard_normal((2, 5, 3)), np.array([[0.2, 0.5], [0.9, 0.1]])
+    for name in ("quantile", "nanquantile"):
+        _vmap_both(torch, lambda a, b: getattr(ember, name)(a, b, dim=0, keepdim=True),
+                   lambda a, b: getattr(torch, name)(a, b, dim=0, keepdim=True), x, q)
+    with pytest.raises(RuntimeError, match=r"\[0, 1\]"):
+        ember.func.vmap(ember.quantile)(ember.tensor(x), ember.tensor([[0.2, 0.5], [0.9, 1.5]]))
+
+
+def test_vmap_batched_index_one_hot_embedding_repeat_interleave(torch):
+    idx = np.array([[[0, 2], [3, 1]], [[4, 4], [2, 0]]])
+    _vmap_both(torch, lambda i: F.one_hot(i, 5), lambda i: torch.nn.functional.one_hot(i, 5), idx)
+    with pytest.raises(RuntimeError, match="num_classes"):   # as torch.func.vmap
+        ember.func.vmap(F.one_hot)(ember.tensor(idx))
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((2, 5, 3)) * 3
+    _vmap_both(torch, lambda a, i: F.embedding(i, a.clone(), max_norm=1.0),
+               lambda a, i: torch.nn.functional.embedding(i, a.clone(), max_norm=1.0), w, idx)
+    for mode in ("sum", "mean", "max"):
+        _vmap_both(torch, lambda a, i: F.embedding_bag(i, a, mode=mode, padding_idx=2),
+                   lambda a, i: torch.nn.functional.embedding_bag(i, a, mode=mode, padding_idx=2), w, idx)
+    flat, off = np.array([[0, 2, 3, 1], [4, 4, 2, 0]]), np.array([[0, 1], [0, 3]])
+    _vmap_both(torch, lambda a, i, o: F.embedding_bag(i, a, o), lambda a, i, o: torch.nn.functional.embedding_bag(i, a, o),
+               w, flat, off)
+    reps = np.array([[1, 2, 0], [0, 0, 3]])
+    _vmap_both(torch, lambda r: ember.repeat_interleave(ember.arange(3.), r, output_size=3),
+               lambda r: torch.repeat_interleave(torch.arange(3.), r, output_size=3), reps)
+    _vmap_both(torch, ember.repeat_interleave, torch.repeat_interleave, reps)
+
+
+# ----------------------------------------------------------------------------- errors as PyTorch raises them
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_arange_integer_dtype_truncates_like_torch(torch, dtype):
+    for args in [(0, 3, 1.5), (0.5, 10, 2.5), (1.5, 9.7, 2), (0, 10, 2.7), (-3.5, 2, 1.5), (5, 0.5, -1.5)]:
+        ref = torch.arange(*args, dtype=getattr(torch, dtype))
+        got = ember.arange(*args, dtype=getattr(ember, dtype))
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+        out = ember.empty(0, dtype=getattr(ember, dtype))
+        ember.arange(*args, out=out)
+        np.testing.assert_array_equal(out.numpy(), ref.numpy())
+    if dtype == "int64":
+        with pytest.raises(ValueError, match="step must be nonzero"):
+            ember.arange(0, 64, 0.5, out=ember.empty(0, dtype=ember.int64))
+    for bad in [(0, float("inf"), 2), (float("-inf"), 1, 2), (0, float("nan"), 1)]:
+        with pytest.raises(RuntimeError, match="unsupported range"):
+            ember.arange(*bad)
+
+
+@pytest.mark.parametrize("pool", ["max_pool1d", "avg_pool1d"])
+def test_pool1d_only_the_batch_may_be_empty(torch, pool):
+    for shape in [(0, 10), (2, 0), (3, 0, 10), (2, 3, 0), (0, 3, 10)]:
+        try:
+            getattr(torch.nn.functional, pool)(torch.rand(shape), 1)
+            raised = None
+        except RuntimeError as e:
+            raised = e
+        if raised is None:
+            assert tuple(getattr(F, pool)(ember.rand(*shape), 1).shape) == shape
+        else:
+            with pytest.raises(RuntimeError, match="optional 0 dim batch size"):
+                getattr(F, pool)(ember.rand(*shape), 1)
+
+
+def test_out_keyword_checks_like_torch(torch):
+    x = ember.rand(4, 3)
+    i = ember.tensor([[0, 1, 0]])
+    cases = [
+        ("gather", lambda o: ember.gather(x, 0, i, out=o)), ("index_select", lambda o: ember.index_select(x, 0, i[0], out=o)),
+        ("take", lambda o: ember.take(x, i[0], out=o)), ("masked_select", lambda o: ember.masked_select(x, x > .5, out=o)),
+        ("amax", lambda o: ember.amax(x, 0, out=o)), ("amin", lambda o: ember.amin(x, 0, out=o))]
+    for name, f in cases:
+        o = ember.empty(0)
+        assert f(o) is o and o.shape == f(None).shape
+        with pytest.raises(RuntimeError, match=name):            # a wider dtype: PyTorch does not cast into out=
+            f(ember.empty(0, dtype=ember.float64))
+        with pytest.raises(RuntimeError, match="unsupported operation"):   # an expanded out=
+            f(ember.empty(1).expand(f(None).numel()).reshape(f(None).shape) if f(None).numel() > 1 else ember.empty(1).expand(2))
+    v, k = ember.empty(0), ember.empty(0, dtype=ember.int64)
+    r = ember.kthvalue(x, 2, 0, out=(v, k))
+    assert r[0] is v and r[1] is k
+    np.testing.assert_array_equal(v.numpy(), torch.kthvalue(torch.tensor(x.numpy()), 2, 0)[0].numpy())
+    with pytest.raises(RuntimeError):
+        ember.aminmax(x, dim=0, out=(ember.empty(0), ember.empty(0, dtype=ember.float64)))
+    for f in (lambda: ember.take(x, i[0], out=x), lambda: ember.gather(x, 0, i, out=x),
+              lambda: ember.masked_select(x, x > .5, out=x), lambda: ember.cat([x, x], out=x)):
+        with pytest.raises(RuntimeError, match="single memory location"):
+            f()
+    e = ember.empty(0)
+    with pytest.raises(RuntimeError, match="single memory location"):   # out= is the (empty) input itself
+        ember.cat([e, x], out=e)
+    y = ember.rand(4, 6)
+    assert ember.cat([y[:, :3], y[:, 3:]], out=ember.empty(0)).shape == (8, 3)   # disjoint views: fine
+
+
+def test_out_keyword_on_meta_tensors_is_not_an_overlap():
+    m = ember.empty(2, 3, device="meta")     # (a meta tensor's data is a stride-0 placeholder)
+    assert ember.add(m, m, out=ember.empty(2, 3, device="meta")).shape == (2, 3)
+    assert ember.amax(m, 0, out=ember.empty(0, device="meta")).shape == (3,)
+    assert ember.cat([m, m], out=ember.empty(0, device="meta")).shape == (4, 3)

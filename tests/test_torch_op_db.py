@@ -464,46 +464,13 @@ XFAIL = {
                   "__radd__ __rmul__ __rand__ __ror__ __rxor__", "errors"),
     ("logcumsumexp", "forward_ad"): "PyTorch's own tangent is off here (about 1e-6 relative in float64): "
                                     "ember's matches float64 central differences of log(cumsum(exp(x)))",
-    # --- gaps: ember raises a clear error where PyTorch answers
-    **_each_check("a tensor q is read as Python numbers: with a batched q ember refuses under vmap with a clear "
-                  "error", "quantile nanquantile", "vmap"),
-    **_each_check("logical 0-dim input with a 1-element index under vmap: the batch rule addresses a dim the "
-                  "0-dim sample lacks and raises IndexError (a clear error, never a wrong value)",
-                  "index_add", "vmap"),
-    ("take_along_dim", "vmap"): "negative indices are wrapped only outside vmap (under vmap they reach gather, "
-                                "which raises)",
-    **_each_check("a vmap-batched index tensor is read as data: ember raises (index out of range on vmap's "
-                  "placeholder) where torch.func.vmap runs",
-                  "nn.functional.one_hot nn.functional.embedding nn.functional.embedding_bag repeat_interleave",
-                  "vmap"),
-    ("argwhere", "vmap"): "data-dependent output shape: ember refuses under vmap (torch.func.vmap runs when "
-                          "every sample has the same count)",
-    # --- validation gaps still open: ember answers where PyTorch raises
-    ("arange", "errors"): "arange with out= of an integer dtype and a fractional step: ember does not check the "
-                          "combination",
-    ("nn.functional.max_pool1d", "errors"): "a 2-D input with a 0-size batch: ember returns an empty result where "
-                                            "PyTorch refuses",
-    ("cat", "errors"): "out= that aliases an input: ember does not detect the overlap",
+    ("gather", "errors"): "error input 7: out= is a 1-element view at the start of the index's storage (3 elements); "
+                          "PyTorch resizes out to the result's 2 elements in place, inside that storage, where it "
+                          "then overlaps the index and is refused; ember's resize of an out= (as its resize_) takes "
+                          "fresh memory, so no overlap remains to refuse (an out= that overlaps an input as given is "
+                          "refused, tests/test_opdb_gaps.py)",
     # --- generated from the failures, one reason per kind
     ('nn.functional.embedding', 'forward'): 'ember refuses with NotImplementedError: embedding: sparse gradients are not supported in ember',
-    ('cummax', 'vmap'): 'no vmap rule for cummax with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('cummin', 'vmap'): 'no vmap rule for cummin with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('isin', 'vmap'): 'no vmap rule for isin with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('masked_scatter', 'vmap'): 'no vmap rule for masked_scatter with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('signbit', 'vmap'): 'no vmap rule for signbit with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('index_fill', 'vmap'): 'no vmap rule for index_fill with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('index_copy', 'vmap'): 'no vmap rule for index_fill with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('index_put', 'vmap'): 'no vmap rule for index_put with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('bincount', 'vmap'): 'no vmap rule for bincount with these batched inputs: ember refuses with a clear error where torch.func.vmap runs',
-    ('arange', 'error_types'): "raises OverflowError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('kthvalue', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('masked_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('aminmax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('gather', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('index_select', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('take', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('amax', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
-    ('amin', 'error_types'): "raises TypeError where PyTorch raises RuntimeError (the error is raised, with ember's message)",
     # --- found when the op, linalg, fft, special and nn branches met this harness (their merge); each
     #     entry names why, KNOWN BUG and GAP entries are open work (issues 15 and 18)
     ('matrix_exp', 'forward'): "PyTorch's float32 value is the less accurate one: on sample 1 one element 1e-3 of its matrix's norm comes out 0.148645 where the exact value (float64, rounded) is 0.148295; ember computes float32 in float64 and rounds once (exact to float32 there, 2e-8 of the norm; PyTorch's 5e-7). Its float32 scaling-and-squaring (degree-18 Taylor, 4 squarings here) amplifies its own rounding into that element: no float32 algorithm reproduces that rounding except by chance",
@@ -532,9 +499,6 @@ XFAIL = {
         "magnitude ~1e3): one averaged attention weight of 36 differs by 5e-5 (1.3e-4 relative), float32 rounding of a "
         "softmax over large logits in another order; the dropout masks are PyTorch's, and the float64 sample agrees "
         "to 5e-13",
-    ('bernoulli', 'errors'): "the out= of this error input is an expanded view (stride 0); the harness copies it "
-                             "through NumPy (contiguous), so ember gets a writable out=. With a real expanded out= ember "
-                             "raises the same RuntimeError (tests/test_opdb_gaps.py) (harness limit)",
 }
 
 
@@ -572,8 +536,6 @@ FULL_XFAIL = {
     ("cov", "forward_ad"): "float32 aweights: a 1e-6 relative difference from float32 rounding",
     ("cat", "forward_ad"): "a float16 input among float64 ones: its tangent is rounded to float16 at a different "
                            "point (differences of one float16 ulp)",
-    ("gather", "vmap"): "a logical 0-dim input with a 1-element index under vmap: the batch rule raises a clear "
-                        "error (the dims do not match) where torch.func.vmap runs",
     ("cov", "backward"): "float32 aweights: ember's gradient for them is float32 rounding noise (1e-6) where "
                          "PyTorch's is exactly 0",
     # --- the full sweep's triage after the merge of the op families (issue 15)
@@ -977,6 +939,43 @@ def _error_inputs(op):
         pytest.skip(f"op.error_inputs raises in torch: {type(e).__name__}: {e}")
 
 
+def _convert_aliased(s):
+    """A sample's (input, args, kwargs) in ember where tensors that share storage in torch share it in
+    ember too (an out= that is an input, a view of one, or an expanded tensor): those tensors are
+    ember.as_strided views of one copy of their storage, so that ember sees the overlap PyTorch's error
+    inputs are about. Every other tensor is copied through NumPy as usual."""
+    groups, seen, special = {}, set(), {}
+    for t in _flat((s.input, tuple(s.args), dict(s.kwargs))):
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            continue
+        if id(t) in seen and id(t) not in special:   # the same tensor twice (an out= that is an input)
+            special[id(t)] = to_ember(t, grad=False)
+        seen.add(id(t))
+        if t.untyped_storage().nbytes():
+            groups.setdefault(t.untyped_storage().data_ptr(), []).append(t)
+    for ts in groups.values():
+        if len({t.dtype for t in ts}) > 1:
+            continue
+        if len(ts) > 1 or any(st == 0 and n > 1 for t in ts for st, n in zip(t.stride(), t.shape)):
+            full = torch.empty(0, dtype=ts[0].dtype).set_(ts[0].untyped_storage())
+            base = to_ember(full, grad=False)
+            for t in ts:
+                special[id(t)] = ember.as_strided(base, tuple(t.shape), t.stride(), t.storage_offset())
+    if not special:
+        return _convert(s, grad=False)
+
+    def conv(x, grad):
+        if isinstance(x, torch.Tensor) and id(x) in special:
+            return special[id(x)]
+        if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+            out = [conv(v, grad) for v in x]
+            return type(x)(out) if type(x) in (list, tuple) else tuple(out)
+        if isinstance(x, dict):
+            return {k: conv(v, grad) for k, v in x.items()}
+        return to_ember(x, grad)
+    return _convert(s, grad=False, conv=conv)
+
+
 @pytest.mark.parametrize("op", [p for p in _params() if p.values[0].error_inputs_func is not None])
 @pytest.mark.parametrize("check", ["errors", "error_types"])
 def test_error_inputs(op, check):
@@ -987,7 +986,7 @@ def test_error_inputs(op, check):
         s = ei.sample_input
         _NOW[0] = f"error input {i} {_describe(s)}"
         try:
-            s_e = _convert(s, grad=False)
+            s_e = _convert_aliased(s)
         except Unsupported as e:
             skipped.append(str(e))
             continue

@@ -83,9 +83,7 @@ XFAIL = {
         ("cholesky_inverse", "backward"), ("cholesky_solve", "backward"), ("cholesky_inverse", "forward_ad"),
         ("cholesky_solve", "forward_ad"), ("triangular_solve", "forward_ad"), ("as_strided_scatter", "backward"),
         ("nn.functional.linear_cross_entropy.chunked", "forward"),
-        ("nn.functional.linear_cross_entropy.chunked_none", "forward"),
-        ("index_add", "vmap"), ("index_fill", "vmap"), ("index_copy", "vmap"), ("index_put", "vmap"),
-        ("masked_scatter", "vmap"), ("take_along_dim", "vmap"), ("argwhere", "vmap"), ("repeat_interleave", "vmap"))},
+        ("nn.functional.linear_cross_entropy.chunked_none", "forward"))},
     **H._each_check("harness limit: the sample passes PyTorch's LinearCrossEntropyOptions object; ember takes its "
                     "own class " + _FLOAT, "nn.functional.linear_cross_entropy.chunked "
                     "nn.functional.linear_cross_entropy.chunked_none", "unsupported"),
@@ -128,7 +126,7 @@ FULL_XFAIL = {
                                         "-inf, ember's (z * z in NumPy: inf - inf) NaN; finite squares match",
     **{(o, c): H.FULL_XFAIL[(o, c)] + " (as in the float runs)" for o, c in (
         ("cov", "backward"), ("cov", "forward_ad"), ("index_copy", "backward"), ("half", "backward"),
-        ("cat", "forward_ad"), ("logsumexp", "forward_ad"), ("gather", "vmap"))},
+        ("cat", "forward_ad"), ("logsumexp", "forward_ad"))},
     **H._each_check("PyTorch refuses a complex attn_mask with an AssertionError ('only bool and floating types of "
                     "attn_mask are supported') before its kernel's NotImplementedError; ember raises the kernel's "
                     "NotImplementedError", "nn.functional.multi_head_attention_forward", "unsupported"),

@@ -525,9 +525,10 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values from start to end (excluded) by step.
 
-    Differences from PyTorch: with out= of an integer dtype and a fractional step, PyTorch truncates
-    the step to an integer (ValueError when it becomes 0) where ember steps by the fraction and
-    truncates the values: arange(0, 3, 1.5, out=int64) is [0, 1] in ember, [0, 1, 2] in PyTorch."""
+    With an integer dtype (or out=) and fractional bounds or step, start and step are truncated to integers
+    as PyTorch does: for int64 the end too, and the count is that of the integer range (a step truncated
+    to 0 is a ValueError); for the other integer dtypes the count is ceil((end - start) / step) of the
+    given values."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -539,14 +540,29 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         dtype = dt.int64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) \
             else dt.get_default_dtype()
     s, e, st = vals
+    if not all(math.isfinite(v) for v in (s, e)):
+        raise RuntimeError(f"arange: unsupported range: {s} -> {e} (the bounds must be finite)")
     if (e - s) * st < 0:
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
                            f"end={end}, step={step})")
-    n = max(int(np.ceil((e - s) / st)), 0)
+    integral = not dtype.is_floating_point and dtype is not dt.bool_
+    if integral and dtype is dt.int64:
+        s0, e0, k = int(s), int(e), int(st)   # (int() truncates toward zero)
+        if k == 0:
+            raise ValueError(f"arange: step must be nonzero (an int64 result truncates the step {step} to 0)")
+        span = e0 - s0 + k - (1 if k > 0 else -1)
+        n = max(abs(span) // abs(k) * (1 if (span >= 0) == (k > 0) else -1), 0)
+    else:
+        n = max(int(np.ceil((e - s) / st)), 0)
     if _is_meta(device):
         return _meta_new((n,), dtype.np, requires_grad)
-    a = (s + st * np.arange(n, dtype=np.float64)).astype(dtype.np) if dtype.is_floating_point \
-        else np.arange(s, e, st, dtype=dtype.np)
+    if integral:
+        # start + i * step in int64 with start and step truncated (PyTorch), wrapped into the dtype
+        a = (int(s) + int(st) * np.arange(n, dtype=np.int64)).astype(dtype.np)
+    elif dtype.is_floating_point:
+        a = (s + st * np.arange(n, dtype=np.float64)).astype(dtype.np)
+    else:
+        a = np.arange(s, e, st, dtype=dtype.np)
     return _finish(a, requires_grad, device)
 
 

@@ -548,16 +548,7 @@ gelu: with approximate='none', float32 (and bfloat16, computed in float32) gelu(
   PyTorch's x * (1 + erf(x / sqrt(2))) / 2 loses its relative accuracy to cancellation (down to 0),
   ember's keeps float32's (relative error about 1e-6); elsewhere the two differ by at most about
   1e-6. float64 (to about 1e-15) and approximate='tanh' (to float32 rounding) agree.
-cummax: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
-cummin: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
-signbit: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
-argwhere: under vmap ember refuses (the output shape depends on the data) where torch.func.vmap runs
-  when every sample has the same count.
-masked_scatter: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs.
-nanquantile: a batched q under vmap is refused with a RuntimeError (q is read as numbers) where
-  torch.func.vmap runs.
 take: a non-integer index raises IndexError where PyTorch raises RuntimeError.
-cat: an out= tensor that overlaps an input is not detected (PyTorch raises RuntimeError).
 is_conj: ember has no lazy conjugate bit: conj() copies at once, so this is always False.
 is_neg: ember has no lazy negative bit, so this is always False.
 resolve_conj: ember has no lazy conjugate bit: conj() copies at once, so there is nothing to resolve.

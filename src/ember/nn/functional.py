@@ -198,19 +198,22 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def one_hot(tensor, num_classes=-1):
-    """One-hot encoding of int64 class indices (num_classes, or the largest index + 1)."""
+    """One-hot encoding of int64 class indices (num_classes, or the largest index + 1): a comparison with
+    arange(num_classes), so it batches (vmap) and traces like any composite."""
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    a = tensor._data
+    a = U.raw_values(tensor)    # (under vmap: every batch row, for the checks only)
     if num_classes == -1:
+        if tensor._wr is not None and getattr(tensor._wr, "kind", None) == "vmap":
+            raise RuntimeError("one_hot: under vmap, please provide an explicit positive num_classes argument "
+                               "(the largest class would be read from each batch row's values)")
         num_classes = int(a.max()) + 1 if a.size else 0
     if a.size and (a.min() < 0 or a.max() >= num_classes):
         raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), got "
                            f"{int(a.max())}." if a.max() >= num_classes
                            else f"one_hot: Class values must be non-negative, got {int(a.min())}.")
-    out = np.zeros(a.shape + (num_classes,), np.int64)
-    np.put_along_axis(out, a[..., None], 1, axis=-1)
-    return D._new_tensor(out)
+    from .._creation import arange
+    return (tensor.unsqueeze(-1) == arange(num_classes)).to(tensor.dtype)   # (int64)
 
 
 # ----------------------------------------------------------------------------- dropout
@@ -619,13 +622,19 @@ def _one(v):
     return v[0] if isinstance(v, (tuple, list)) else v
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """Max pooling over 1 spatial dim.
-
-    Differences from PyTorch: a 2-D input with a batch of 0 gives an empty result where PyTorch raises
-    RuntimeError."""
+def _check_pool1d_input(name, input):
+    """(C, L) or (N, C, L), where only N may be 0 (PyTorch)."""
     if input.dim() not in (2, 3):
-        raise RuntimeError(f"max_pool1d: expected 2D or 3D input, got {input.dim()}D")
+        raise RuntimeError(f"{name}: expected 2D or 3D input, got {input.dim()}D")
+    if any(s == 0 for s in input.shape[input.dim() - 2:]):
+        raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input (only the batch dim of a 3-D input may be 0), but got shape "
+                           f"{list(input.shape)}")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max pooling over 1 spatial dim."""
+    _check_pool1d_input("max_pool1d", input)
     if input.is_complex():  # (PyTorch's kernels: with indices, the 2-d one)
         U.no_complex("max_pool2d" if return_indices else "max_pool1d_impl", input)
     stride = kernel_size if stride is None or stride == [] else stride
@@ -638,8 +647,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """Average pooling over 1 spatial dim."""
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"avg_pool1d: expected 2D or 3D input, got {input.dim()}D")
+    _check_pool1d_input("avg_pool1d", input)
     stride = kernel_size if stride is None or stride == [] else stride
     return avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
                       ceil_mode, count_include_pad).squeeze(-2)

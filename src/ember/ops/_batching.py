@@ -133,12 +133,17 @@ def dim_shift_rule(op, vals, bd, params, size):
 
 def gather_like_rule(op, vals, bd, params, size):
     """dim_shift_rule for ops whose result has their operands' rank (gather, scatter, sort, topk):
-    with logical 0-dim operands (dim 0 of a scalar), they run on (batch, 1) over dim 1."""
-    if all(v.dim() == (1 if b else 0) for v, b in zip(vals, bd) if isinstance(v, D.Tensor)):
+    with logical 0-dim operands (dim 0 of a scalar, which may meet a 1-element vector index), they
+    run on (batch, n) over dim 1. The result has the shape of operand ``op.out_like`` (0: input; gather's
+    is its index)."""
+    lds = [_ln(v, b) for v, b in zip(vals, bd) if isinstance(v, D.Tensor)]
+    if 0 in lds and max(lds) <= 1:
         p = dict(params, dim=1)
-        r = dispatch(op, tuple((v if b else _materialize(v, size)).reshape(size, 1) if isinstance(v, D.Tensor)
+        r = dispatch(op, tuple((v if b else _materialize(v, size)).reshape(size, -1) if isinstance(v, D.Tensor)
                                else v for v, b in zip(vals, bd)), p)
-        fix = (lambda t: t.reshape(size) if t.numel() == size else t)
+        k = getattr(op, "out_like", 0)
+        zero = _ln(vals[k], bd[k]) == 0
+        fix = (lambda t: t.reshape(size) if zero else t)
         return (fix(r) if op.nout == 1 else tuple(fix(t) for t in r)), _flags(op, True)
     return dim_shift_rule(op, vals, bd, params, size)
 

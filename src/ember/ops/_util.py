@@ -279,19 +279,47 @@ def raw_values(t):
     return t._data
 
 
-def write_out(r, out):
+def _overlaps(a, b):
+    """Whether two arrays share an element (False when that is too costly to decide, as PyTorch's
+    overlap check answers 'too hard' and lets the op run)."""
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except Exception:  # noqa: BLE001 - numpy's TooHardError
+        return False
+
+
+def write_out(r, out, name=None, inputs=(), exact=False):
     """The ``out=`` keyword: copy the result ``r`` (a Tensor or a tuple of them) into ``out`` (resized to
-    the result's shape when it differs, as PyTorch does) and return ``out``; ``out=None`` returns ``r``."""
+    the result's shape when it differs, as PyTorch does) and return ``out``; ``out=None`` returns ``r``.
+    ``inputs``: tensors ``out`` may not overlap (ops that read them while writing, as PyTorch checks);
+    ``exact``: out must have the result's dtype (PyTorch's ops that do not cast into out=); ``name``:
+    the op, for the errors."""
     if out is None:
         return r
     if isinstance(r, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(r):
             raise TypeError(f"out= expects a tuple of {len(r)} Tensors, got {type(out).__name__}")
-        return type(r)(write_out(x, o) for x, o in zip(r, out))
+        return type(r)(write_out(x, o, name, inputs, exact) for x, o in zip(r, out))
     if not is_tensor(out):
         raise TypeError(f"out= expects a Tensor, got {type(out).__name__}")
+    what = f"{name}: " if name else ""
+    if exact and r.dtype != out.dtype:
+        raise RuntimeError(f"{what}Expected out tensor to have dtype {r.dtype.name}, but got {out.dtype.name} "
+                           f"instead")
     if not dt.can_cast(r.dtype, out.dtype):
-        raise RuntimeError(f"result type {r.dtype.name} can't be cast to the desired output type {out.dtype.name}")
+        raise RuntimeError(f"{what}result type {r.dtype.name} can't be cast to the desired output type "
+                           f"{out.dtype.name}")
+    if not out._meta and out.numel() > 1 and any(st == 0 and n > 1 for st, n in
+                                                  zip(out._data.strides, out._data.shape)):
+        raise RuntimeError(f"{what}unsupported operation: more than one element of the written-to tensor refers "
+                           f"to a single memory location. Please clone() the tensor before performing the "
+                           f"operation.")
+    for x in inputs:
+        if x is out or is_tensor(x) and not out._meta and x.numel() and out.numel() and \
+                _overlaps(x._data, out._data):
+            raise RuntimeError(f"{what}unsupported operation: some elements of the input tensor and the "
+                               f"written-to tensor refer to a single memory location. Please clone() the tensor "
+                               f"before performing the operation.")
     if out._data.shape != r._data.shape:  # PyTorch resizes out (fresh storage here)
         out._data = np.empty(r._data.shape, out._data.dtype)
     return out.copy_(r)

@@ -55,10 +55,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _ignore_nan=False):
     """The q-th quantiles along dim (of all elements when None); q a number or a 1-D tensor,
-    whose dimension then comes first in the result.
-
-    Differences from PyTorch: a batched q under vmap is refused with a RuntimeError (q is read as numbers)
-    where torch.func.vmap runs."""
+    whose dimension then comes first in the result."""
     from .._creation import as_tensor, tensor
     from .elementwise import where, isnan
     from .indexing import index_select, sort
@@ -70,7 +67,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", _igno
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     scalar_q = not U.is_tensor(q)
     qt = as_tensor(q, dtype=input.dtype).reshape(-1)
-    if qt.numel() and (bool((qt < 0).any()) or bool((qt > 1).any())):
+    rq = U.raw_values(qt)    # (under vmap: every batch row, for the check only)
+    if rq.size and (bool((rq < 0).any()) or bool((rq > 1).any())):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     x = input
     if dim is not None and x.dim() == 0:  # dim 0 of a 0-dim input: the quantiles of its one value
@@ -206,26 +204,15 @@ def logcumsumexp(input, dim):
 
 
 def _cum_extreme(input, dim, name, better):
-    """cummax/cummin: running extreme values and the index where each was reached (the latest index
-    among equal values, as PyTorch); the values are a gather, so they differentiate."""
-    import numpy as np
-    from .. import _dispatch as D
+    """cummax/cummin: running extreme values and the index where each was reached."""
     from .indexing import gather
     from .reduce import _MinMax
-    U.check_plain(name, input)
     if input.dim() == 0:  # (complex too: PyTorch returns the one element before its kernel's dtype check)
         return _MinMax((input.clone(), D._new_tensor(np.zeros((), np.int64))))
     if input.is_complex():
         U.no_complex(name + "_cpu", input._data)
     d = U.wrap_dim(dim, input.dim(), name)
-    a = input._data
-    acc = (np.maximum if better == "max" else np.minimum).accumulate(a, axis=d) if a.size else a
-    shape = [1] * a.ndim
-    shape[d] = a.shape[d]
-    pos = np.broadcast_to(np.arange(a.shape[d]).reshape(shape), a.shape)
-    hit = (a == acc) | np.isnan(a)
-    idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d) if a.size else np.zeros(a.shape, np.int64)
-    idx = D._new_tensor(np.ascontiguousarray(idx, dtype=np.int64))
+    idx = D.dispatch(_R.cum_extreme_index_op, (input,), {"dim": d, "better": better})
     return _MinMax((gather(input, d, idx), idx))
 
 
@@ -238,12 +225,10 @@ def cummin(input, dim):
 
 
 def signbit(input):
-    import numpy as np
-    from .. import _dispatch as D
-    U.check_plain("signbit", input)
     if input.is_complex():
         raise NotImplementedError("signbit is not implemented for complex tensors.")
-    return D._new_tensor(np.signbit(input._data))
+    from .elementwise import signbit_op
+    return D.dispatch(signbit_op, (input,))
 
 
 def heaviside(input, values):

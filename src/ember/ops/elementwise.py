@@ -1020,6 +1020,7 @@ logical_not_op = defop("logical_not", lambda xp, a: xp.logical_not(a), different
 isnan_op = defop("isnan", lambda xp, a: xp.isnan(a), differentiable=False, family=EW)
 isinf_op = defop("isinf", lambda xp, a: xp.isinf(a), differentiable=False, family=EW)
 isfinite_op = defop("isfinite", lambda xp, a: xp.isfinite(a), differentiable=False, family=EW)
+signbit_op = defop("signbit", lambda xp, a: xp.signbit(a), differentiable=False, family=EW)
 
 
 def _bitwise(name, uf):

@@ -234,11 +234,37 @@ def _same_values(input, values):
 
 
 def index_put(input, indices, values, accumulate=False):
-    # the indices are read as arrays: a vmap-batched index would be read through its placeholder
-    U.check_plain("index_put", *[i for i in indices if U.is_tensor(i)])
+    if _batched_index_items(tuple(indices)):  # index tensors batched by a transform (vmap)
+        return _batched_index_put(input, tuple(indices), values, accumulate)
     _same_values(input, values)
     spec = tuple(_to_np_index(i) for i in indices)
     return dispatch(index_put_op, (input, values), {"spec": spec, "accumulate": accumulate})
+
+
+def _batched_index_put(input, items, values, accumulate):
+    """index_put with index tensors batched by vmap: at the batch level, integer index tensors get a
+    batch arange in front (row b writes only into row b); the indices are params (arrays), so this
+    runs one level down, as batched_index does for getitem."""
+    lvl = None
+    for it in items:
+        w = it._wr if isinstance(it, D.Tensor) else None
+        if w is not None and (lvl is None or w.index > lvl.index):
+            lvl = w
+    if getattr(lvl, "kind", None) != "vmap":   # another transform's wrapper: its values are the indices
+        return index_put(input, tuple(D.unwrap_at(it, lvl) for it in items), values, accumulate)
+    if not all(isinstance(it, D.Tensor) and it.dtype.category == 1 for it in items):
+        raise RuntimeError("vmap: index_put with a batched index supports integer index tensors only (a batched "
+                           "boolean mask gives a data-dependent shape); use where or masked_fill")
+    from .._creation import arange
+    size = lvl.size
+    n = max(it.dim() for it in items)
+    ar = arange(size).reshape((size,) + (1,) * n)
+    phys = tuple(it._val if it._wr is lvl else it for it in items)
+    xv = input._val if input._wr is lvl else _materialize(input, size)
+    vv = values
+    if isinstance(values, D.Tensor) and values._wr is lvl:
+        vv = _pad_to(values._val, n + input.dim() - len(items))
+    return lvl.wrap(index_put(xv, (ar,) + phys, vv, accumulate))
 
 
 def index_put_(input, indices, values, accumulate=False):
@@ -284,6 +310,7 @@ def _gather_impl(xp, a, index, dim):
 
 
 gather_op = defop("gather", _gather_impl, save=("inputs", "shapes"), family=IDX)
+gather_op.out_like = 1   # the result has the index's shape (gather_like_rule)
 
 
 @gather_op.def_vjp
@@ -384,7 +411,11 @@ def _(ctx, tx, ti, ts):
     return base.scatter_add(ctx.params["dim"], index, ts) if ts is not None else base
 
 
-def gather(input, dim, index, *, sparse_grad=False):
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    return U.write_out(_gather(input, dim, index), out, "gather", (input, index,), exact=True)
+
+
+def _gather(input, dim, index, *, sparse_grad=False):
     return dispatch(gather_op, (input, index), {"dim": U.wrap_dim(dim, input.dim(), "gather")})
 
 
@@ -439,8 +470,8 @@ def take_along_dim(input, indices, dim=None):
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = U.wrap_dim(dim, input.dim(), "take_along_dim")
-    if input.dim() and indices.numel() and indices._wr is None and bool((indices < 0).any()):
-        indices = indices + (indices < 0).to(indices.dtype) * input.shape[d]  # negative: from the end
+    if input.dim() and indices.numel() and (indices._wr is not None or bool((indices < 0).any())):
+        indices = where(indices < 0, indices + input.shape[d], indices)  # negative: from the end
     if input.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim: input and indices should have the same number of dimensions, "
                            f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for "
@@ -529,7 +560,11 @@ def _(ctx, tx, ti, ts):
     return base.index_add(ctx.params["dim"], index, ts, alpha=ctx.params.get("alpha", 1)) if ts is not None else base
 
 
-def index_select(input, dim, index):
+def index_select(input, dim, index, *, out=None):
+    return U.write_out(_index_select(input, dim, index), out, "index_select", (input, index,), exact=True)
+
+
+def _index_select(input, dim, index):
     return dispatch(index_select_op, (input, index), {"dim": U.wrap_dim(dim, input.dim(), "index_select")})
 
 
@@ -545,7 +580,9 @@ def index_copy(input, dim, index, source):
 
     Differences from PyTorch: with repeated indices (which PyTorch documents as nondeterministic) ember copies
     the last slice and sends the gradient to it only; PyTorch sends it to every repeated slice."""
-    if index._wr is None and index.numel() > 1:
+    if index._wr is not None:   # a batched index (vmap): the copy is a where over a scattered choice
+        return _index_copy_where(input, dim, index, source)
+    if index.numel() > 1:
         d = U.wrap_dim(dim, input.dim(), "index_copy") if input.dim() else 0
         flat = index._data.reshape(-1)
         n = input.shape[d] if input.dim() else 1
@@ -558,21 +595,49 @@ def index_copy(input, dim, index, source):
     return index_add(index_fill(input, dim, index, 0), dim, index, source)
 
 
+def _index_copy_where(input, dim, index, source):
+    """index_copy from batchable ops: for each slot along dim, the last source slice that targets it
+    (a scatter_reduce 'amax' of positions), then a where between that slice and input."""
+    from .._creation import arange, full
+    d = U.wrap_dim(dim, input.dim(), "index_copy") if input.dim() else 0
+    n = input.shape[d] if input.dim() else 1
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{input.dtype} and (source) {source.dtype}")
+    raw = U.raw_values(index)
+    if raw.size and (raw.min() < -n or raw.max() >= n):
+        bad = int(raw.min()) if raw.min() < -n else int(raw.max())
+        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} with size {n}")
+    flat = index.reshape(-1).to(U.dt.int64)
+    flat = where(flat < 0, flat + n, flat)
+    last = full((n,), -1, dtype=U.dt.int64).scatter_reduce(0, flat, arange(flat.numel()), "amax")
+    if not input.dim():
+        return where(last.reshape(()) >= 0, source.reshape(()), input)
+    shape = [1] * input.dim()
+    shape[d] = -1
+    sel = index_select(source, d, last.clamp(min=0))
+    return where((last >= 0).reshape(shape), sel, input)
+
+
 def index_fill(input, dim, index, value):
-    U.check_plain("index_fill", index)
+    # a masked_fill whose mask is scattered from the index (so it batches and differentiates through
+    # scatter and masked_fill)
     d = U.wrap_dim(dim, input.dim(), "index_fill")
     n = input.shape[d] if input.dim() else 1
-    if index._data.dtype.kind not in "iu":
+    raw = U.raw_values(index)   # (under vmap: every batch row, for the checks only)
+    if raw.dtype.kind not in "iu":
         raise IndexError(f"index_fill(): Expected dtype int64 for index, got {index.dtype}")
-    if index._data.size and (index._data.min() < -n or index._data.max() >= n):
-        bad = int(index._data.min()) if index._data.min() < -n else int(index._data.max())
+    if raw.size and (raw.min() < -n or raw.max() >= n):
+        bad = int(raw.min()) if raw.min() < -n else int(raw.max())
         raise IndexError(f"index_fill: index {bad} is out of bounds for dimension {d} with size {n}")
-    mask = np.zeros(n, bool)
-    mask[index._data] = True
+    from .._creation import zeros
+    flat = index.reshape(-1).to(U.dt.int64)
+    flat = where(flat < 0, flat + n, flat)
+    mask = zeros(n, dtype=U.dt.bool_).scatter(0, flat, True)
     shape = [1] * input.dim()
     if input.dim():
         shape[d] = -1
-    return masked_fill(input, D._new_tensor(mask.reshape(shape)), value)
+    return masked_fill(input, mask.reshape(shape), value)
 
 
 def _masked_fill_impl(xp, a, mask, value):
@@ -625,7 +690,11 @@ def masked_fill(input, mask, value):
     return dispatch(masked_fill_op, (input, mask, value))
 
 
-def masked_select(input, mask):
+def masked_select(input, mask, *, out=None):
+    return U.write_out(_masked_select(input, mask), out, "masked_select", (input, mask,), exact=True)
+
+
+def _masked_select(input, mask):
     U.check_plain("masked_select", input, mask)
     if mask.dtype is not U.dt.bool_:  # (an integer mask would index by position: a silent wrong answer)
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
@@ -639,20 +708,37 @@ def masked_select(input, mask):
 
 
 def masked_scatter(input, mask, source):
-    U.check_plain("masked_scatter", input, mask, source)
+    # the positions where mask is True (broadcast) take source's leading elements in row-major order: a
+    # gather of source at the running count of the mask, then a where (batchable, differentiable)
     if mask.dtype is not U.dt.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got {input.dtype} "
+                           f"and {source.dtype}")
     from .shape import broadcast_tensors
     try:
         x, m = broadcast_tensors(input, mask)
     except RuntimeError:
-        raise RuntimeError(f"masked_select: the mask of shape {list(mask.shape)} is not broadcastable with the "
+        raise RuntimeError(f"masked_scatter: the mask of shape {list(mask.shape)} is not broadcastable with the "
                            f"input of shape {list(input.shape)}") from None
-    n = int(m._data.sum())
-    return dispatch(index_put_op, (x, source.reshape(-1)[:n]), {"spec": (m._data,)})
+    raw = U.raw_values(m)  # (under vmap: every batch row, for the check only)
+    rows = raw.reshape(-1, max(m.numel(), 1)) if m.numel() else raw.reshape(1, 0)
+    need = int(rows.sum(1).max()) if rows.size else 0
+    if need > source.numel():
+        raise RuntimeError(f"masked_scatter: Number of elements of source ({source.numel()}) < number of ones in "
+                           f"mask ({need})")
+    if need == 0:
+        return x.clone()
+    fm = m.reshape(-1)
+    pos = (fm.to(U.dt.int64).cumsum(0) - 1).clamp(min=0)
+    return where(fm, source.reshape(-1).gather(0, pos), x.reshape(-1)).reshape(tuple(x.shape))
 
 
-def take(input, index):
+def take(input, index, *, out=None):
+    return U.write_out(_take(input, index), out, "take", (input, index,), exact=True)
+
+
+def _take(input, index):
     if index._wr is not None:  # a batched index: advanced indexing has the batching rules
         return getitem(input.reshape(-1), index)
     a, n = index._data, input.numel()
@@ -682,8 +768,13 @@ def nonzero(input, *, as_tuple=False):
     return r
 
 
+argwhere_op = defop("argwhere", _nonzero_impl, differentiable=False, family=IDX)
+
+
 def argwhere(input):
-    return nonzero(input)
+    # nonzero(input) outside vmap; under vmap each batch row's result is computed and the rows stacked
+    # when their counts agree, as torch.func.vmap does (nonzero itself refuses there, in both libraries)
+    return dispatch(argwhere_op, (input,))
 
 
 # ----------------------------------------------------------------------------- sort & co
@@ -757,7 +848,11 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _MinMax(dispatch(topk_op, (input,), {"k": k, "dim": d, "largest": largest}))
 
 
-def kthvalue(input, k, dim=-1, keepdim=False):
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    return U.write_out(_kthvalue(input, k, dim, keepdim), out, "kthvalue", (input,), exact=True)
+
+
+def _kthvalue(input, k, dim=-1, keepdim=False):
     from .reduce import _MinMax
     if input.is_complex():
         U.no_complex("kthvalue_cpu", input)
@@ -811,19 +906,28 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return tuple(out)
 
 
-def bincount(input, weights=None, minlength=0):
-    U.check_plain("bincount", input, weights)
-    w = None if weights is None else weights._data
-    a = input._data
-    if a.ndim != 1 or a.dtype.kind not in "iu":
-        raise RuntimeError(f"bincount: only 1-d non-negative integral inputs are supported, got shape "
-                           f"{list(a.shape)} and dtype {input.dtype}")
-    if a.size and a.min() < 0:
-        raise RuntimeError(f"bincount: input must be non-negative, got {int(a.min())}")
-    r = np.bincount(input._data, w, minlength)
+def _bincount_impl(xp, a, w=None, minlength=0):
+    r = xp.bincount(a, w, minlength)
     if w is not None and w.dtype == np.float32:  # PyTorch: float32 weights give float32 counts, others float64
         r = r.astype(np.float32)
-    return D._new_tensor(r)
+    return r
+
+
+bincount_op = defop("bincount", _bincount_impl, differentiable=False, family=IDX)
+
+
+def bincount(input, weights=None, minlength=0):
+    raw = U.raw_values(input)   # (under vmap: every batch row, for the checks only)
+    if input.dim() != 1 or raw.dtype.kind not in "iu":
+        raise RuntimeError(f"bincount: only 1-d non-negative integral inputs are supported, got shape "
+                           f"{list(input.shape)} and dtype {input.dtype}")
+    if raw.size and raw.min() < 0:
+        raise RuntimeError(f"bincount: input must be non-negative, got {int(raw.min())}")
+    if weights is not None and tuple(weights.shape) != tuple(input.shape):
+        raise RuntimeError(f"bincount: weights should be 1-d and have the same length as input (input of "
+                           f"shape {list(input.shape)}, weights of shape {list(weights.shape)})")
+    args = (input,) if weights is None else (input, weights)
+    return dispatch(bincount_op, args, {"minlength": minlength})
 
 
 def _searchsorted_impl(xp, s, v=None, side="left", out_int32=False, scalar=None):
@@ -887,17 +991,22 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
     return U.write_out(r, out)
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    """Whether each element of ``elements`` is in ``test_elements`` (either may be a number).
+def _isin_impl(xp, a, b, invert=False):
+    return xp.isin(a, b, invert=invert)
 
-    Differences from PyTorch: under vmap ember refuses with a clear RuntimeError where torch.func.vmap runs."""
-    U.check_plain("isin", *(t for t in (elements, test_elements) if U.is_tensor(t)))
-    a = elements._data if U.is_tensor(elements) else np.asarray(elements)
-    b = test_elements._data if U.is_tensor(test_elements) else np.asarray(test_elements)
-    for v in (a, b):
-        if v.dtype.kind == "c":
-            raise RuntimeError(f"Unsupported input type encountered for isin(): {U.torch_scalar_name(v)}")
-    return D._new_tensor(np.isin(a, b, invert=invert))
+
+isin_op = defop("isin", _isin_impl, differentiable=False, family=IDX)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of ``elements`` is in ``test_elements`` (either may be a number)."""
+    for v in (elements, test_elements):
+        if U.is_tensor(v) and v.is_complex() or isinstance(v, complex):
+            a = v._data if U.is_tensor(v) else np.asarray(v)
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {U.torch_scalar_name(a)}")
+    if not U.is_tensor(elements):  # a number: the result is 0-dim
+        elements = D._new_tensor(np.asarray(elements))
+    return dispatch(isin_op, (elements, test_elements), {"invert": invert})
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
@@ -952,6 +1061,11 @@ def index_add_rule(op, vals, bd, params, size):
     dim = params["dim"] % max(n, 1)
     if not ba:
         a = _materialize(a, size)
+    if n == 0:  # a logical 0-dim input (a 1-element vector here): its one value a row
+        s2 = (src if bs else _materialize(src, size)).reshape(size, -1)
+        r, _ = index_add_rule(op, (a.reshape(size, 1), idx.reshape(size, -1) if bi else idx.reshape(-1), s2),
+                              (True, bi, True), dict(params, dim=0), size)
+        return r.reshape(size), True
     if not bi:
         if not bs:
             src = _materialize(src, size)
@@ -1091,6 +1205,66 @@ def batched_index(x, idx, value=None, setitem=False):
     return lvl.wrap(stack(outs))
 
 
+def isin_rule(op, vals, bd, params, size):
+    """A shared test set: isin over the whole batch at once. A batched one: each row's elements are
+    looked up in that row's sorted test elements (sort, searchsorted, gather: batched ops)."""
+    a, b = vals
+    ba, bb = bd
+    if not bb:
+        return dispatch(op, (a, b), params), True
+    a = a if ba else _materialize(a, size)
+    rows_a, rows_b = a.reshape(size, -1), b.reshape(size, -1)
+    m = rows_b.shape[1]
+    if m == 0 or rows_a.shape[1] == 0:
+        from .._creation import zeros
+        hit = zeros(tuple(rows_a.shape), dtype=U.dt.bool_)
+    else:
+        ct = U.dt.promote_types(rows_a.dtype, rows_b.dtype)
+        if ct is U.dt.bool_:
+            ct = U.dt.uint8
+        rows_a, rows_b = rows_a.to(ct), rows_b.to(ct)
+        srt = rows_b.sort(1)[0]
+        pos = searchsorted(srt, rows_a).clamp(max=m - 1)
+        hit = srt.gather(1, pos) == rows_a
+    if params.get("invert"):
+        hit = ~hit
+    return hit.reshape(a.shape), True
+
+
+def bincount_rule(op, vals, bd, params, size):
+    """Each row counted into its own block of bins (row b's values shifted by b * n): one bincount.
+    Every row must have the same number of bins n (PyTorch's vmap stacks the rows' results)."""
+    a = vals[0] if bd[0] else _materialize(vals[0], size)
+    raw = U.raw_values(a)
+    m = params.get("minlength", 0)
+    lens = {max(m, int(r.max()) + 1) for r in raw.reshape(-1, a.shape[-1])} if a.shape[-1] else {m}
+    if len(lens) > 1:
+        raise RuntimeError(f"vmap: bincount gives results of different lengths {sorted(lens)} across the batch "
+                           f"(a data-dependent shape: the largest value differs between the rows)")
+    n = lens.pop()
+    from .._creation import arange
+    flat = (a + (arange(size, dtype=a.dtype) * n).reshape(size, 1)).reshape(-1)
+    args = (flat,)
+    if len(vals) > 1:
+        args += ((vals[1] if bd[1] else _materialize(vals[1], size)).reshape(-1),)
+    return dispatch(op, args, dict(params, minlength=size * n)).reshape(size, n), True
+
+
+def argwhere_rule(op, vals, bd, params, size):
+    """Every batch row's nonzero indices, stacked: the rows must have the same count (a batch of
+    results with different shapes cannot be stacked; torch.func.vmap refuses those too)."""
+    a = vals[0]
+    raw = U.raw_values(a)
+    per_row = a.numel() // size if size else 0
+    counts = {int(c) for c in np.count_nonzero(raw.reshape(-1, per_row), axis=1)} if per_row else {0}
+    if len(counts) > 1:
+        raise RuntimeError(f"vmap: argwhere gives results of different shapes across the batch (a data-dependent "
+                           f"shape: the rows have {sorted(counts)} nonzero elements); use a masked computation instead")
+    k = counts.pop()
+    r = dispatch(op, (a,), params)   # (row, logical indices...) in row-major order: k entries a row
+    return r[:, 1:].reshape(size, k, a.dim() - 1), True
+
+
 def nonzero_rule(op, vals, bd, params, size):
     raise RuntimeError(f"vmap: {op.name} has an output whose shape depends on the data, so it cannot be "
                        f"batched (use a masked computation instead)")
@@ -1103,5 +1277,8 @@ index_select_op.batch = index_select_rule
 index_add_op.batch = index_add_rule
 masked_fill_op.batch = masked_fill_rule
 nonzero_op.batch = nonzero_rule
+isin_op.batch = isin_rule
+argwhere_op.batch = argwhere_rule
+bincount_op.batch = bincount_rule
 for _op in (gather_op, scatter_op, scatter_add_op, sort_op, topk_op):
     _op.batch = gather_like_rule

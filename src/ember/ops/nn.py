@@ -2006,8 +2006,23 @@ def _padding_idx(padding_idx, n):
     return padding_idx + n if padding_idx < 0 else padding_idx
 
 
-def _renorm_(weight, idx, max_norm, norm_type):
-    rows = np.unique(idx._data.reshape(-1))
+def _renorm_(weight, idx, max_norm, norm_type, valid=None):
+    """PyTorch's embedding_renorm_: the rows of weight that idx uses (where ``valid``, when given), scaled
+    in place to a norm of at most max_norm (no gradient)."""
+    if weight._wr is not None or idx._wr is not None or valid is not None and valid._wr is not None:
+        from .._creation import zeros    # (under a transform, vmap: the same with ember ops)
+        from ..autograd.grad_mode import no_grad
+        from .elementwise import where
+        nw = weight.shape[0]
+        with no_grad():
+            if valid is not None:
+                idx = where(valid, idx, nw)   # the slots outside the bags hit a row past the table
+            hit = zeros(nw + 1, dtype=dt.bool_).scatter(0, idx.reshape(-1), True)[:nw]
+            norms = weight.to(dt.float64).norm(norm_type, dim=1)
+            scale = where(hit & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+            weight.mul_(scale.unsqueeze(1).to(weight.dtype))
+        return
+    rows = np.unique(idx._data[valid._data] if valid is not None else idx._data.reshape(-1))
     w = weight._data
     norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
     scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
@@ -2025,7 +2040,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if not U.is_tensor(input):
         raise TypeError(f"embedding(): argument 'indices' must be Tensor, not {type(input).__name__}")
     if max_norm is not None:
-        _check_indices("embedding", input._data, weight.shape[0])
+        _check_indices("embedding", U.raw_values(input), weight.shape[0])
         _renorm_(weight, input, max_norm, norm_type)
     p = {}
     if padding_idx is not None:
@@ -2061,63 +2076,65 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported in ember")
     nw, Dm = weight.shape
     padding_idx = _padding_idx(padding_idx, nw)
-    idx = input._data
+    from .elementwise import where
+    from .indexing import take
+    from .._creation import arange
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              "fixed length sequences.")
-        B, L = idx.shape
-        mat = idx.astype(np.int64)
-        valid = np.ones(mat.shape, bool)
+        B, L = input.shape
+        mat = input.to(dt.int64)
+        valid = full(tuple(mat.shape), True, dtype=dt.bool_)
         psw = per_sample_weights
     elif input.dim() == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
-        off = np.asarray(offsets._data, np.int64).reshape(-1)
-        if off.size == 0 or off[0] != 0:
+        n = input.shape[0]
+        off = offsets.reshape(-1).to(dt.int64)
+        ro = U.raw_values(off)   # (under vmap: every batch row, for the checks and the bag length only)
+        ro = ro.reshape(-1, off.shape[0]) if off.shape[0] else ro.reshape(1, 0)
+        if off.shape[0] == 0 or (ro[:, 0] != 0).any():
             raise RuntimeError("embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the "
                                "mini-batch has to start from position 0.")
-        n = idx.shape[0]
-        ends = np.append(off[1:], n) if not include_last_offset else off[1:]
-        starts = off if not include_last_offset else off[:-1]
-        if np.any(ends < starts) or (ends.size and ends[-1] > n):
+        ends_np = np.concatenate([ro[:, 1:], np.full((ro.shape[0], 1), n)], 1) if not include_last_offset \
+            else ro[:, 1:]
+        starts_np = ro if not include_last_offset else ro[:, :-1]
+        if (ends_np < starts_np).any() or (ends_np.size and (ends_np[:, -1] > n).any()):
             raise RuntimeError("embedding_bag: offsets must be non-decreasing and within the input")
-        B = starts.size
-        lens = ends - starts
-        L = int(lens.max()) if B else 0
-        pos = np.arange(L)
-        valid = pos[None, :] < lens[:, None]
-        src = np.where(valid, starts[:, None] + pos[None, :], 0)
-        mat = idx.astype(np.int64)[src] if n else np.zeros(src.shape, np.int64)
+        L = int((ends_np - starts_np).max()) if ends_np.size else 0
+        starts = off if not include_last_offset else off[:-1]
+        ends = cat([off[1:], tensor([n])]) if not include_last_offset else off[1:]
+        B = starts.shape[0]
+        pos = arange(L)
+        valid = pos < (ends - starts).unsqueeze(1)                      # (B, L)
+        src = where(valid, starts.unsqueeze(1) + pos, 0)
+        mat = take(input, src).to(dt.int64) if n else zeros(tuple(src.shape), dtype=dt.int64)
         psw = None
         if per_sample_weights is not None:
-            psw = per_sample_weights.reshape(-1)[tensor(src)] * tensor(valid.astype(per_sample_weights.dtype.np))
+            psw = take(per_sample_weights.reshape(-1), src) * valid.to(per_sample_weights.dtype) if n else \
+                zeros(tuple(src.shape), dtype=per_sample_weights.dtype)
     else:
         raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
-    _check_indices("embedding_bag", mat[valid], nw)
+    rm, rv = np.broadcast_arrays(U.raw_values(mat), U.raw_values(valid))
+    _check_indices("embedding_bag", rm[rv], nw)
     if padding_idx is not None:
         valid = valid & (mat != padding_idx)
     if max_norm is not None:
-        _renorm_(weight, tensor(mat[valid]), max_norm, norm_type)
-    sentinel = nw
-    mat = np.where(valid, mat, sentinel)
+        _renorm_(weight, mat, max_norm, norm_type, valid)
+    mat = where(valid, mat, nw)          # the sentinel row: 0 (or -inf for max) for the slots outside a bag
     fill = -np.inf if mode == "max" else 0.0
     wext = cat([weight, full((1, Dm), fill, dtype=weight.dtype)], 0)
-    emb = dispatch(embedding_op, (wext, tensor(mat)), {})  # (B, L, D)
+    emb = dispatch(embedding_op, (wext, mat), {})  # (B, L, D)
     if mode == "max":
         if L == 0:
             return zeros((B, Dm), dtype=weight.dtype)
-        r = emb.amax(1)
-        empty = ~valid.any(1)
-        if empty.any():
-            r = r.masked_fill(tensor(empty[:, None]), 0.0)
-        return r
+        return emb.amax(1).masked_fill(~valid.any(1).unsqueeze(1), 0.0)   # an empty bag: 0
     if psw is not None:
         emb = emb * psw.unsqueeze(-1)
     r = emb.sum(1)
     if mode == "mean":
-        cnt = np.maximum(valid.sum(1), 1).astype(weight.dtype.np)[:, None]
-        r = r / tensor(cnt)
+        r = r / valid.sum(1).clamp(min=1).to(weight.dtype).unsqueeze(1)
     return r
 
 

@@ -502,6 +502,24 @@ def _cumprod_impl(xp, a, dim, dtype=None):
     return r.reshape(()) if a.ndim == 0 else r  # NumPy flattens a 0-dim input
 
 
+def _cum_extreme_index_impl(xp, a, dim, better):
+    """The index where each running extreme of ``a`` along ``dim`` was reached (the latest index among
+    equal values, as PyTorch; a NaN is an extreme that stays)."""
+    if not a.size:
+        return xp.zeros(a.shape, xp.int64)
+    acc = (xp.maximum if better == "max" else xp.minimum).accumulate(a, axis=dim)
+    shape = [1] * a.ndim
+    shape[dim] = a.shape[dim]
+    pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
+    hit = (a == acc) | xp.isnan(a)
+    return xp.ascontiguousarray(xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim), dtype=xp.int64)
+
+
+# a scan: vmap shifts dim by one (the family rule); the values are a gather of these indices, so they
+# differentiate and batch through gather
+cum_extreme_index_op = defop("cum_extreme_index", _cum_extreme_index_impl, differentiable=False, family="scan")
+
+
 cumprod_op = defop("cumprod", _cumprod_impl, save=("inputs", "out"), family="scan")
 
 
@@ -604,14 +622,22 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return dispatch(prod_op, (input,), p)
 
 
-def amax(input, dim=(), keepdim=False):
+def amax(input, dim=(), keepdim=False, *, out=None):
+    return U.write_out(_amax(input, dim, keepdim), out, "amax", (input,), exact=True)
+
+
+def _amax(input, dim=(), keepdim=False):
     p = {"keepdim": keepdim}
     if dim is not None and dim != ():
         p["dims"] = U.wrap_dims(dim, input.dim(), "amax")
     return dispatch(amax_op, (input,), p)
 
 
-def amin(input, dim=(), keepdim=False):
+def amin(input, dim=(), keepdim=False, *, out=None):
+    return U.write_out(_amin(input, dim, keepdim), out, "amin", (input,), exact=True)
+
+
+def _amin(input, dim=(), keepdim=False):
     p = {"keepdim": keepdim}
     if dim is not None and dim != ():
         p["dims"] = U.wrap_dims(dim, input.dim(), "amin")
@@ -889,7 +915,11 @@ class _AMinMax(tuple):
         return self[1]
 
 
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    return U.write_out(_aminmax(input, dim=dim, keepdim=keepdim), out, "aminmax", (input,), exact=True)
+
+
+def _aminmax(input, *, dim=None, keepdim=False):
     d = dim if dim is not None else ()
     return _AMinMax((amin(input, d, keepdim), amax(input, d, keepdim)))
 

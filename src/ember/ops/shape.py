@@ -696,7 +696,7 @@ def cat(tensors, dim=0, *, out=None):
     if ref.dim() == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = U.wrap_dim(dim, ref.dim(), "cat")
-    return U.write_out(dispatch(cat_op, tuple(tensors), {"dim": d}), out)
+    return U.write_out(dispatch(cat_op, tuple(tensors), {"dim": d}), out, "cat", tuple(tensors))
 
 
 concat = concatenate = cat
@@ -805,31 +805,51 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:  # repeat_interleave(repeats): the indices 0.. each repeated repeats[i] times
         from .._creation import arange
         return repeat_interleave(arange(input.shape[0] if input.dim() else 1), input, 0, output_size=output_size)
-    if output_size is not None:
-        total = (repeats * (input.numel() if dim is None else input.shape[U.wrap_dim(dim, input.dim())])
-                 if isinstance(repeats, int) else int(repeats.sum()) if repeats.dim() else
-                 int(repeats) * (input.numel() if dim is None else input.shape[U.wrap_dim(dim, input.dim())]))
-        if total != output_size:
-            raise RuntimeError(f"repeat_interleave: allocated size does not match required size (output_size="
-                               f"{output_size}, the repeats give {total})")
     if dim is None:
         input = input.reshape(-1)
         dim = 0
     d = U.wrap_dim(dim, input.dim(), "repeat_interleave")
-    r = repeats._data if U.is_tensor(repeats) else np.asarray(repeats)
-    if r.size and r.min() < 0:
-        raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {int(r.min())}")
-    if isinstance(repeats, int):
+    n = input.shape[d] if input.dim() else 1
+    if U.is_tensor(repeats):
+        r = U.raw_values(repeats)   # (under vmap: every batch row, for the checks and the output size)
+        if r.size and r.min() < 0:
+            raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {int(r.min())}")
+        if repeats.dim() > 1:
+            raise RuntimeError(f"repeat_interleave: repeats must be 0-dim or 1-dim tensor, got shape "
+                               f"{list(repeats.shape)}")
+        if repeats.dim() == 1 and repeats.shape[0] == 1:   # one count for every slice
+            repeats = repeats.reshape(())
+        if repeats.dim() == 1 and repeats.shape[0] != n:
+            raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {repeats.shape[0]} and input.size({d}) = {n}")
+        rows = r.reshape(-1, repeats.numel()) if repeats.numel() else np.zeros((1, 0), np.int64)
+        totals = {int(t) * (n if repeats.dim() == 0 else 1) for t in rows.sum(1)}
+        if len(totals) > 1:
+            raise RuntimeError(f"vmap: repeat_interleave gives results of different sizes {sorted(totals)} across the "
+                               f"batch (a data-dependent shape: the repeats' sums differ between the rows)")
+        total = totals.pop()
+    else:
+        if repeats < 0:
+            raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {repeats}")
+        total = repeats * n
+    if output_size is not None and total != output_size:
+        raise RuntimeError(f"repeat_interleave: allocated size does not match required size (output_size="
+                           f"{output_size}, the repeats give {total})")
+    if not U.is_tensor(repeats):
         x = input.unsqueeze(d + 1)
         shape = list(x.shape)
         shape[d + 1] = repeats
         x = x.expand(shape)
         # a new dense tensor, as PyTorch's (the flattened expand can be a stride-0 view, or the input itself)
         return clone(flatten(x, d, d + 1), memory_format=_contiguous_format())
-    from .indexing import index_select
+    from .indexing import index_select, searchsorted
     from .._creation import arange
-    idx = np.repeat(np.arange(input.shape[d]), repeats._data)
-    return index_select(input, d, D._new_tensor(idx))
+    if repeats._wr is None:
+        idx = D._new_tensor(np.repeat(np.arange(n), np.broadcast_to(repeats._data, (n,))))
+    else:   # batched repeats: slot j of the result comes from the first i whose running total exceeds j
+        rep = repeats.expand(n) if repeats.dim() == 0 else repeats
+        idx = searchsorted(rep.cumsum(0), arange(total, dtype=rep.dtype), right=True)
+    return index_select(input, d, idx)
 
 
 flip_op = defop("flip", lambda xp, a, dims: xp.flip(a, dims).copy(), family="join")
