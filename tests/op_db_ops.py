@@ -95,3 +95,10 @@ add("bincount", fn=lambda m, x, *w, **k: m.bincount(x, *w, **k), grad=False,
 add("argwhere", fn=lambda m, x: m.argwhere(x), grad=False,
     samples=fixed(lambda r: S((ints(r, (3, 4), 0, 2),)), lambda r: S((U(r, (5,)).round(),))))
 op_db.NON_DIFFERENTIABLE.extend(["cum_extreme_index", "signbit", "isin", "bincount", "argwhere"])
+
+# ----------------------------------------------------------------------------- samplers with tensor parameters
+# normal(mean, std) under a fixed seed: PyTorch's draws and its zero gradients (not the reparametrised
+# derivative, so no finite-difference check)
+add("random_draws", "normal_tensor_params", fn=lambda m, mu, sd: (m.manual_seed(0), m.normal(mu, sd))[1],
+    fd_tol=None, gradgrad=False,
+    samples=fixed(lambda r: S((U(r, (2, 3)), U(r, (2, 3), 0.5, 2.0))), lambda r: S((U(r, (3,)), U(r, (2, 3), 0.5, 2.0)))))

@@ -177,9 +177,9 @@ def test_claimed_differences_against_pytorch(torch):
         assert got is (NotImplementedError if L is torch else None)
     for L in (ember, torch):  # float32 GELU at the top of the range
         got = L.nn.functional.gelu(L.tensor([3e38, float("inf")])).tolist()
-        if L is torch:
+        if L is torch and torch.backends.cpu.get_cpu_capability() == "AVX512":
             assert got[0] == float("inf") and got[1] != got[1]
-        else:
+        else:  # (PyTorch's AVX2 kernels, as ember)
             assert got == [pytest.approx(3e38), float("inf")]
     for L in (ember, torch):  # the gradient of maximum where an operand is NaN
         a = L.tensor([float("nan"), 1.0], requires_grad=True)

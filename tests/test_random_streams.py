@@ -778,3 +778,24 @@ def test_samplers_refuse_dtypes_as_pytorch(torch):
                 except (RuntimeError, NotImplementedError) as e:
                     kinds.append(type(e))
             assert kinds[0] is kinds[1], (name, dtype, kinds)
+
+
+@pytest.mark.parametrize("randomness", ["different", "same", "error"])
+def test_vmap_normal_with_batched_parameters(torch, randomness):
+    """normal with a vmap-batched mean or std draws over the whole batch as torch.func.vmap does
+    (ember read vmap's placeholder data: NaN); 'same' and 'error' refuse as PyTorch."""
+    cases = ((lambda L: L.arange(6, dtype=L.float64).reshape(2, 3), lambda L, x: L.normal(x, 1.0)),
+             (lambda L: L.ones(2, 3, dtype=L.float64), lambda L, s: L.normal(L.zeros(4, 1, 3, dtype=L.float64), s)),
+             (lambda L: L.ones(3, 17), lambda L, s: L.normal(0.5, s)))
+    for make, f in cases:
+        got = []
+        for L in (ember, torch):
+            L.manual_seed(0)
+            try:
+                got.append(L.func.vmap(lambda x: f(L, x), randomness=randomness)(make(L)))
+            except RuntimeError as e:
+                got.append(type(e))
+        if randomness == "different":
+            same(*got)
+        else:
+            assert got[0] is got[1] is RuntimeError

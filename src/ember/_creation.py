@@ -975,12 +975,18 @@ _draws_op.vjp = lambda ctx, g: (None,) + tuple(zeros_like(t) for t in ctx.inputs
 _draws_op.jvp = lambda ctx, *tangents: zeros_like(ctx.inputs[0])
 
 
+def _draws_batch(op, vals, batched, params, size):
+    """vmap: the draws carry the batch (materialised when only a parameter does)."""
+    v = vals[0] if batched[0] else vals[0].unsqueeze(0).expand((size,) + tuple(vals[0].shape))
+    return D.dispatch(op, (v,) + tuple(vals[1:]), params), True
+
+
+_draws_op.batch = _draws_batch
+
+
 def _attach_draws(values, params, node):
-    """values (a fresh tensor of draws) as the output of node over the tensor parameters that require
-    grad (none, or grad mode off: values itself)."""
+    """values (a fresh tensor of draws) as the output of node over the tensor parameters."""
     params = tuple(t for t in params if isinstance(t, Tensor))
-    if not D.grad_mode.enabled or not any(t.requires_grad for t in params):
-        return values
     return D.dispatch(_draws_op, (values,) + params, {"node": node})
 
 
@@ -990,6 +996,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
     """Normal samples with the given means and standard deviations (tensors or numbers)."""
     mt = _mt(generator)
     tm, ts = isinstance(mean, Tensor), isinstance(std, Tensor)
+    lvl = next((t._wr for t in (mean, std) if isinstance(t, Tensor) and t._wr is not None
+                and getattr(t._wr, "kind", None) == "vmap"), None)
+    if lvl is not None:  # a parameter batched by vmap: one draw over the whole batch, at that level
+        return _vmap_normal(lvl, mean, std, generator)
     if tm or ts:
         if ts and std.numel() and not (std._data >= 0).all():
             raise RuntimeError("normal expects all elements of std >= 0.0")
@@ -1018,6 +1028,29 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
     if r is not None:
         return r.requires_grad_(requires_grad) if requires_grad else r
     return _finish(_normal_array(mt, shape, _dtype(dtype), mean, std), requires_grad)
+
+
+def _vmap_normal(lvl, mean, std, generator):
+    """normal(mean, std) under vmap(randomness='different') with a batched parameter: the draws of
+    normal over the physical (batch-first) parameters, as torch.func.vmap gives them."""
+    if lvl.randomness == "same":
+        raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. "
+                           "Please file an issue with functorch")
+    D.random_level()  # randomness='error' refuses
+    vals = [(t._val, True) if isinstance(t, Tensor) and t._wr is lvl else (t, False) for t in (mean, std)]
+    n = max((v.dim() - 1 if b else v.dim()) for v, b in vals if isinstance(v, Tensor))
+    phys = []
+    for v, b in vals:
+        if isinstance(v, Tensor):  # logical dims aligned on the right, the batch dim in front
+            k = v.dim() - 1 if b else v.dim()
+            lead = (v.shape[0],) if b else (1,)
+            v = v.reshape(lead + (1,) * (n - k) + tuple(v.shape[1 if b else 0:]))
+        phys.append(v)
+    lvl._drawing = True
+    try:
+        return lvl.wrap(normal(phys[0], phys[1], generator=generator))
+    finally:
+        lvl._drawing = False
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):

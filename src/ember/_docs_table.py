@@ -543,8 +543,9 @@ maximum: the gradient where an operand is NaN: PyTorch sends the incoming gradie
   operands, ember to the second only (values agree).
 minimum: the gradient where an operand is NaN: PyTorch sends the incoming gradient to both
   operands, ember to the second only (values agree).
-gelu: with approximate='none', float32 (and bfloat16, computed in float32) gelu(3e38) is 3e38 where
-  PyTorch's is inf, and gelu(+inf) is inf where PyTorch's is NaN; for x below about -3, where
+gelu: with approximate='none', float32 (and bfloat16, computed in float32) gelu(3e38) is 3e38 and
+  gelu(+inf) is inf, as PyTorch's AVX2 kernels give; where PyTorch runs its AVX-512 kernels
+  (torch.backends.cpu.get_cpu_capability() 'AVX512') they give inf and NaN there. For x below about -3, where
   PyTorch's x * (1 + erf(x / sqrt(2))) / 2 loses its relative accuracy to cancellation (down to 0),
   ember's keeps float32's (relative error about 1e-6); elsewhere the two differ by at most about
   1e-6. float64 (to about 1e-15) and approximate='tanh' (to float32 rounding) agree.
