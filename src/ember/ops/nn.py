@@ -1977,11 +1977,12 @@ def _embedding_impl(xp, w, idx, *, padding_idx=None, scale_grad_by_freq=False):
     return xp.take(w, idx, axis=0)
 
 
-def _add_rows_sorted(xp, gw, flat, g2):
+def _add_rows_sorted(xp, gw, flat, g2, levels_max=8):
     """gw[flat[k]] += g2[k] for every k in k's order, as ``add.at`` sums them (bit for bit), in a few
     vectorised passes instead of add.at's per-row loop: the rows are grouped by how many earlier
     rows share their index (their rank), and each rank, whose indices are distinct, is added at
-    once, ranks in order. Returns False (nothing done) when an index repeats too often for that."""
+    once, ranks in order; the rows past ``levels_max`` ranks (an index repeated that often) go
+    through add.at afterwards, in rank order. gw starts zero."""
     n = flat.size
     order = xp.argsort(flat, kind="stable")
     s = flat[order]
@@ -1991,20 +1992,18 @@ def _add_rows_sorted(xp, gw, flat, g2):
     starts = xp.flatnonzero(new)
     rank = xp.arange(n)
     rank -= xp.repeat(starts, xp.diff(xp.append(starts, n)))
-    levels = int(rank.max()) + 1
-    if levels > 8:
-        return False
     by_rank = xp.argsort(rank, kind="stable")
     rows, src = s[by_rank], order[by_rank]
+    levels = min(int(rank.max()) + 1, levels_max)
     ends = xp.searchsorted(rank[by_rank], xp.arange(1, levels + 1))
     lo = int(ends[0])
     gw[rows[:lo]] = g2.take(src[:lo], axis=0)  # (0 + g is g)
     for hi in ends[1:]:
         hi = int(hi)
-        r = rows[lo:hi]
-        gw[r] += g2.take(src[lo:hi], axis=0)
+        gw[rows[lo:hi]] += g2.take(src[lo:hi], axis=0)
         lo = hi
-    return True
+    if lo < n:
+        xp.add.at(gw, rows[lo:], g2.take(src[lo:], axis=0))
 
 
 def _embedding_bwd_impl(xp, g, idx, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
@@ -2015,8 +2014,9 @@ def _embedding_bwd_impl(xp, g, idx, *, num_weights, padding_idx=None, scale_grad
     if scale_grad_by_freq:
         counts = xp.bincount(flat, minlength=num_weights)
         g2 = g2 / counts[flat][:, None].astype(g.dtype)
-    fast = flat.size > 16 and D_ >= 16 and g2.dtype.kind == "f" and g2.dtype.itemsize >= 4
-    if not (fast and _add_rows_sorted(xp, gw, flat, g2)):
+    if flat.size > 16 and D_ >= 16 and g2.dtype.kind == "f" and g2.dtype.itemsize >= 4:
+        _add_rows_sorted(xp, gw, flat, g2)
+    else:
         xp.add.at(gw, flat, g2)
     if padding_idx is not None:  # an int, or a tuple of rows (vmap over stacked tables)
         gw[list(padding_idx) if isinstance(padding_idx, tuple) else padding_idx] = 0
