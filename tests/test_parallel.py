@@ -340,3 +340,35 @@ def test_strided_operands_keep_numpy_layout(threads):
             out += [v * 2.0, v + 1, ember.relu(v), v / 3.0, v + v]
         return out
     _both(threads, run)
+
+
+@pytest.mark.parametrize("groups", [2, 8])
+def test_grouped_conv2d_bit_identical(threads, groups):
+    """Grouped convolutions multiply one GEMM per group (split over the threads, each on one BLAS
+    thread): bit for bit the one-thread result, forward and both gradients."""
+    x = _x((8, 32, 24, 24), seed=6)
+    w = _x((64, 32 // groups, 3, 3), seed=7) * 0.1
+
+    def run():
+        xx, ww = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = ember.nn.functional.conv2d(xx, ww, padding=1, groups=groups)
+        (y * y).sum().backward()
+        return y, xx.grad, ww.grad
+    _both(threads, run)
+
+
+def test_per_sample_conv_grads_bit_identical(threads):
+    """vmap(grad) over a conv net (its per-sample weight gradients are grouped convolutions, its
+    batched convolutions blocked per image): bit for bit the one-thread result."""
+    ember.manual_seed(0)
+    conv = ember.nn.Conv2d(3, 16, 3)
+    params = {k: v.detach() for k, v in conv.named_parameters()}
+    x = _x((8, 3, 24, 24), seed=8)
+
+    def loss(p, xi):
+        return ember.func.functional_call(conv, p, (xi.unsqueeze(0),)).square().sum()
+
+    def run():
+        g = ember.func.vmap(ember.func.grad(loss), in_dims=(None, 0))(params, x)
+        return g["weight"], g["bias"]
+    _both(threads, run)
