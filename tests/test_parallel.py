@@ -372,3 +372,37 @@ def test_per_sample_conv_grads_bit_identical(threads):
         g = ember.func.vmap(ember.func.grad(loss), in_dims=(None, 0))(params, x)
         return g["weight"], g["bias"]
     _both(threads, run)
+
+
+@pytest.mark.parametrize("other", ["tensor", "number"])
+def test_where_bit_identical(threads, other):
+    x, y = _x(seed=9), _x(seed=10)
+    c = x > 0
+
+    def run():
+        return ember.where(c, x, y if other == "tensor" else 0.0), ember.relu(x).sum()
+    r = _both(threads, lambda: ember.where(c, x, y if other == "tensor" else 0.0))
+    assert r.dtype is ember.float32
+
+
+def test_relu_backward_under_vmap_bit_identical(threads):
+    x = _x(seed=11)
+
+    def run():
+        return ember.func.vmap(ember.func.grad(lambda r: ember.relu(r).square().sum()))(x)
+    _both(threads, run)
+
+
+@pytest.mark.parametrize("cl", [False, True])
+@pytest.mark.parametrize("k,s,p", [(2, 2, 0), (3, 2, 1)])
+def test_max_pool2d_bit_identical(threads, cl, k, s, p):
+    """max_pool2d splits over images: values and indices (ties included) as on one thread."""
+    x = _x((8, 64, 48, 48), cl=cl)
+    x = ember.where(x > 1, ember.ones(()), x)  # ties: the first maximum in scan order wins
+
+    def run():
+        xx = x.detach().requires_grad_()
+        y, i = ember.nn.functional.max_pool2d(xx, k, s, p, return_indices=True)
+        (y * y).sum().backward()
+        return y, i, xx.grad
+    _both(threads, run)

@@ -271,6 +271,32 @@ def matmul(a, b, out=None):
     return out
 
 
+def where(cond, a, b):
+    """NumPy's where(cond, a, b) (a and b of one dtype or Python numbers), on every thread when the
+    arrays are big, C-contiguous and of one shape: bit for bit NumPy's result (a selection)."""
+    arrs = [x for x in (cond, a, b) if type(x) is _ndarray]
+    first = arrs[0] if arrs else None
+    if first is None or first.size < MIN_SIZE or get_num_threads() < 2 or type(cond) is not _ndarray \
+            or not all(x.shape == first.shape and x.flags.c_contiguous for x in arrs) \
+            or any(type(x) is not _ndarray and type(x) not in (int, float, bool) for x in (a, b)):
+        return _np.where(cond, a, b)
+    ax = _split_axis(first.shape, first.size)
+    if ax is None:
+        return _np.where(cond, a, b)
+    lead = (slice(None),) * ax
+    z = lead + (slice(0, 0),)
+    dt = _np.where(cond[z], *(x[z] if type(x) is _ndarray else x for x in (a, b))).dtype
+    out = _np.empty(first.shape, dt)
+
+    def run(lo, hi):
+        sl = lead + (slice(lo, hi),)
+        av, bv = (x[sl] if type(x) is _ndarray else x for x in (a, b))
+        _np.copyto(out[sl], bv, casting="unsafe")
+        _np.copyto(out[sl], av, casting="unsafe", where=cond[sl])
+    parallel_for(first.shape[ax], run, work=first.size)
+    return out
+
+
 def _copy_ret(out, r):
     out[...] = r
     return out

@@ -950,35 +950,49 @@ def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
     Ho, Wo, pads = _pool_geometry(x, kernel, stride, pad, dilation, ceil_mode)
     nhwc = is_channels_last(x)
     a = _padded(xp, _phys(x, nhwc), pads, _lowest(x.dtype), nhwc, "mpad")
+    osh = (N, Ho, Wo, C) if nhwc else (N, C, Ho, Wo)
+    out = xp.empty(osh, x.dtype)
+    if want_idx:  # per-plane flat index (PyTorch's): window origin + the winning offset's displacement
+        lut = ((xp.arange(kh) * dh)[:, None] * W + xp.arange(kw) * dw).reshape(-1)
+        base = (xp.arange(Ho) * sh - pad[0])[:, None] * W + (xp.arange(Wo) * sw - pad[1])
+        base = base[:, :, None] if nhwc else base
+        idx = xp.empty(osh, lut.dtype)
+        adt = np.int8 if kh * kw < 127 else np.int32  # (branch-free updates: masked copies are far slower)
 
-    def sl(i, j):
-        return a[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
-                     slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
-    out = sl(0, 0).copy()
-    if want_idx:  # the first maximum in scan order wins ties, as in PyTorch (branch-free updates:
-        adt = np.int8 if kh * kw < 127 else np.int32  # masked copies are far slower in NumPy)
-        arg = xp.zeros(out.shape, adt)
-        mask = xp.empty(out.shape, bool)
-        tmp = xp.empty(out.shape, adt)
-    k = 0
-    for i in range(kh):
-        for j in range(kw):
-            if k:
-                v = sl(i, j)
-                if want_idx:
-                    xp.greater(v, out, out=mask)
-                    xp.subtract(adt(k), arg, out=tmp)
-                    xp.multiply(tmp, mask, out=tmp)
-                    xp.add(arg, tmp, out=arg)
-                xp.maximum(out, v, out=out)
-            k += 1
+    def run(lo, hi):  # images lo:hi (whole images: every value is a selection, the same on any thread)
+        a_ = a[lo:hi]
+        o = out[lo:hi]
+
+        def sl(i, j):
+            return a_[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
+                          slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
+        xp.copyto(o, sl(0, 0))
+        if want_idx:  # the first maximum in scan order wins ties, as in PyTorch
+            arg = xp.zeros(o.shape, adt)
+            mask = xp.empty(o.shape, bool)
+            tmp = xp.empty(o.shape, adt)
+        k = 0
+        for i in range(kh):
+            for j in range(kw):
+                if k:
+                    v = sl(i, j)
+                    if want_idx:
+                        xp.greater(v, o, out=mask)
+                        xp.subtract(adt(k), arg, out=tmp)
+                        xp.multiply(tmp, mask, out=tmp)
+                        xp.add(arg, tmp, out=arg)
+                    xp.maximum(o, v, out=o)
+                k += 1
+        if want_idx:
+            ix = idx[lo:hi]
+            xp.take(lut, arg, out=ix)
+            ix += base
+    if type(a) is np.ndarray and N > 1 and out.size >= _P.MIN_SIZE:
+        _P.parallel_for(N, run, work=out.size * (kh * kw + 1) // 2)
+    else:
+        run(0, N)
     if not want_idx:
         return _unphys(out, nhwc), None
-    # per-plane flat index (PyTorch's): window origin + the winning offset's displacement
-    lut = ((xp.arange(kh) * dh)[:, None] * W + xp.arange(kw) * dw).reshape(-1)
-    base = (xp.arange(Ho) * sh - pad[0])[:, None] * W + (xp.arange(Wo) * sw - pad[1])
-    idx = xp.take(lut, arg)
-    idx += base[:, :, None] if nhwc else base
     return _unphys(out, nhwc), _unphys(idx, nhwc)
 
 
