@@ -153,7 +153,7 @@ def test_conv2d_blocked_rows(torch, kw, cl, blas_threads, monkeypatch):
     """Images large enough that the forward runs in several blocks of output rows (the blocked kernels
     run with a single-threaded BLAS; the one-GEMM kernels otherwise)."""
     from ember.ops import nn as K
-    monkeypatch.setattr(K, "_blas_threads", lambda: blas_threads)
+    monkeypatch.setattr(K, "_blocked", lambda N: blas_threads == 1)
     x, w, b = _conv_arrays(1, (3, 3), N=2, C=3, H=47, W=45, Cout=5)
     compare_with_torch(torch, lambda x, w, b: F.conv2d(x, w, b, **kw),
                        lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kw), [x, w, b], [cl, False, False])
@@ -216,7 +216,7 @@ def test_conv2d_winograd_dispatch(torch, layout, monkeypatch):
     """conv2d picks Winograd for float32 stride-1 3x3 convolutions within the thresholds (lowered
     here), never for float64, strides or dilations; results and gradients match PyTorch."""
     from ember.ops import nn as K
-    monkeypatch.setattr(K, "_blas_threads", lambda: 1)
+    monkeypatch.setattr(K, "_blocked", lambda N: True)
     monkeypatch.setattr(K, "_WINO_MIN_C", 1)
     monkeypatch.setattr(K, "_WINO_MIN_TILES", 1)
     calls, wcalls = [], []

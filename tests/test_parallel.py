@@ -340,3 +340,69 @@ def test_strided_operands_keep_numpy_layout(threads):
             out += [v * 2.0, v + 1, ember.relu(v), v / 3.0, v + v]
         return out
     _both(threads, run)
+
+
+@pytest.mark.parametrize("groups", [2, 8])
+def test_grouped_conv2d_bit_identical(threads, groups):
+    """Grouped convolutions multiply one GEMM per group (split over the threads, each on one BLAS
+    thread): bit for bit the one-thread result, forward and both gradients."""
+    x = _x((8, 32, 24, 24), seed=6)
+    w = _x((64, 32 // groups, 3, 3), seed=7) * 0.1
+
+    def run():
+        xx, ww = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = ember.nn.functional.conv2d(xx, ww, padding=1, groups=groups)
+        (y * y).sum().backward()
+        return y, xx.grad, ww.grad
+    _both(threads, run)
+
+
+def test_per_sample_conv_grads_bit_identical(threads):
+    """vmap(grad) over a conv net (its per-sample weight gradients are grouped convolutions, its
+    batched convolutions blocked per image): bit for bit the one-thread result."""
+    ember.manual_seed(0)
+    conv = ember.nn.Conv2d(3, 16, 3)
+    params = {k: v.detach() for k, v in conv.named_parameters()}
+    x = _x((8, 3, 24, 24), seed=8)
+
+    def loss(p, xi):
+        return ember.func.functional_call(conv, p, (xi.unsqueeze(0),)).square().sum()
+
+    def run():
+        g = ember.func.vmap(ember.func.grad(loss), in_dims=(None, 0))(params, x)
+        return g["weight"], g["bias"]
+    _both(threads, run)
+
+
+@pytest.mark.parametrize("other", ["tensor", "number"])
+def test_where_bit_identical(threads, other):
+    x, y = _x(seed=9), _x(seed=10)
+    c = x > 0
+
+    def run():
+        return ember.where(c, x, y if other == "tensor" else 0.0), ember.relu(x).sum()
+    r = _both(threads, lambda: ember.where(c, x, y if other == "tensor" else 0.0))
+    assert r.dtype is ember.float32
+
+
+def test_relu_backward_under_vmap_bit_identical(threads):
+    x = _x(seed=11)
+
+    def run():
+        return ember.func.vmap(ember.func.grad(lambda r: ember.relu(r).square().sum()))(x)
+    _both(threads, run)
+
+
+@pytest.mark.parametrize("cl", [False, True])
+@pytest.mark.parametrize("k,s,p", [(2, 2, 0), (3, 2, 1)])
+def test_max_pool2d_bit_identical(threads, cl, k, s, p):
+    """max_pool2d splits over images: values and indices (ties included) as on one thread."""
+    x = _x((8, 64, 48, 48), cl=cl)
+    x = ember.where(x > 1, ember.ones(()), x)  # ties: the first maximum in scan order wins
+
+    def run():
+        xx = x.detach().requires_grad_()
+        y, i = ember.nn.functional.max_pool2d(xx, k, s, p, return_indices=True)
+        (y * y).sum().backward()
+        return y, i, xx.grad
+    _both(threads, run)

@@ -90,6 +90,19 @@ def sync_scipy():
         _scipy_lib[0](ctypes.c_int(n))
 
 
+_set_fn = []
+
+
+def set_gemm_threads(n):
+    """NumPy's OpenBLAS alone to ``n`` threads, for the next GEMMs (ember._parallel's dynamic rule
+    and its split GEMMs; SciPy's copy and the requested count are left as they are). One C call."""
+    if not _set_fn:
+        _set_fn.append(_fn("set_num_threads", None))
+    f = _set_fn[0]
+    if f is not None:
+        f(n)
+
+
 def get_num_threads():
     f = _fn("get_num_threads")
     return int(f()) if f is not None else (os.cpu_count() or 1)

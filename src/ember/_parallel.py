@@ -66,6 +66,7 @@ def set_num_threads(n):
     _blas.set_num_threads(n)
     with _lock:
         _threads[0] = n
+        _blas_base[0] = n
         pool = _pool[0]
         if pool is not None and pool.size != n - 1:
             _pool[0] = None
@@ -208,6 +209,97 @@ def parallel_for(n, fn, work=None, grain=GRAIN):
             raise job.error
     finally:
         _lock.release()
+
+
+# Many small GEMMs (a stack of them: one per image of a blocked convolution, per Winograd tile
+# position, per group) run one per thread on the pool, each on one OpenBLAS thread (split_gemms):
+# a multi-threaded OpenBLAS call synchronises its threads every call, which made such stacks slower
+# on two threads than on one even on idle cores (32 GEMMs of 64x288x624: 11 ms on one thread,
+# 15-24 ms on two), and on a machine whose other core is busy the second thread is scheduled a time
+# slice late on every call (0.8-1.1 s measured). OpenBLAS's result for a GEMM depends on how many
+# threads it cuts it for, so the GEMMs of a stack always run on one OpenBLAS thread, on the pool or
+# not: a stack's result is bit for bit the same on any number of threads and under any load.
+# Single large GEMMs keep the BLAS's own threads (its count is set_num_threads's, never the load's,
+# so a result does not depend on what else the machine runs).
+_blas_base = [None]  # OpenBLAS's count outside split_gemms: set_num_threads's (None: OpenBLAS's own)
+GEMM_GRAIN = 1 << 19  # multiply-adds below which a GEMM stack stays on the calling thread (~20-50 us)
+
+
+def _blas_one():
+    from . import _blas
+    if _blas_base[0] is None:
+        _blas_base[0] = max(1, _blas.get_num_threads())
+    if _blas_base[0] != 1:
+        _blas.set_gemm_threads(1)
+
+
+def _blas_back():
+    if _blas_base[0] != 1:
+        from . import _blas
+        _blas.set_gemm_threads(_blas_base[0])
+
+
+def split_gemms(n, fn, work, grain=GEMM_GRAIN):
+    """fn(lo, hi) over range(n), where each index runs its own GEMMs (``work``: multiply-adds of the
+    whole job), with OpenBLAS on one thread: cut over the pool's threads when there is work for
+    more than one. Only the thread that called split_gemms may call it (it sets OpenBLAS's count)."""
+    _blas_one()
+    try:
+        if get_num_threads() < 2 or n < 2 or work < 2 * grain:
+            fn(0, n)
+        else:
+            parallel_for(n, fn, work=work, grain=grain)
+    finally:
+        _blas_back()
+
+
+def matmul(a, b, out=None):
+    """NumPy's matmul of two stacks of matrices (same leading dims, ndim 3), split over the stack by
+    split_gemms: bit for bit NumPy's result."""
+    if type(a) is not _ndarray or type(b) is not _ndarray:  # another array module's: its own matmul
+        return a @ b if out is None else _copy_ret(out, a @ b)
+    if out is None:
+        out = _np.empty(a.shape[:-1] + b.shape[-1:], _np.result_type(a, b))
+    n = a.shape[0]
+    if a.ndim != 3 or b.ndim != 3 or b.shape[0] != n:
+        _np.matmul(a, b, out=out)
+        return out
+
+    def run(lo, hi):
+        _np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
+    split_gemms(n, run, a.size * b.shape[-1])
+    return out
+
+
+def where(cond, a, b):
+    """NumPy's where(cond, a, b) (a and b of one dtype or Python numbers), on every thread when the
+    arrays are big, C-contiguous and of one shape: bit for bit NumPy's result (a selection)."""
+    arrs = [x for x in (cond, a, b) if type(x) is _ndarray]
+    first = arrs[0] if arrs else None
+    if first is None or first.size < MIN_SIZE or get_num_threads() < 2 or type(cond) is not _ndarray \
+            or not all(x.shape == first.shape and x.flags.c_contiguous for x in arrs) \
+            or any(type(x) is not _ndarray and type(x) not in (int, float, bool) for x in (a, b)):
+        return _np.where(cond, a, b)
+    ax = _split_axis(first.shape, first.size)
+    if ax is None:
+        return _np.where(cond, a, b)
+    lead = (slice(None),) * ax
+    z = lead + (slice(0, 0),)
+    dt = _np.where(cond[z], *(x[z] if type(x) is _ndarray else x for x in (a, b))).dtype
+    out = _np.empty(first.shape, dt)
+
+    def run(lo, hi):
+        sl = lead + (slice(lo, hi),)
+        av, bv = (x[sl] if type(x) is _ndarray else x for x in (a, b))
+        _np.copyto(out[sl], bv, casting="unsafe")
+        _np.copyto(out[sl], av, casting="unsafe", where=cond[sl])
+    parallel_for(first.shape[ax], run, work=first.size)
+    return out
+
+
+def _copy_ret(out, r):
+    out[...] = r
+    return out
 
 
 def _split_axis(shape, size):

@@ -1060,6 +1060,8 @@ def _where(xp, cond, a, b):
     elif not _same(a, b):
         a, b = U.promote(a, b)
     try:
+        if type(cond) is _nd and cond.size >= _PMIN:
+            return _P.where(cond, a, b)  # big: split over the intra-op threads
         return xp.where(cond, a, b)
     except ValueError:
         raise RuntimeError(f"where: shapes {list(np.shape(cond))}, {list(np.shape(a))} and "

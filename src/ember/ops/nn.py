@@ -21,7 +21,6 @@ import threading
 import numpy as np
 
 from .. import _dispatch as D
-from .. import _blas
 from .. import _parallel as _P
 from .. import _dtype as dt
 from .._dispatch import defop, dispatch
@@ -188,11 +187,12 @@ _BLOCK_ROWS = 512  # GEMM rows per block: the block's columns stay in cache betw
 _BLOCK_COLS = 1024  # the same for NCHW, whose GEMM (Cout x K times K x block) wants wider blocks
 
 
-def _blas_threads():
-    """Threads NumPy's BLAS runs a GEMM on. Blocked kernels pay one GEMM call per block, and a
-    multi-threaded call synchronises its threads: on a busy machine that costs more than the cache
-    reuse gains, so blocking is used only on one thread."""
-    return _blas.get_num_threads()
+def _blocked(N):
+    """Whether the blocked kernels (one small GEMM per block of output rows) run: on one thread, or
+    with images to share among the threads (each thread takes whole images, OpenBLAS on one
+    thread: _P.split_gemms). A multi-threaded GEMM per block would synchronise its threads every
+    block, which costs more than the cache reuse gains."""
+    return N >= 2 or _P.get_num_threads() == 1
 
 
 def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
@@ -204,29 +204,38 @@ def _conv_nhwc_blocked(xp, x, wm, b, kh, kw, st, pads, dil, Ho, Wo):
     K, Cout = wm.shape
     win = _windows(_padded(xp, xh, pads, 0, True), True, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
     out = xp.empty((N, Ho, Wo, Cout), x.dtype)
+    work = N * Ho * Wo * K * Cout
     if Ho * Wo >= _BLOCK_ROWS:  # blocks of rows within an image
         rows = max(1, _BLOCK_ROWS // Wo)
-        buf = _buf(xp, "colsb", (rows, Wo, kh, kw, C), x.dtype)
-        for n in range(N):
-            for r0 in range(0, Ho, rows):
-                r1 = min(Ho, r0 + rows)
-                cb = buf[:r1 - r0]
-                xp.copyto(cb, win[n, r0:r1])
-                ob = out[n, r0:r1].reshape(-1, Cout)
+
+        def run(lo, hi):  # images lo:hi (each thread its own scratch buffer)
+            buf = _buf(xp, "colsb", (rows, Wo, kh, kw, C), x.dtype)
+            for n in range(lo, hi):
+                for r0 in range(0, Ho, rows):
+                    r1 = min(Ho, r0 + rows)
+                    cb = buf[:r1 - r0]
+                    xp.copyto(cb, win[n, r0:r1])
+                    ob = out[n, r0:r1].reshape(-1, Cout)
+                    xp.matmul(cb.reshape(-1, K), wm, out=ob)
+                    if b is not None:
+                        ob += b
+        _P.split_gemms(N, run, work)
+    else:  # blocks of whole images
+        imgs = max(1, _BLOCK_ROWS // (Ho * Wo))
+        nb = (N + imgs - 1) // imgs
+
+        def run(lo, hi):  # blocks lo:hi
+            buf = _buf(xp, "colsb", (imgs, Ho, Wo, kh, kw, C), x.dtype)
+            for blk in range(lo, hi):
+                n0 = blk * imgs
+                n1 = min(N, n0 + imgs)
+                cb = buf[:n1 - n0]
+                xp.copyto(cb, win[n0:n1])
+                ob = out[n0:n1].reshape(-1, Cout)
                 xp.matmul(cb.reshape(-1, K), wm, out=ob)
                 if b is not None:
                     ob += b
-    else:  # blocks of whole images
-        imgs = max(1, _BLOCK_ROWS // (Ho * Wo))
-        buf = _buf(xp, "colsb", (imgs, Ho, Wo, kh, kw, C), x.dtype)
-        for n0 in range(0, N, imgs):
-            n1 = min(N, n0 + imgs)
-            cb = buf[:n1 - n0]
-            xp.copyto(cb, win[n0:n1])
-            ob = out[n0:n1].reshape(-1, Cout)
-            xp.matmul(cb.reshape(-1, K), wm, out=ob)
-            if b is not None:
-                ob += b
+        _P.split_gemms(nb, run, work)
     return out.transpose(0, 3, 1, 2)
 
 
@@ -287,23 +296,26 @@ def _conv_nchw_blocked(xp, x, w2, b, kh, kw, st, pads, dil, Ho, Wo):
         win = _windows(_padded(xp, x, pads, 0, False), False, kh, kw, st[0], st[1], dil[0], dil[1], Ho, Wo)
         rl = Wo
     rows = max(1, min(Ho, _BLOCK_COLS // rl))
-    cbuf = _buf(xp, "colsnb", (K * rows * rl,), x.dtype)
-    obuf = _buf(xp, "outnb", (Cout * rows * rl,), x.dtype)
     out = xp.empty((N, Cout, Ho, Wo), x.dtype)
     bb = None if b is None else b.reshape(Cout, 1, 1)
-    for n in range(N):
-        for r0 in range(0, Ho, rows):
-            r1 = min(Ho, r0 + rows)
-            m = (r1 - r0) * rl
-            cb = cbuf[:K * m].reshape(C, kh, kw, r1 - r0, rl)
-            xp.copyto(cb, win[n, :, :, :, r0:r1])
-            ob = obuf[:Cout * m].reshape(Cout, m)
-            xp.matmul(w2, cb.reshape(K, m), out=ob)
-            src = ob.reshape(Cout, r1 - r0, rl)[:, :, :Wo]
-            if bb is None:
-                out[n, :, r0:r1] = src
-            else:
-                xp.add(src, bb, out=out[n, :, r0:r1])
+
+    def run(lo, hi):  # images lo:hi (each thread its own scratch buffers)
+        cbuf = _buf(xp, "colsnb", (K * rows * rl,), x.dtype)
+        obuf = _buf(xp, "outnb", (Cout * rows * rl,), x.dtype)
+        for n in range(lo, hi):
+            for r0 in range(0, Ho, rows):
+                r1 = min(Ho, r0 + rows)
+                m = (r1 - r0) * rl
+                cb = cbuf[:K * m].reshape(C, kh, kw, r1 - r0, rl)
+                xp.copyto(cb, win[n, :, :, :, r0:r1])
+                ob = obuf[:Cout * m].reshape(Cout, m)
+                xp.matmul(w2, cb.reshape(K, m), out=ob)
+                src = ob.reshape(Cout, r1 - r0, rl)[:, :, :Wo]
+                if bb is None:
+                    out[n, :, r0:r1] = src
+                else:
+                    xp.add(src, bb, out=out[n, :, r0:r1])
+    _P.split_gemms(N, run, N * Cout * K * Ho * rl)
     return out
 
 
@@ -424,7 +436,7 @@ def _conv_winograd(xp, x, w, b, pads, Ho, Wo, nhwc):
     v = _wino_input(xp, x, pads, Th, Tw, "wf")
     u = xp.matmul(_WINO_GG, w.transpose(2, 3, 1, 0).reshape(9, C * Cout)).reshape(36, C, Cout)
     m = _buf(xp, "wm", (36, N * Th * Tw, Cout), x.dtype)
-    xp.matmul(v, u, out=m)
+    _P.matmul(v, u, out=m)  # 36 GEMMs (tiles, C) @ (C, Cout), one per thread
     yt = _buf(xp, "wy", (16, N * Th * Tw * Cout), x.dtype)
     xp.matmul(_WINO_AA, m.reshape(36, -1), out=yt)
     yt = yt.reshape(4, 4, N, Th, Tw, Cout)
@@ -459,7 +471,7 @@ def _conv_weight_winograd(xp, x, g, pads, wcl):
     _P.copyto(gt, gp.transpose(2, 4, 0, 1, 3, 5))
     gy = _buf(xp, "wgy", (36, N * Th * Tw, Cout), g.dtype)
     xp.matmul(_WINO_AA.T, gt.reshape(16, -1), out=gy.reshape(36, -1))
-    du = xp.matmul(v.transpose(0, 2, 1), gy)  # (36, C, Cout)
+    du = _P.matmul(v.transpose(0, 2, 1), gy)  # (36, C, Cout)
     dw = xp.matmul(_WINO_GG.T, du.reshape(36, -1)).reshape(3, 3, C, Cout)
     if wcl:  # (Cout, 3, 3, C) in memory
         return xp.ascontiguousarray(dw.transpose(3, 0, 1, 2)).transpose(0, 3, 1, 2)
@@ -528,7 +540,7 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
     if _use_winograd(x, Cout, (kh, kw), stride, dilation, G, Ho, Wo):
         return _conv_winograd(xp, x, w, b, pad, Ho, Wo, _use_nhwc(x, w))
     if _use_nhwc(x, w):
-        if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blas_threads() == 1:
+        if G == 1 and (kh > 1 or kw > 1 or any(pad)) and _blocked(N):
             wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * Cg, Cout)
             return _conv_nhwc_blocked(xp, x, wm, b, kh, kw, stride, pad, dilation, Ho, Wo)
         cols = _cols_nhwc(xp, x, kh, kw, stride, pad, dilation, Ho, Wo, G)
@@ -538,18 +550,18 @@ def _conv2d_impl(xp, x, w, b=None, *, stride, pad, dilation, groups):
         else:
             wm = w.reshape(G, Cout // G, Cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(G, kh * kw * Cg, Cout // G)
             out = xp.empty((N * Ho * Wo, G, Cout // G), x.dtype)
-            out.transpose(1, 0, 2)[...] = xp.matmul(cols, wm)
+            out.transpose(1, 0, 2)[...] = _P.matmul(cols, wm)
             out = out.reshape(-1, Cout)
         if b is not None:
             out += b
         return out.reshape(N, Ho, Wo, Cout).transpose(0, 3, 1, 2)
-    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256 and _blas_threads() == 1:
+    if G == 1 and (kh > 1 or kw > 1 or any(pad)) and Ho * Wo >= 256 and _blocked(N):
         return _conv_nchw_blocked(xp, x, w.reshape(Cout, Cg * kh * kw), b, kh, kw, stride, pad, dilation, Ho, Wo)
     cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
     if G == 1:
         om = xp.matmul(w.reshape(Cout, Cg * kh * kw), cols)
     else:
-        om = xp.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(G, Cg * kh * kw, -1))
+        om = _P.matmul(w.reshape(G, Cout // G, Cg * kh * kw), cols.reshape(G, Cg * kh * kw, -1))
     om = om.reshape(Cout, N, Ho, Wr)[..., :Wo].transpose(1, 0, 2, 3)
     if b is None:
         return om.copy() if N > 1 or Wr != Wo else om
@@ -594,7 +606,7 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
             dcols = xp.matmul(gm, w.transpose(0, 2, 3, 1).reshape(Cout, kh * kw * Cg))
         else:
             wm = w.reshape(G, Coutg, Cg, kh, kw).transpose(0, 1, 3, 4, 2).reshape(G, Coutg, kh * kw * Cg)
-            dcols = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 0, 2), wm)  # (G, M, Kg)
+            dcols = _P.matmul(gm.reshape(-1, G, Coutg).transpose(1, 0, 2), wm)  # (G, M, Kg)
         if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
             dx = dcols.reshape(N, H, W, C) if G == 1 else \
                 dcols.reshape(G, N, H, W, Cg).transpose(1, 2, 3, 0, 4).reshape(N, H, W, C)
@@ -615,7 +627,7 @@ def _conv_input_impl(xp, g, w, *, in_hw, stride, pad, dilation, groups, nhwc):
     if G == 1:
         dcols = xp.matmul(w.reshape(Cout, Cg * kh * kw).T, gm)
     else:
-        dcols = xp.matmul(w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1), gm.reshape(G, Coutg, -1))
+        dcols = _P.matmul(w.reshape(G, Coutg, Cg * kh * kw).transpose(0, 2, 1), gm.reshape(G, Coutg, -1))
     if flat:
         return _col2im_flat(xp, dcols, N, C, H, W, kh, kw, pad, dilation, Ho, Wr, g.dtype)
     if kh == kw == 1 and stride == (1, 1) and not any(pad) and (Ho, Wo) == (H, W):
@@ -649,7 +661,7 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, w
         if G == 1:
             gw = xp.matmul(gm.T, cols)  # (Cout, kh*kw*C): (Cout, kh, kw, C) in memory
         else:
-            gw = xp.matmul(gm.reshape(-1, G, Coutg).transpose(1, 2, 0), cols)  # (G, Coutg, Kg)
+            gw = _P.matmul(gm.reshape(-1, G, Coutg).transpose(1, 2, 0), cols)  # (G, Coutg, Kg)
         gw = gw.reshape(Cout, kh, kw, Cg).transpose(0, 3, 1, 2)
         return gw if wcl else xp.ascontiguousarray(gw)
     cols, Wr = _cols_km(xp, x, kh, kw, stride, pad, dilation, Ho, Wo)
@@ -658,7 +670,7 @@ def _conv_weight_impl(xp, x, g, *, ksize, stride, pad, dilation, groups, nhwc, w
         gw = xp.matmul(gm, cols.T).reshape(Cout, Cg, kh, kw)
     else:
         cols = cols.reshape(G, Cg * kh * kw, -1)
-        gw = xp.matmul(gm.reshape(G, Coutg, -1), cols.transpose(0, 2, 1)).reshape(Cout, Cg, kh, kw)
+        gw = _P.matmul(gm.reshape(G, Coutg, -1), cols.transpose(0, 2, 1)).reshape(Cout, Cg, kh, kw)
     if wcl:
         return xp.ascontiguousarray(gw.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     return gw
@@ -938,35 +950,49 @@ def _max_pool_core(xp, x, kernel, stride, pad, dilation, ceil_mode, want_idx):
     Ho, Wo, pads = _pool_geometry(x, kernel, stride, pad, dilation, ceil_mode)
     nhwc = is_channels_last(x)
     a = _padded(xp, _phys(x, nhwc), pads, _lowest(x.dtype), nhwc, "mpad")
+    osh = (N, Ho, Wo, C) if nhwc else (N, C, Ho, Wo)
+    out = xp.empty(osh, x.dtype)
+    if want_idx:  # per-plane flat index (PyTorch's): window origin + the winning offset's displacement
+        lut = ((xp.arange(kh) * dh)[:, None] * W + xp.arange(kw) * dw).reshape(-1)
+        base = (xp.arange(Ho) * sh - pad[0])[:, None] * W + (xp.arange(Wo) * sw - pad[1])
+        base = base[:, :, None] if nhwc else base
+        idx = xp.empty(osh, lut.dtype)
+        adt = np.int8 if kh * kw < 127 else np.int32  # (branch-free updates: masked copies are far slower)
 
-    def sl(i, j):
-        return a[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
-                     slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
-    out = sl(0, 0).copy()
-    if want_idx:  # the first maximum in scan order wins ties, as in PyTorch (branch-free updates:
-        adt = np.int8 if kh * kw < 127 else np.int32  # masked copies are far slower in NumPy)
-        arg = xp.zeros(out.shape, adt)
-        mask = xp.empty(out.shape, bool)
-        tmp = xp.empty(out.shape, adt)
-    k = 0
-    for i in range(kh):
-        for j in range(kw):
-            if k:
-                v = sl(i, j)
-                if want_idx:
-                    xp.greater(v, out, out=mask)
-                    xp.subtract(adt(k), arg, out=tmp)
-                    xp.multiply(tmp, mask, out=tmp)
-                    xp.add(arg, tmp, out=arg)
-                xp.maximum(out, v, out=out)
-            k += 1
+    def run(lo, hi):  # images lo:hi (whole images: every value is a selection, the same on any thread)
+        a_ = a[lo:hi]
+        o = out[lo:hi]
+
+        def sl(i, j):
+            return a_[_sp(nhwc, slice(i * dh, i * dh + (Ho - 1) * sh + 1, sh),
+                          slice(j * dw, j * dw + (Wo - 1) * sw + 1, sw))]
+        xp.copyto(o, sl(0, 0))
+        if want_idx:  # the first maximum in scan order wins ties, as in PyTorch
+            arg = xp.zeros(o.shape, adt)
+            mask = xp.empty(o.shape, bool)
+            tmp = xp.empty(o.shape, adt)
+        k = 0
+        for i in range(kh):
+            for j in range(kw):
+                if k:
+                    v = sl(i, j)
+                    if want_idx:
+                        xp.greater(v, o, out=mask)
+                        xp.subtract(adt(k), arg, out=tmp)
+                        xp.multiply(tmp, mask, out=tmp)
+                        xp.add(arg, tmp, out=arg)
+                    xp.maximum(o, v, out=o)
+                k += 1
+        if want_idx:
+            ix = idx[lo:hi]
+            xp.take(lut, arg, out=ix)
+            ix += base
+    if type(a) is np.ndarray and N > 1 and out.size >= _P.MIN_SIZE:
+        _P.parallel_for(N, run, work=out.size * (kh * kw + 1) // 2)
+    else:
+        run(0, N)
     if not want_idx:
         return _unphys(out, nhwc), None
-    # per-plane flat index (PyTorch's): window origin + the winning offset's displacement
-    lut = ((xp.arange(kh) * dh)[:, None] * W + xp.arange(kw) * dw).reshape(-1)
-    base = (xp.arange(Ho) * sh - pad[0])[:, None] * W + (xp.arange(Wo) * sw - pad[1])
-    idx = xp.take(lut, arg)
-    idx += base[:, :, None] if nhwc else base
     return _unphys(out, nhwc), _unphys(idx, nhwc)
 
 

@@ -30,9 +30,16 @@ def _check_eval(a, b):
                            "call .eval() on the model first")
 
 
+def _copy_but_params(layer):
+    """A deep copy of ``layer`` sharing its weight and bias, which the caller replaces at once
+    (copying a ResNet's conv weights only to drop the copies doubled what fuse() copies)."""
+    memo = {id(p): p for p in (layer.weight, layer.bias) if p is not None}
+    return copy.deepcopy(layer, memo)
+
+
 def fuse_conv_bn_eval(conv, bn, transpose=False):
     _check_eval(conv, bn)
-    fused = copy.deepcopy(conv)
+    fused = _copy_but_params(conv)
     fused.weight, fused.bias = fuse_conv_bn_weights(fused.weight, fused.bias, bn.running_mean,
                                                     bn.running_var, bn.eps, bn.weight, bn.bias,
                                                     transpose)
@@ -44,7 +51,7 @@ def fuse_linear_bn_eval(linear, bn):
     if linear.out_features != bn.num_features:
         raise RuntimeError(f"cannot fuse Linear(out_features={linear.out_features}) with "
                            f"BatchNorm1d({bn.num_features}): the sizes differ")
-    fused = copy.deepcopy(linear)
+    fused = _copy_but_params(linear)
     fused.weight, fused.bias = fuse_conv_bn_weights(fused.weight, fused.bias, bn.running_mean,
                                                     bn.running_var, bn.eps, bn.weight, bn.bias)
     return fused
