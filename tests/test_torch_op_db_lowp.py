@@ -220,6 +220,14 @@ XFAIL = {
             "values match, the indices (and the gradients routed through them) differ",
             "sort argsort msort mode", "*", "forward backward"),
 }
+if torch.backends.cpu.get_cpu_capability() != "AVX512":
+    # PyTorch's float16/bfloat16 results that depend on its CPU kernels: ember follows what its AVX-512
+    # kernels compute (where the previous machines ran it); its AVX2 kernels round elsewhere
+    XFAIL.update(_each("PyTorch's AVX2 kernels (torch.backends.cpu.get_cpu_capability() on this CPU) round the "
+                       "transposed convolution's partial results in the low dtype at other points than its "
+                       "AVX-512 kernels, which ember follows: on op_db's samples 1-3 of 18-56 values differ by "
+                       "1-2 ulps; against the float64 result ember's largest error is no larger than PyTorch's "
+                       "(float16 sample 9: 0.028 against 0.042)", "nn.functional.conv_transpose1d", "*", "forward"))
 
 
 def _finish(op, dtype, check, failures, ran, skipped):

@@ -1216,7 +1216,7 @@ def batched_index(x, idx, value=None, setitem=False):
     return lvl.wrap(stack(outs))
 
 
-def isin_rule(op, vals, bd, params, size):
+def _isin_rule(op, vals, bd, params, size):
     """A shared test set: isin over the whole batch at once. A batched one: each row's elements are
     looked up in that row's sorted test elements (sort, searchsorted, gather: batched ops)."""
     a, b = vals
@@ -1242,7 +1242,7 @@ def isin_rule(op, vals, bd, params, size):
     return hit.reshape(a.shape), True
 
 
-def bincount_rule(op, vals, bd, params, size):
+def _bincount_rule(op, vals, bd, params, size):
     """Each row counted into its own block of bins (row b's values shifted by b * n): one bincount.
     Every row must have the same number of bins n (PyTorch's vmap stacks the rows' results)."""
     a = vals[0] if bd[0] else _materialize(vals[0], size)
@@ -1261,7 +1261,7 @@ def bincount_rule(op, vals, bd, params, size):
     return dispatch(op, args, dict(params, minlength=size * n)).reshape(size, n), True
 
 
-def argwhere_rule(op, vals, bd, params, size):
+def _argwhere_rule(op, vals, bd, params, size):
     """Every batch row's nonzero indices, stacked: the rows must have the same count (a batch of
     results with different shapes cannot be stacked; torch.func.vmap refuses those too)."""
     a = vals[0]
@@ -1288,8 +1288,8 @@ index_select_op.batch = index_select_rule
 index_add_op.batch = index_add_rule
 masked_fill_op.batch = masked_fill_rule
 nonzero_op.batch = nonzero_rule
-isin_op.batch = isin_rule
-argwhere_op.batch = argwhere_rule
-bincount_op.batch = bincount_rule
+isin_op.batch = _isin_rule
+argwhere_op.batch = _argwhere_rule
+bincount_op.batch = _bincount_rule
 for _op in (gather_op, scatter_op, scatter_add_op, sort_op, topk_op):
     _op.batch = gather_like_rule
