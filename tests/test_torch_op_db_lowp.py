@@ -228,6 +228,12 @@ if torch.backends.cpu.get_cpu_capability() != "AVX512":
                        "AVX-512 kernels, which ember follows: on op_db's samples 1-3 of 18-56 values differ by "
                        "1-2 ulps; against the float64 result ember's largest error is no larger than PyTorch's "
                        "(float16 sample 9: 0.028 against 0.042)", "nn.functional.conv_transpose1d", "*", "forward"))
+    XFAIL.update(_each("PyTorch's AVX2 kernels (torch.backends.cpu.get_cpu_capability() on this CPU) accumulate "
+                       "the convolution's input gradient in another order than its AVX-512 kernels, which ember "
+                       "follows: on op_db's full-mode samples one value of 48-1320 differs by 1-2 low-dtype ulps "
+                       "where terms cancel; against the float64 gradient ember's error is no larger than "
+                       "PyTorch's (float16, 20 random stride-2 samples: 0.0036 against 0.0050)",
+                       "nn.functional.conv2d nn.functional.conv3d", "*", "backward"))
 
 
 def _finish(op, dtype, check, failures, ran, skipped):
