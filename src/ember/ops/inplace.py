@@ -404,14 +404,11 @@ def _float_dtype_check(self, name):
         raise RuntimeError(f"{name}: expected a floating point or complex tensor, got {self.dtype}")
 
 
-_SCALAR_TYPE = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool",
-                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 def _continuous_check(self, dist):
     """cauchy_/exponential_ on a tensor that is not floating: PyTorch's RuntimeError."""
     if not self.dtype.is_floating_point:
-        name = _SCALAR_TYPE.get(self._data.dtype.name, self._data.dtype.name)
+        from .complex import scalar_name
+        name = scalar_name(self._data.dtype)
         raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {name}")
 
@@ -420,7 +417,8 @@ def _no_kernel(self, kernel, integers):
     """PyTorch's NotImplementedError where its CPU kernel has no case for the tensor's dtype: it has
     the floating dtypes, and the integer ones (not bool) when ``integers``."""
     if not (self.dtype.is_floating_point or integers and self._data.dtype.kind in "iu"):
-        name = _SCALAR_TYPE.get(self._data.dtype.name, self._data.dtype.name)
+        from .complex import scalar_name
+        name = scalar_name(self._data.dtype)
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
