@@ -382,10 +382,19 @@ def _bm_f64(blocks, mean, std, out=None):
     if not (std == 1.0 and mean == 0.0):
         c = fma64(c, std, mean)
         s = fma64(s, std, mean)
-    if out.dtype == np.float64 and out.flags.c_contiguous:
-        o = out.view(_HALF64)
-        np.copyto(o[:, 0], c.view(_HALF64))
-        np.copyto(o[:, 1], s.view(_HALF64))
+    return _store_halves(out, c, s)
+
+
+def _store_halves(out, c, s):
+    """out (k, 16) <- the cosine normals c (8k,) in the first half of each block, the sine ones s in
+    the second: as one item per half-block where out is contiguous and of c's dtype (a ufunc over
+    a strided (k, 8) view runs 8 elements per inner loop), else through the strided views."""
+    k = out.shape[0]
+    if out.dtype == c.dtype and out.flags.c_contiguous:
+        half = np.dtype(f"V{8 * c.itemsize}")
+        o = out.view(half)
+        np.copyto(o[:, 0], c.view(half))
+        np.copyto(o[:, 1], s.view(half))
     else:
         out[:, :8] = c.reshape(k, 8)
         out[:, 8:] = s.reshape(k, 8)
@@ -620,14 +629,7 @@ def _bm_f32(blocks, mean, std, out=None):
         if std != 1.0:
             c *= _f32(std)
             s *= _f32(std)
-        if out.flags.c_contiguous:
-            o = out.view(_HALF)
-            np.copyto(o[:, 0], c.view(_HALF))
-            np.copyto(o[:, 1], s.view(_HALF))
-        else:
-            out[:, :8] = c.reshape(k, 8)
-            out[:, 8:] = s.reshape(k, 8)
-        return out
+        return _store_halves(out, c, s)
     r = r.reshape(k, 8)
     out[:, :8] = _fma(r * c.reshape(k, 8), _f32(std), _f32(mean))
     out[:, 8:] = _fma(r * s.reshape(k, 8), _f32(std), _f32(mean))
