@@ -43,7 +43,7 @@ for _k in """
     histograms index_add_rule index_backward_rule index_put_rule index_rule index_select_rule
     indexing inplace is_complex_t leaky_relu linear linear_rule logsigmoid masked_fill_rule
     matmul_rule mish native_dropout_backward native_norms nonzero_rule not_for_complex np numeric
-    order_stats permute_rule range_ reduce relu6 repeat repeat_rule scalar_name scatter_extreme
+    order_stats permute_rule range_ reduce relu6 repeat repeat_rule scatter_extreme
     searchsorted_rule setitem shape silu slice_dim softplus softsign spectral string sum_to
     sum_to_size to_dtype view view_dtype view_rule
 """.split():

@@ -141,9 +141,17 @@ def wrap_int_scalars(a, b):
     return conv(a, b), conv(b, a)
 
 
+_TORCH_SCALAR = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                 "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
 def torch_scalar_name(a):
-    """PyTorch's C++ name of an array's complex dtype (ComplexFloat, ComplexDouble) for its messages."""
-    return {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}.get(a.dtype.name, a.dtype.name)
+    """PyTorch's C++ name of an array's, a tensor's or a dtype's scalar type, for its messages: Float,
+    Long, ComplexDouble, ..."""
+    d = getattr(a, "dtype", a)
+    name = d.name if isinstance(getattr(d, "name", None), str) else np.dtype(d).name
+    return _TORCH_SCALAR.get(name, name)
 
 
 def no_complex(kernel, a):

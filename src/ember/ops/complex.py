@@ -23,19 +23,10 @@ EW = "elementwise"
 _nd = np.ndarray
 _pycomplex = complex  # (the public ``complex`` below shadows the builtin)
 
-_SCALAR_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
-                 "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-                 "complex128": "ComplexDouble"}
-
-
-def scalar_name(np_dtype):
-    """PyTorch's scalar type name of a NumPy dtype (Float, ComplexDouble, ...)."""
-    return _SCALAR_NAMES.get(np.dtype(np_dtype).name, str(np_dtype))
-
 
 def not_for_complex(kernel, a):
     """PyTorch's error for a kernel without a complex implementation."""
-    raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(a.dtype)}'")
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{U.torch_scalar_name(a.dtype)}'")
 
 
 def is_complex_t(x):
@@ -113,7 +104,7 @@ def _view_as_real_impl(xp, a):
 def _view_as_complex_impl(xp, a):
     if a.dtype not in (np.float32, np.float64):
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, but got a tensor "
-                           f"of scalar type: {scalar_name(a.dtype)} ({a.dtype})")
+                           f"of scalar type: {U.torch_scalar_name(a.dtype)} ({a.dtype})")
     if a.ndim == 0 or a.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     isz = a.itemsize
@@ -154,11 +145,12 @@ view_as_real_op.batch = view_as_complex_op.batch = _last_dim_rule
 
 def _complex_impl(xp, re, im):
     if re.dtype != im.dtype:
-        raise RuntimeError(f"Expected object of scalar type {scalar_name(re.dtype)} but got scalar type "
-                           f"{scalar_name(im.dtype)} for second argument ({re.dtype} and {im.dtype})")
+        raise RuntimeError(f"Expected object of scalar type {U.torch_scalar_name(re.dtype)} but got scalar type "
+                           f"{U.torch_scalar_name(im.dtype)} for second argument ({re.dtype} and {im.dtype})")
     if re.dtype.kind != "f":
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                           f"{scalar_name(re.dtype)} and {scalar_name(im.dtype)} ({re.dtype} and {im.dtype})")
+                           f"{U.torch_scalar_name(re.dtype)} and {U.torch_scalar_name(im.dtype)} "
+                           f"({re.dtype} and {im.dtype})")
     cdt = dt.FROM_NP[re.dtype].to_complex().np
     try:
         shape = np.broadcast_shapes(re.shape, im.shape)
@@ -306,8 +298,8 @@ def sgn(input):
 def polar(abs, angle, *, out=None):
     U.no_lowp("polar_cpu", abs, angle)
     if abs.dtype is not angle.dtype:
-        raise RuntimeError(f"Expected object of scalar type {scalar_name(abs._data.dtype)} but got scalar type "
-                           f"{scalar_name(angle._data.dtype)} for second argument")
+        raise RuntimeError(f"Expected object of scalar type {U.torch_scalar_name(abs._data)} but got scalar type "
+                           f"{U.torch_scalar_name(angle._data.dtype)} for second argument")
     return U.write_out(complex(abs * angle.cos(), abs * angle.sin()), out)
 
 

@@ -407,8 +407,7 @@ def _float_dtype_check(self, name):
 def _continuous_check(self, dist):
     """cauchy_/exponential_ on a tensor that is not floating: PyTorch's RuntimeError."""
     if not self.dtype.is_floating_point:
-        from .complex import scalar_name
-        name = scalar_name(self._data.dtype)
+        name = U.torch_scalar_name(self._data)
         raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {name}")
 
@@ -417,8 +416,7 @@ def _no_kernel(self, kernel, integers):
     """PyTorch's NotImplementedError where its CPU kernel has no case for the tensor's dtype: it has
     the floating dtypes, and the integer ones (not bool) when ``integers``."""
     if not (self.dtype.is_floating_point or integers and self._data.dtype.kind in "iu"):
-        from .complex import scalar_name
-        name = scalar_name(self._data.dtype)
+        name = U.torch_scalar_name(self._data)
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 

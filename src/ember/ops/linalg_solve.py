@@ -49,16 +49,11 @@ def err(cls, msg=None):
 LinAlgError.__qualname__ = LinAlgError.__name__ = "_LinAlgError"
 LinAlgError.__module__ = "ember._C"
 
-_TORCH_DT = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-             "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 def torch_dtype_name(npdt):
     """PyTorch's C++ name of a dtype with ember's in parentheses: 'Long (int64)'."""
     d = U.dt.FROM_NP.get(npdt)
     name = d.name if d is not None else str(npdt)
-    return f"{_TORCH_DT[name]} ({name})" if name in _TORCH_DT else name
+    return f"{U._TORCH_SCALAR[name]} ({name})" if name in U._TORCH_SCALAR else name
 
 
 # PyTorch's CPU build has no float16/bfloat16 LAPACK kernels: its NotImplementedError names the kernel
