@@ -698,19 +698,30 @@ def _is_dense_contig(a):
     return a.flags.c_contiguous
 
 
-def _uniform_values(mt, n, d, low=0.0, high=1.0):
-    """n uniforms on [low, high) as PyTorch's uniform_ makes them for an output of dtype d."""
-    u = mt.uniform_f64(n) if d == np.float64 else mt.uniform_f32(n)
-    if low == 0.0 and high == 1.0:
-        if d in (np.float32, np.float64):
-            return u  # below 1 by construction
-        v = u.astype(d)
-    elif d == np.float64:
-        v = _fma64(u, float(high) - float(low), float(low))
-    else:
-        # the bounds in float32 (for float16 too), one fused multiply-add
+def _uniform_values(mt, n, d, low=0.0, high=1.0, out=None):
+    """n uniforms on [low, high) as PyTorch's uniform_ makes them for an output of dtype d (written
+    into out, a contiguous array of n elements of d, when given: float32 and float64 are made
+    there directly)."""
+    if d == np.float32 and out is not None and not (low == 0.0 and high == 1.0):
+        # the bounds in float32, one fused multiply-add, straight from the draws into out
         lo, hi = np.float32(low), np.float32(high)
-        v = _fma32_(u, hi - lo, lo).astype(d, copy=False)
+        v = mt.uniform_f32_scaled(n, hi - lo, lo, out)
+    else:
+        direct = out is not None and d in (np.float32, np.float64)
+        u = (mt.uniform_f64 if d == np.float64 else mt.uniform_f32)(n, out if direct else None)
+        if low == 0.0 and high == 1.0:
+            if d in (np.float32, np.float64):
+                return u  # below 1 by construction
+            v = u.astype(d)
+        elif d == np.float64:
+            v = _fma64(u, float(high) - float(low), float(low))
+        else:
+            # the bounds in float32 (for float16 too), one fused multiply-add
+            lo, hi = np.float32(low), np.float32(high)
+            v = _fma32_(u, hi - lo, lo).astype(d, copy=False)
+        if out is not None and v is not out:
+            np.copyto(out, v, casting="unsafe")
+            v = out
     # a value rounded up to the upper bound becomes the lower one: the range stays [low, high)
     top = np.asarray(high).astype(d)
     big = v.max() if v.size else top
@@ -719,15 +730,19 @@ def _uniform_values(mt, n, d, low=0.0, high=1.0):
     return v
 
 
-def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True):
+def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True, out=None):
     """n normals as PyTorch's normal_ makes them for an output of dtype d: the blocked Box-Muller
-    for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair)."""
+    for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair).
+    Written into out (a contiguous array of n elements of d) when given."""
     if n >= 16 and contiguous and d in (np.float32, np.float64, np.float16):
-        return mt.normal_fill(n, d, float(mean), float(std))
+        return mt.normal_fill(n, d, float(mean), float(std), out)
     z = mt.normal_scalar(n)
-    if mean == 0.0 and std == 1.0:
+    if not (mean == 0.0 and std == 1.0):
+        z = _fma64(z, float(std), float(mean))
+    if out is None:
         return z.astype(d, copy=False)
-    return _fma64(z, float(std), float(mean)).astype(d, copy=False)
+    np.copyto(out, z, casting="unsafe")
+    return out
 
 
 def _normal_array(mt, shape, d, mean=0.0, std=1.0):
