@@ -157,7 +157,7 @@ def _swap_loop(z, n):
     return perm
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 7, 64, 300])
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 16, 17, 64, 300, 1000, 10 ** 5 + 1])
 def test_swaps_to_perm_matches_the_loop(n):
     """The vectorised Fisher-Yates (no sequential loop) against the loop itself, on swap targets
     drawn at random and on the extreme patterns: no moves, every swap to the end, chains of
@@ -165,8 +165,9 @@ def test_swaps_to_perm_matches_the_loop(n):
     from ember._creation import _swaps_to_perm
     rng = np.random.default_rng(n)
     i = np.arange(n - 1)
-    cases = [i, np.full(n - 1, n - 1), np.minimum(i + 1, n - 1), np.maximum(i, n - 3)]
-    cases += [i + rng.integers(0, n - i) for _ in range(20)]
+    cases = [i, np.full(n - 1, n - 1), np.minimum(i + 1, n - 1), np.maximum(i, n - 3),
+             np.where(i % 2, i, n - 1), np.minimum(i + 2, n - 1), (i + n - 1) // 2]
+    cases += [i + rng.integers(0, n - i) for _ in range(20 if n < 10 ** 4 else 3)]
     cases += [np.where(rng.random(n - 1) < 0.5, i, i + rng.integers(0, n - i)) for _ in range(5)]
     for z in cases:
         for dt in (np.int32, np.int64):
