@@ -141,13 +141,20 @@ class MT:
         return out
 
     def uniform_f64(self, n, out=None):
-        """n float64 uniforms (into out, a contiguous float64 array of n elements, when given)."""
-        r = self.u64(n)
-        r &= _M53
-        i = r.view(np.int64)
+        """n float64 uniforms (into out, a contiguous float64 array of n elements, when given, a
+        chunk of draws at a time)."""
         if out is None:
+            r = self.u64(n)
+            r &= _M53
+            i = r.view(np.int64)
             out = i.view(np.float64)  # converted in place (no fresh array to page-fault on)
-        np.copyto(out, i, casting="unsafe")
+            np.copyto(out, i, casting="unsafe")
+        else:
+            step = 2 * _DRAW_CHUNK
+            for j in range(0, n, step):
+                r = self.u64(min(step, n - j))
+                r &= _M53
+                np.copyto(out[j:j + step], r.view(np.int64), casting="unsafe")
         out *= _F53
         return out
 
@@ -199,20 +206,32 @@ class MT:
         path): uniforms for all n elements, each whole block of 16 turned into normals; when n is
         not a multiple of 16, 16 fresh uniforms for the last 16 elements, redone as one block.
         float16 draws float32 uniforms for the whole blocks only, and transforms in float64
-        (PyTorch's generic kernel, observed). Done a cache-sized chunk at a time, into out (a
-        contiguous array of n elements of dtype) when given."""
+        (PyTorch's generic kernel, observed). Written into out (a contiguous array of n elements of
+        dtype) when given. float32 and float64 draw the whole blocks' uniforms into out first, then
+        turn them into normals in place, a cache-sized chunk at a time, the chunks shared by the
+        intra-op threads (each block's normals depend on its own uniforms only: the same values on
+        any number of threads)."""
         f32, f64 = dtype == np.float32, dtype == np.float64
         bm = _bm_f32 if f32 else _bm_f64
         nblocks = n // 16
         if out is None:
             out = np.empty(n, dtype)
         blocks_out = out[:nblocks * 16].reshape(nblocks, 16)
-        for i in range(0, nblocks, _CHUNK):
-            k = min(_CHUNK, nblocks - i)
-            bm(self._draw_blocks(k, dtype), mean, std, blocks_out[i:i + k])
+        if f32 or f64:
+            (self.uniform_f64 if f64 else self.uniform_f32)(nblocks * 16, out[:nblocks * 16])
+
+            def transform(lo, hi):
+                for i in range(lo, hi, _CHUNK):
+                    b = blocks_out[i:min(hi, i + _CHUNK)]
+                    bm(b, mean, std, b)
+            from . import _parallel
+            _parallel.parallel_for(nblocks, transform, work=nblocks * 16 * _NORMAL_COST)
+            self.bg.random_raw(n % 16 * (2 if f64 else 1))  # the uniforms of the partial block,
+        else:                                               # overwritten before use
+            for i in range(0, nblocks, _CHUNK):
+                k = min(_CHUNK, nblocks - i)
+                bm(self._draw_blocks(k, dtype), mean, std, blocks_out[i:i + k])
         if n % 16:
-            if f32 or f64:  # the uniforms of the partial block, overwritten before use
-                self.bg.random_raw(n % 16 * (2 if f64 else 1))
             out[n - 16:] = bm(self._draw_blocks(1, dtype), mean, std).ravel()
         return out
 
@@ -648,6 +667,7 @@ def sincosf(x, work=None):
 _TWO_PI_F = _f32(2 * math.pi)
 
 
+_NORMAL_COST = 16  # a normal's cost in elementwise operations, for the intra-op threads' grain
 _CHUNK = 2048  # blocks per pass: fewer ufunc calls; the scratch arrays (2 MB) stay in L2/L3
 
 
