@@ -592,6 +592,11 @@ _SIGN = _i32(-2 ** 31)
 
 
 _DP12_SUM = _DP[0] + _DP[1]  # exact in float64 (few bits), and so is its product with the octant (0..8)
+_DP_SUM = _DP12_SUM + _DP[2]  # dp1 + dp2 + dp3: exact in float64 (48 bits), and so are its products
+_check_dp = __import__("fractions").Fraction  # with the octants (checked here, once)
+assert all(_check_dp(j * _DP_SUM) == j * (_check_dp(_DP[0]) + _check_dp(_DP[1]) + _check_dp(_DP[2]))
+           for j in range(9))
+del _check_dp
 
 
 def sincosf(x, work=None):
@@ -610,12 +615,11 @@ def sincosf(x, work=None):
     # The first two steps are exact in float32 (j * dp1 and j * dp2 have few bits, x + j * dp1
     # cancels exactly, the second sum fits 24 bits on every input: checked on all 2**24), so the
     # whole is x - j * (dp1 + dp2) exactly in float64 (j * (dp1 + dp2) exact), plus j * dp3 rounded
-    # once, then to float32
+    # once, then to float32; and as j * (dp1 + dp2 + dp3) is exact in float64 too, that is the
+    # exact x + j * (dp1 + dp2 + dp3) rounded once: one sum
     np.copyto(c64, j)
-    np.multiply(c64, _DP12_SUM, out=xr64)
-    np.copyto(z64, x)
-    xr64 += z64
-    c64 *= _DP[2]
+    c64 *= _DP_SUM
+    np.copyto(xr64, x)
     xr64 += c64
     np.copyto(xr, xr64, casting="unsafe")
     np.copyto(xr64, xr)
