@@ -608,7 +608,7 @@ def test_uniform_upper_bound_maps_to_lower_in_a_large_tensor(torch):
     """The same on the chunked path that writes float32 uniforms straight into a large tensor:
     crafted draws at the top, at the start and again past the first chunk."""
     top = [0xFFFFFF, 0xFFFFFE, 5, 0xFFFFFFFF, 0xFFFFFFFF, 7, 9] * 3000
-    for n in (20001, 2 * 16384 + 3):
+    for n in (20001, 65536 + 3):
         for f in (lambda L: L.empty(n).uniform_(1, 2), lambda L: L.empty(n).uniform_(-3, 1)):
             _set_next_draws(ember, top[:600])
             _set_next_draws(torch, top[:600])
@@ -629,7 +629,7 @@ FILLS = {
 }
 
 
-@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000, 16383, 16384, 16385, 2 * 16384 + 1, 10 ** 5 + 1])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000, 32767, 32768, 32769, 65537, 10 ** 5 + 1])
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("name", sorted(FILLS))
 def test_inplace_samplers_sizes_and_views(torch, name, dtype, n):

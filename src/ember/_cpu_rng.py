@@ -36,7 +36,7 @@ _F24 = np.float32(2.0 ** -24)
 _F53 = 2.0 ** -53
 _F24_PY = 2.0 ** -24
 _M53_PY = (1 << 53) - 1
-_DRAW_CHUNK = 1 << 13  # draw pairs per chunk of the uniform samplers (their scratch stays in cache)
+_DRAW_CHUNK = 1 << 15  # draw pairs per chunk of the uniform samplers (their scratch stays in cache)
 _SMALL = 32  # up to this many values, per-element Python beats a sequence of NumPy calls
 STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-state layout
 _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
@@ -95,16 +95,16 @@ class MT:
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
             out[...] = [(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()]
             return out
-        self._draw24(n, out)
-        out *= _F24
+        self._draw24(n, out, _F24)
         return out
 
-    def _draw24(self, n, out):
+    def _draw24(self, n, out, scale=None):
         """out (n elements, float32 or float64, contiguous) <- the low 24 bits of n draws, as integers
         (exact in either dtype); a cache-sized chunk of draws at a time. The draws come in pairs as
         the Generator's uint64 integers (cheaper than its uint32 ones; each is (first << 32) |
         second), both masked to 24 bits at once and converted from int32 (much cheaper than from
-        uint64), each pair put back in order by the conversion's strides."""
+        uint64), each pair put back in order by the conversion's strides; times scale (exact: a power
+        of two) while the chunk is in cache, when given."""
         k = n >> 1
         step = _DRAW_CHUNK
         for i in range(0, k, step):
@@ -115,8 +115,10 @@ class MT:
             o = out[2 * i:2 * (i + m)]
             np.copyto(o[0::2], v[_HI::2], casting="unsafe")
             np.copyto(o[1::2], v[1 - _HI::2], casting="unsafe")
+            if scale is not None:
+                o *= scale
         if n & 1:
-            out[-1] = int(self.bg.random_raw()) & 0xFFFFFF
+            out[-1] = (int(self.bg.random_raw()) & 0xFFFFFF) * (1.0 if scale is None else float(scale))
 
     def uniform_f32_scaled(self, n, scale, shift, out):
         """out (a contiguous float32 array of n elements) <- fma(u, scale, shift) for n float32
@@ -130,7 +132,7 @@ class MT:
             return out
         s24, shift = float(scale) * _F24_PY, float(shift)
         step = 2 * _DRAW_CHUNK
-        t = _work(min(step, n))[1][0]
+        t = _scratch("scaled64", min(step, n), np.float64)
         for i in range(0, n, step):
             m = min(step, n - i)
             tm = t[:m]
