@@ -108,8 +108,8 @@ def test_kernels_are_close_to_the_true_functions():
     assert np.abs(c - np.cos(t.astype(np.float64))).max() < 2e-7
 
 
-@pytest.mark.parametrize("n", [16, 17, 31, 32, 4096 * 16 - 1, 4096 * 16, 4096 * 16 + 1, 4096 * 16 + 15,
-                               2 * 4096 * 16 + 17])
+@pytest.mark.parametrize("n", [16, 17, 31, 32, R._CHUNK * 16 - 1, R._CHUNK * 16, R._CHUNK * 16 + 1,
+                               R._CHUNK * 16 + 15, 2 * R._CHUNK * 16 + 17])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_normal_fill_chunking(n, dtype):
     """normal_fill works a chunk of _CHUNK blocks at a time: the same values as one chunk over the

@@ -674,7 +674,9 @@ _TWO_PI_F = _f32(2 * math.pi)
 
 
 _NORMAL_COST = 16  # a normal's cost in elementwise operations, for the intra-op threads' grain
-_CHUNK = 2048  # blocks per pass: fewer ufunc calls; the scratch arrays (2 MB) stay in L2/L3
+# Blocks per pass: fewer ufunc calls (each costs about a microsecond); the scratch arrays (8 MB a
+# thread) stay in L3. Measured on a 32 MB L3: 8192 a few tens of percent faster than 2048.
+_CHUNK = 8192
 
 
 _HALF = np.dtype("V32")  # 8 float32 values as one item: half a block
