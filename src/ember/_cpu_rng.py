@@ -27,6 +27,8 @@ import threading
 
 import numpy as np
 
+from . import _parallel
+
 _M24 = np.uint64(0xFFFFFF)
 _M24X2 = np.uint64(0x00FFFFFF00FFFFFF)
 _HI = 1 if sys.byteorder == "little" else 0  # the high 32-bit word of a uint64 viewed as two
@@ -226,8 +228,11 @@ class MT:
                 for i in range(lo, hi, _CHUNK):
                     b = blocks_out[i:min(hi, i + _CHUNK)]
                     bm(b, mean, std, b)
-            from . import _parallel
-            _parallel.parallel_for(nblocks, transform, work=nblocks * 16 * _NORMAL_COST)
+            work = nblocks * 16 * _NORMAL_COST
+            if work < _parallel.MIN_SIZE:  # (the pool's own size check, without the call)
+                transform(0, nblocks)
+            else:
+                _parallel.parallel_for(nblocks, transform, work=work)
             self.bg.random_raw(n % 16 * (2 if f64 else 1))  # the uniforms of the partial block,
         else:                                               # overwritten before use
             for i in range(0, nblocks, _CHUNK):
