@@ -108,8 +108,8 @@ def test_kernels_are_close_to_the_true_functions():
     assert np.abs(c - np.cos(t.astype(np.float64))).max() < 2e-7
 
 
-@pytest.mark.parametrize("n", [16, 17, 31, 32, 4096 * 16 - 1, 4096 * 16, 4096 * 16 + 1, 4096 * 16 + 15,
-                               2 * 4096 * 16 + 17])
+@pytest.mark.parametrize("n", [16, 17, 31, 32, R._CHUNK * 16 - 1, R._CHUNK * 16, R._CHUNK * 16 + 1,
+                               R._CHUNK * 16 + 15, 2 * R._CHUNK * 16 + 17])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_normal_fill_chunking(n, dtype):
     """normal_fill works a chunk of _CHUNK blocks at a time: the same values as one chunk over the
@@ -177,3 +177,36 @@ def test_float64_normals_same_on_both_libm_paths(n, monkeypatch):
     for x, y in zip(fast, slow):
         assert np.array_equal(x.view(np.int64), y.view(np.int64))
     assert R.libm(math.log, np.array([0.5] * 40)).tolist() == [math.log(0.5)] * 40
+
+
+@pytest.mark.parametrize("n", [16, 17, 1000, 16 * 2048 + 15, 10 ** 5 + 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normal_fill_on_several_threads(n, dtype, monkeypatch):
+    """normal_fill's blocks shared by the intra-op threads (small chunks, so many pieces; no
+    dynamic adjustment, so the pieces go to the pool even on a busy machine): the values and the
+    stream position of one thread."""
+    import ember
+    from ember import _parallel as P
+    monkeypatch.setattr(P, "_DYNAMIC", False)
+    monkeypatch.setattr(R, "_CHUNK", 64)
+    threads = set()
+    bm = R._bm_f32 if dtype == np.float32 else R._bm_f64
+
+    def spy(*a, **k):
+        import threading
+        threads.add(threading.get_ident())
+        return bm(*a, **k)
+    monkeypatch.setattr(R, "_bm_f32" if dtype == np.float32 else "_bm_f64", spy)
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = R.MT(3)
+        want = one.normal_fill(n, np.dtype(dtype), 0.5, 2.0)
+        ember.set_num_threads(4)
+        several = R.MT(3)
+        got = several.normal_fill(n, np.dtype(dtype), 0.5, 2.0)
+    finally:
+        ember.set_num_threads(before)
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert one.next32() == several.next32()
+    assert threads

@@ -157,7 +157,7 @@ def _swap_loop(z, n):
     return perm
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 7, 64, 300])
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 16, 17, 64, 300, 1000, 10 ** 5 + 1])
 def test_swaps_to_perm_matches_the_loop(n):
     """The vectorised Fisher-Yates (no sequential loop) against the loop itself, on swap targets
     drawn at random and on the extreme patterns: no moves, every swap to the end, chains of
@@ -165,8 +165,9 @@ def test_swaps_to_perm_matches_the_loop(n):
     from ember._creation import _swaps_to_perm
     rng = np.random.default_rng(n)
     i = np.arange(n - 1)
-    cases = [i, np.full(n - 1, n - 1), np.minimum(i + 1, n - 1), np.maximum(i, n - 3)]
-    cases += [i + rng.integers(0, n - i) for _ in range(20)]
+    cases = [i, np.full(n - 1, n - 1), np.minimum(i + 1, n - 1), np.maximum(i, n - 3),
+             np.where(i % 2, i, n - 1), np.minimum(i + 2, n - 1), (i + n - 1) // 2]
+    cases += [i + rng.integers(0, n - i) for _ in range(20 if n < 10 ** 4 else 3)]
     cases += [np.where(rng.random(n - 1) < 0.5, i, i + rng.integers(0, n - i)) for _ in range(5)]
     for z in cases:
         for dt in (np.int32, np.int64):
@@ -571,8 +572,9 @@ def test_resnet18_initialisation(torch):
 
 
 def _set_next_draws(L, outs):
-    """The next len(outs) 32-bit draws of L's default generator are ``outs`` (through a crafted
-    state in PyTorch's layout: the untempered words, no twist pending)."""
+    """The next len(outs) (at most 623) 32-bit draws of L's default generator are ``outs`` (through
+    a crafted state in PyTorch's layout: the untempered words from the second on, next = 1 and
+    left = 624 as after a draw, so that the stream goes on alike past them, through the twist)."""
     y = np.asarray(outs, np.uint64) & np.uint64(0xFFFFFFFF)
     y ^= y >> np.uint64(18)
     y ^= (y << np.uint64(15)) & np.uint64(0xEFC60000)
@@ -584,10 +586,10 @@ def _set_next_draws(L, outs):
     for _ in range(3):
         t = y ^ (t >> np.uint64(11))
     key = np.zeros(624, np.uint64)
-    key[:len(outs)] = t & np.uint64(0xFFFFFFFF)
+    key[1:1 + len(outs)] = t & np.uint64(0xFFFFFFFF)
     st = bytearray(L.get_rng_state().numpy().tobytes())
     st[8:12] = (624).to_bytes(4, "little")
-    st[16:24] = (0).to_bytes(8, "little")
+    st[16:24] = (1).to_bytes(8, "little")
     st[24:24 + 624 * 8] = key.astype("<u8").tobytes()
     L.set_rng_state(L.from_numpy(np.frombuffer(bytes(st), np.uint8).copy()))
 
@@ -600,6 +602,58 @@ def test_uniform_upper_bound_maps_to_lower(torch):
         _set_next_draws(ember, top)
         _set_next_draws(torch, top)
         same(f(ember), f(torch))
+
+
+def test_uniform_upper_bound_maps_to_lower_in_a_large_tensor(torch):
+    """The same on the chunked path that writes float32 uniforms straight into a large tensor:
+    crafted draws at the top, at the start and again past the first chunk."""
+    top = [0xFFFFFF, 0xFFFFFE, 5, 0xFFFFFFFF, 0xFFFFFFFF, 7, 9] * 3000
+    for n in (20001, 65536 + 3):
+        for f in (lambda L: L.empty(n).uniform_(1, 2), lambda L: L.empty(n).uniform_(-3, 1)):
+            _set_next_draws(ember, top[:600])
+            _set_next_draws(torch, top[:600])
+            e, t = f(ember), f(torch)
+            same(e, t)
+            assert (e.numpy() == 1.0).sum() or (e.numpy() == -3.0).sum()
+
+
+FILLS = {
+    "uniform_": lambda L, t: t.uniform_(-2.5, 4.0),
+    "uniform_default": lambda L, t: t.uniform_(),
+    "uniform_narrow": lambda L, t: t.uniform_(1e-3, 1.5e-3),
+    "normal_": lambda L, t: t.normal_(1.5, 0.25),
+    "normal_default": lambda L, t: t.normal_(),
+    "normal_std": lambda L, t: t.normal_(0.0, 0.03),
+    "kaiming_uniform_": lambda L, t: L.nn.init.kaiming_uniform_(t.view(-1, 1), a=math.sqrt(5)),
+    "kaiming_normal_": lambda L, t: L.nn.init.kaiming_normal_(t.view(-1, 1), mode="fan_out"),
+}
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000, 32767, 32768, 32769, 65537, 10 ** 5 + 1])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(FILLS))
+def test_inplace_samplers_sizes_and_views(torch, name, dtype, n):
+    """uniform_/normal_ on a contiguous tensor write their values straight into its memory (a
+    chunk at a time): every size around the chunks, a contiguous view inside a larger tensor (its
+    neighbours untouched), a parameter under no_grad, and a non-contiguous view of the same size
+    (the other path), all PyTorch's numbers."""
+    f = FILLS[name]
+    seeds = SEEDS[:3] if n < 10 ** 4 else SEEDS[:1]
+    check(torch, lambda L: f(L, L.empty(n, dtype=getattr(L, dtype))), seeds=seeds)
+
+    def view(L):
+        base = L.full((n + 7,), 7.0, dtype=getattr(L, dtype))
+        f(L, base[3:3 + n])
+        return base
+    check(torch, view, seeds=seeds[:1])
+
+    def param(L):
+        p = L.nn.Parameter(L.empty(n, dtype=getattr(L, dtype)))
+        with L.no_grad():
+            f(L, p)
+        return p.detach()
+    check(torch, param, seeds=seeds[:1])
+    check(torch, lambda L: f(L, L.zeros(n, 2, dtype=getattr(L, dtype))[:, 1]), seeds=seeds[:1])
 
 
 def test_float16(torch):

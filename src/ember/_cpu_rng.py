@@ -27,6 +27,8 @@ import threading
 
 import numpy as np
 
+from . import _parallel
+
 _M24 = np.uint64(0xFFFFFF)
 _M24X2 = np.uint64(0x00FFFFFF00FFFFFF)
 _HI = 1 if sys.byteorder == "little" else 0  # the high 32-bit word of a uint64 viewed as two
@@ -36,6 +38,7 @@ _F24 = np.float32(2.0 ** -24)
 _F53 = 2.0 ** -53
 _F24_PY = 2.0 ** -24
 _M53_PY = (1 << 53) - 1
+_DRAW_CHUNK = 1 << 15  # draw pairs per chunk of the uniform samplers (their scratch stays in cache)
 _SMALL = 32  # up to this many values, per-element Python beats a sequence of NumPy calls
 STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-state layout
 _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
@@ -87,30 +90,75 @@ class MT:
         return (int(r[0]) << 32) | int(r[1])
 
     # -- uniforms
-    def uniform_f32(self, n):
+    def uniform_f32(self, n, out=None):
+        """n float32 uniforms (into out, a contiguous float32 array of n elements, when given)."""
+        if out is None:
+            out = np.empty(n, np.float32)
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
-            return np.array([(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()], np.float32)
-        # the draws in pairs as the Generator's uint64 integers (cheaper than its uint32 ones; each
-        # is (first << 32) | second), both masked to 24 bits at once, converted from int32 (much
-        # cheaper than from uint64) with each pair put back in order by the conversion's strides
-        out = np.empty(n, np.float32)
-        k = n >> 1
-        w = self.u64(k)
-        w &= _M24X2
-        v = w.view(np.int32)
-        np.copyto(out[0:2 * k:2], v[_HI::2], casting="unsafe")
-        np.copyto(out[1:2 * k:2], v[1 - _HI::2], casting="unsafe")
-        if n & 1:
-            out[-1] = int(self.bg.random_raw()) & 0xFFFFFF
-        out *= _F24
+            out[...] = [(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()]
+            return out
+        self._draw24(n, out, _F24)
         return out
 
-    def uniform_f64(self, n):
-        r = self.u64(n)
-        r &= _M53
-        i = r.view(np.int64)
-        out = i.view(np.float64)  # converted in place (no fresh array to page-fault on)
-        np.copyto(out, i, casting="unsafe")
+    def _draw24(self, n, out, scale=None):
+        """out (n elements, float32 or float64, contiguous) <- the low 24 bits of n draws, as integers
+        (exact in either dtype); a cache-sized chunk of draws at a time. The draws come in pairs as
+        the Generator's uint64 integers (cheaper than its uint32 ones; each is (first << 32) |
+        second), both masked to 24 bits at once and converted from int32 (much cheaper than from
+        uint64), each pair put back in order by the conversion's strides; times scale (exact: a power
+        of two) while the chunk is in cache, when given."""
+        k = n >> 1
+        step = _DRAW_CHUNK
+        for i in range(0, k, step):
+            m = min(step, k - i)
+            w = self.u64(m)
+            w &= _M24X2
+            v = w.view(np.int32)
+            o = out[2 * i:2 * (i + m)]
+            np.copyto(o[0::2], v[_HI::2], casting="unsafe")
+            np.copyto(o[1::2], v[1 - _HI::2], casting="unsafe")
+            if scale is not None:
+                o *= scale
+        if n & 1:
+            out[-1] = (int(self.bg.random_raw()) & 0xFFFFFF) * (1.0 if scale is None else float(scale))
+
+    def uniform_f32_scaled(self, n, scale, shift, out):
+        """out (a contiguous float32 array of n elements) <- fma(u, scale, shift) for n float32
+        uniforms u, rounded once (PyTorch's uniform_ on [shift, shift + scale) with float32 bounds).
+        u = k * 2**-24 for a 24-bit k, so u * scale = k * (scale * 2**-24) is exact in float64 and
+        the sum rounded to float32 is the fused result: computed from the integers in float64
+        scratch a chunk at a time, written straight into out."""
+        if n <= _SMALL:
+            s24 = float(scale) * _F24_PY
+            out[...] = [(r & 0xFFFFFF) * s24 + float(shift) for r in self.bg.random_raw(n).tolist()]
+            return out
+        s24, shift = float(scale) * _F24_PY, float(shift)
+        step = 2 * _DRAW_CHUNK
+        t = _scratch("scaled64", min(step, n), np.float64)
+        for i in range(0, n, step):
+            m = min(step, n - i)
+            tm = t[:m]
+            self._draw24(m, tm)
+            tm *= s24
+            tm += shift
+            np.copyto(out[i:i + m], tm, casting="unsafe")
+        return out
+
+    def uniform_f64(self, n, out=None):
+        """n float64 uniforms (into out, a contiguous float64 array of n elements, when given, a
+        chunk of draws at a time)."""
+        if out is None:
+            r = self.u64(n)
+            r &= _M53
+            i = r.view(np.int64)
+            out = i.view(np.float64)  # converted in place (no fresh array to page-fault on)
+            np.copyto(out, i, casting="unsafe")
+        else:
+            step = 2 * _DRAW_CHUNK
+            for j in range(0, n, step):
+                r = self.u64(min(step, n - j))
+                r &= _M53
+                np.copyto(out[j:j + step], r.view(np.int64), casting="unsafe")
         out *= _F53
         return out
 
@@ -157,30 +205,50 @@ class MT:
                 self.normal_cache = float(flat[-1])
         return out
 
-    def normal_fill(self, n, dtype, mean=0.0, std=1.0):
+    def normal_fill(self, n, dtype, mean=0.0, std=1.0, out=None):
         """n >= 16 normals of dtype (float32, float64 or float16) the blocked way (the contiguous
         path): uniforms for all n elements, each whole block of 16 turned into normals; when n is
         not a multiple of 16, 16 fresh uniforms for the last 16 elements, redone as one block.
         float16 draws float32 uniforms for the whole blocks only, and transforms in float64
-        (PyTorch's generic kernel, observed). Done a cache-sized chunk at a time."""
+        (PyTorch's generic kernel, observed). Written into out (a contiguous array of n elements of
+        dtype) when given. float32 and float64 draw the whole blocks' uniforms into out first, then
+        turn them into normals in place, a cache-sized chunk at a time, the chunks shared by the
+        intra-op threads (each block's normals depend on its own uniforms only: the same values on
+        any number of threads)."""
         f32, f64 = dtype == np.float32, dtype == np.float64
-        if f32 or f64:
-            draw = self.uniform_f64 if f64 else self.uniform_f32
-        else:
-            def draw(k):
-                return self.uniform_f32(k).astype(np.float64)
         bm = _bm_f32 if f32 else _bm_f64
         nblocks = n // 16
-        out = np.empty(n, dtype)
+        if out is None:
+            out = np.empty(n, dtype)
         blocks_out = out[:nblocks * 16].reshape(nblocks, 16)
-        for i in range(0, nblocks, _CHUNK):
-            k = min(_CHUNK, nblocks - i)
-            bm(draw(16 * k).reshape(k, 16), mean, std, blocks_out[i:i + k])
+        if f32 or f64:
+            (self.uniform_f64 if f64 else self.uniform_f32)(nblocks * 16, out[:nblocks * 16])
+
+            def transform(lo, hi):
+                for i in range(lo, hi, _CHUNK):
+                    b = blocks_out[i:min(hi, i + _CHUNK)]
+                    bm(b, mean, std, b)
+            work = nblocks * 16 * _NORMAL_COST
+            if work < _parallel.MIN_SIZE:  # (the pool's own size check, without the call)
+                transform(0, nblocks)
+            else:
+                _parallel.parallel_for(nblocks, transform, work=work)
+            self.bg.random_raw(n % 16 * (2 if f64 else 1))  # the uniforms of the partial block,
+        else:                                               # overwritten before use
+            for i in range(0, nblocks, _CHUNK):
+                k = min(_CHUNK, nblocks - i)
+                bm(self._draw_blocks(k, dtype), mean, std, blocks_out[i:i + k])
         if n % 16:
-            if f32 or f64:
-                draw(n % 16)  # the uniforms of the partial block, overwritten before use
-            out[n - 16:] = bm(draw(16).reshape(1, 16), mean, std).ravel()
+            out[n - 16:] = bm(self._draw_blocks(1, dtype), mean, std).ravel()
         return out
+
+    def _draw_blocks(self, k, dtype):
+        """k blocks of 16 uniforms (k, 16) for normal_fill, in per-thread scratch: float64 ones for
+        float64, float32 ones for float32, float32 ones widened to float64 for float16."""
+        if dtype == np.float64:
+            return self.uniform_f64(16 * k, _scratch("draw64", 16 * k, np.float64)).reshape(k, 16)
+        u = self.uniform_f32(16 * k, _scratch("draw32", 16 * k, np.float32)).reshape(k, 16)
+        return u if dtype == np.float32 else u.astype(np.float64)
 
     def uniform_f64_reader(self):
         """A reader of float64 uniforms one at a time for samplers that take a variable number of
@@ -460,6 +528,15 @@ class _Work(threading.local):
 _WORK = _Work()
 
 
+def _scratch(name, n, dtype):
+    """A per-thread scratch array of n elements of dtype, kept under name (grown as needed)."""
+    a = _WORK.__dict__.get(name)
+    if a is None or a.size < n:
+        a = np.empty(n, dtype)
+        setattr(_WORK, name, a)
+    return a[:n]
+
+
 def _work(n):
     """Scratch views of n elements: 12 float32, 7 float64, 5 int32 (grown as needed)."""
     w = _WORK
@@ -522,6 +599,11 @@ _SIGN = _i32(-2 ** 31)
 
 
 _DP12_SUM = _DP[0] + _DP[1]  # exact in float64 (few bits), and so is its product with the octant (0..8)
+_DP_SUM = _DP12_SUM + _DP[2]  # dp1 + dp2 + dp3: exact in float64 (48 bits), and so are its products
+_check_dp = __import__("fractions").Fraction  # with the octants (checked here, once)
+assert all(_check_dp(j * _DP_SUM) == j * (_check_dp(_DP[0]) + _check_dp(_DP[1]) + _check_dp(_DP[2]))
+           for j in range(9))
+del _check_dp
 
 
 def sincosf(x, work=None):
@@ -540,12 +622,11 @@ def sincosf(x, work=None):
     # The first two steps are exact in float32 (j * dp1 and j * dp2 have few bits, x + j * dp1
     # cancels exactly, the second sum fits 24 bits on every input: checked on all 2**24), so the
     # whole is x - j * (dp1 + dp2) exactly in float64 (j * (dp1 + dp2) exact), plus j * dp3 rounded
-    # once, then to float32
+    # once, then to float32; and as j * (dp1 + dp2 + dp3) is exact in float64 too, that is the
+    # exact x + j * (dp1 + dp2 + dp3) rounded once: one sum
     np.copyto(c64, j)
-    np.multiply(c64, _DP12_SUM, out=xr64)
-    np.copyto(z64, x)
-    xr64 += z64
-    c64 *= _DP[2]
+    c64 *= _DP_SUM
+    np.copyto(xr64, x)
     xr64 += c64
     np.copyto(xr, xr64, casting="unsafe")
     np.copyto(xr64, xr)
@@ -597,7 +678,10 @@ def sincosf(x, work=None):
 _TWO_PI_F = _f32(2 * math.pi)
 
 
-_CHUNK = 2048  # blocks per pass: fewer ufunc calls; the scratch arrays (2 MB) stay in L2/L3
+_NORMAL_COST = 16  # a normal's cost in elementwise operations, for the intra-op threads' grain
+# Blocks per pass: fewer ufunc calls (each costs about a microsecond); the scratch arrays (8 MB a
+# thread) stay in L3. Measured on a 32 MB L3: 8192 a few tens of percent faster than 2048.
+_CHUNK = 8192
 
 
 _HALF = np.dtype("V32")  # 8 float32 values as one item: half a block

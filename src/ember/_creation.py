@@ -698,19 +698,30 @@ def _is_dense_contig(a):
     return a.flags.c_contiguous
 
 
-def _uniform_values(mt, n, d, low=0.0, high=1.0):
-    """n uniforms on [low, high) as PyTorch's uniform_ makes them for an output of dtype d."""
-    u = mt.uniform_f64(n) if d == np.float64 else mt.uniform_f32(n)
-    if low == 0.0 and high == 1.0:
-        if d in (np.float32, np.float64):
-            return u  # below 1 by construction
-        v = u.astype(d)
-    elif d == np.float64:
-        v = _fma64(u, float(high) - float(low), float(low))
-    else:
-        # the bounds in float32 (for float16 too), one fused multiply-add
+def _uniform_values(mt, n, d, low=0.0, high=1.0, out=None):
+    """n uniforms on [low, high) as PyTorch's uniform_ makes them for an output of dtype d (written
+    into out, a contiguous array of n elements of d, when given: float32 and float64 are made
+    there directly)."""
+    if d == np.float32 and out is not None and not (low == 0.0 and high == 1.0):
+        # the bounds in float32, one fused multiply-add, straight from the draws into out
         lo, hi = np.float32(low), np.float32(high)
-        v = _fma32_(u, hi - lo, lo).astype(d, copy=False)
+        v = mt.uniform_f32_scaled(n, hi - lo, lo, out)
+    else:
+        direct = out is not None and d in (np.float32, np.float64)
+        u = (mt.uniform_f64 if d == np.float64 else mt.uniform_f32)(n, out if direct else None)
+        if low == 0.0 and high == 1.0:
+            if d in (np.float32, np.float64):
+                return u  # below 1 by construction
+            v = u.astype(d)
+        elif d == np.float64:
+            v = _fma64(u, float(high) - float(low), float(low))
+        else:
+            # the bounds in float32 (for float16 too), one fused multiply-add
+            lo, hi = np.float32(low), np.float32(high)
+            v = _fma32_(u, hi - lo, lo).astype(d, copy=False)
+        if out is not None and v is not out:
+            np.copyto(out, v, casting="unsafe")
+            v = out
     # a value rounded up to the upper bound becomes the lower one: the range stays [low, high)
     top = np.asarray(high).astype(d)
     big = v.max() if v.size else top
@@ -719,15 +730,19 @@ def _uniform_values(mt, n, d, low=0.0, high=1.0):
     return v
 
 
-def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True):
+def _normal_values(mt, n, d, mean=0.0, std=1.0, contiguous=True, out=None):
     """n normals as PyTorch's normal_ makes them for an output of dtype d: the blocked Box-Muller
-    for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair)."""
+    for 16 or more contiguous float32/float64 elements, else the scalar path (the cached pair).
+    Written into out (a contiguous array of n elements of d) when given."""
     if n >= 16 and contiguous and d in (np.float32, np.float64, np.float16):
-        return mt.normal_fill(n, d, float(mean), float(std))
+        return mt.normal_fill(n, d, float(mean), float(std), out)
     z = mt.normal_scalar(n)
-    if mean == 0.0 and std == 1.0:
+    if not (mean == 0.0 and std == 1.0):
+        z = _fma64(z, float(std), float(mean))
+    if out is None:
         return z.astype(d, copy=False)
-    return _fma64(z, float(std), float(mean)).astype(d, copy=False)
+    np.copyto(out, z, casting="unsafe")
+    return out
 
 
 def _normal_array(mt, shape, d, mean=0.0, std=1.0):
@@ -787,34 +802,43 @@ def _swaps_to_perm(z, idx, n):
     step k < i that swapped into p (k -> p moved W[k] there), or p itself if none; so
       W[k] = W[last step before k with target k] (else k)   -- chains resolved by pointer jumping,
       perm[i] = W[i] for a self-swap (z[i] == i), else W[previous step with target z[i]] (else z[i]),
-    the previous step with the same target coming from one sort of (target, step) pairs."""
-    moved = z != idx
-    s = idx[moved]
-    zs = z[moved]
-    w = np.full(n, -1, z.dtype)
-    w[zs] = s  # the last step hitting each target: repeated indices assign in order, checked below
-    if not (w[zs] >= s).all():
-        np.maximum.at(w, zs, s)
-    roots = np.flatnonzero(w < 0)
-    w[roots] = roots
-    nxt = np.empty_like(w)
-    while True:
-        np.take(w, w, out=nxt)
-        if np.array_equal(nxt, w):
-            break
-        w, nxt = nxt, w
-    key = zs.astype(np.int64)
+    the steps grouped by target, in order, by one sort of (target, step) pairs: the last of each
+    group gives W's links, each step's predecessor in its group its value. (np.compress and
+    arithmetic selects: boolean indexing and np.where branch on every element of a random mask,
+    several times slower here.)"""
+    it = z.dtype
+    s = np.compress(z != idx, idx)  # the steps that move something
+    if not s.size:
+        return np.arange(n, dtype=np.int64)
+    key = np.take(z, s, mode="clip").astype(np.int64)
     key *= n
     key += s
     key.sort()
     kz = key // n
-    key -= kz * n  # the steps in order of (target, step)
-    ks = key.astype(z.dtype)
-    same = kz[1:] == kz[:-1]
-    perm = np.empty(n, np.int64)
-    perm[...] = w
-    perm[s] = zs
-    perm[ks[1:][same]] = w[ks[:-1][same]]
+    key -= kz * n
+    ks = key.astype(it)  # the steps in order of (target, step)
+    kz = kz.astype(it)
+    first = np.empty(ks.size, bool)  # the first step of its target's group
+    first[0] = True
+    np.not_equal(kz[1:], kz[:-1], out=first[1:])
+    last = np.empty(ks.size, bool)
+    last[-1] = True
+    last[:-1] = first[1:]
+    w = np.arange(n, dtype=it)
+    w[np.compress(last, kz)] = np.compress(last, ks)  # (targets unique here)
+    nxt = np.empty_like(w)
+    while True:
+        np.take(w, w, out=nxt, mode="clip")
+        if np.array_equal(nxt, w):
+            break
+        w, nxt = nxt, w
+    perm = w.astype(np.int64)  # self-swaps and the last position
+    vals = np.take(w, ks[:-1], mode="clip")  # W of the previous step with the same target,
+    vals -= kz[1:]                           # or the target itself for a group's first step
+    vals *= ~first[1:]
+    vals += kz[1:]
+    perm[ks[0]] = kz[0]
+    perm[ks[1:]] = vals
     return perm
 
 
@@ -907,7 +931,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     n = int(n)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
-    a = _finish(_randperm_array(_mt(generator), n).astype(_dtype(dtype, dt.int64)), requires_grad, device)
+    a = _finish(_randperm_array(_mt(generator), n).astype(_dtype(dtype, dt.int64), copy=False), requires_grad, device)
     return a if out is None else U.write_out(a, out)
 
 

@@ -445,6 +445,10 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     mt = _mt(generator)
     d = _real_np(self)
+    dst = _direct_target(self, "uniform_")
+    if dst is not None:
+        _uniform_values(mt, dst.size, d, a, b, dst)
+        return _filled(self, "uniform_")
     return _random_fill(self, _draw_like(self, lambda n: _uniform_values(mt, n, d, a, b)), "uniform_")
 
 
@@ -459,6 +463,10 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if self.dtype.is_complex:  # each part N(mean, std^2 / 2): the complex value has variance std^2
         std = std / 2 ** 0.5
     contig = self._data.flags.c_contiguous
+    dst = _direct_target(self, "normal_")
+    if dst is not None:
+        _normal_values(mt, dst.size, d, mean, std, True, dst)
+        return _filled(self, "normal_")
     return _random_fill(self, _draw_like(self, lambda n: _normal_values(mt, n, d, mean, std, contig)), "normal_")
 
 
@@ -583,6 +591,28 @@ random_ = _vmap_different(random_)
 geometric_ = _vmap_different(geometric_)
 cauchy_ = _vmap_different(cauchy_)
 log_normal_ = _vmap_different(log_normal_)
+
+
+def _direct_target(self, name):
+    """self's memory as a flat array a sampler may write its values into directly, sparing a
+    temporary and a copy: where _random_fill would copy them straight in (no autograd to record, no
+    transform listening) and self is a contiguous float32 or float64 tensor (PyTorch's iteration
+    order is then memory order). Else None. Runs _random_fill's checks first."""
+    a = self._data
+    if a.dtype not in (_F32, _F64) or not a.flags.c_contiguous or not a.size:
+        return None
+    _check(self, name)
+    if D.grad_mode.enabled and self._rg or not D.state.simple:
+        return None
+    return a.reshape(-1)
+
+
+def _filled(self, name):
+    self._bump(name)
+    return self
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _random_fill(self, values, name):
