@@ -9,6 +9,10 @@ import threading
 
 import numpy as np
 import scipy.special as _special
+try:  # (the clip ufunc itself: np.clip's wrapper costs several microseconds a call)
+    from numpy._core import umath as _umath
+except ImportError:  # NumPy 1.x
+    from numpy.core import umath as _umath
 
 from .. import _dispatch as D
 from .. import _parallel as _P
@@ -646,13 +650,19 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-# float32 GELU x * Phi(x) without erf (SciPy's erf is a scalar loop, ~12 ns an element): Phi from a
-# table of its Taylor coefficients at the points x_i = i / 128 - 14.5, cubic in dx = x - x_i (exact in
-# float32: x_i is a multiple of 2^-7), evaluated in float32 over cache-sized chunks with reused
-# buffers. Truncation error below 3e-9 of Phi near 0, relative 1e-5 only where Phi < 1e-40; within
-# about 2 ulps of the exact float64 GELU everywhere (the erf formula loses the left tail to the
-# cancellation in 1 + erf). Below -14.5 Phi is 0 in float32, above 14.5 it is 1.
-_GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 128, 16384
+# float32 GELU x * Phi(x) without erf (SciPy's erf is a scalar loop, ~12 ns an element): Phi from its
+# Taylor expansion at the nearest point x_i = i / 128 of a table on [-14.5, 14.5], cubic in
+# dx = x - x_i (|dx| <= 1/256; exact in float32: x_i is a multiple of 2^-7). Only Phi(x_i) and
+# pdf(x_i) come from the table (two gathers, the costliest passes); the higher coefficients follow
+# from them, Phi'' = -x pdf and Phi''' = (x^2 - 1) pdf:
+#     Phi(x_i + dx) ~ Phi(x_i) + pdf(x_i) dx (1 + dx (-x_i / 2 + dx (x_i^2 - 1) / 6)).
+# Truncation error below 1e-10 of Phi near 0; within about 2 ulps of the exact float64 GELU wherever
+# it is a normal number (the erf formula loses the left tail to the cancellation in 1 + erf). The
+# nearest node comes from the float32 rounding of x * 128 + 1.5 * 2^23 (its low mantissa bits are the
+# index): no floor or float-to-int conversion pass. x is clipped to [-14.5, 14.5] first (beyond, Phi is
+# 0 or 1 in float32), a NaN gets an arbitrary (clipped) index and stays NaN through dx. Evaluated over
+# large chunks in reused buffers (a NumPy call costs about a microsecond: small chunks pay it often).
+_GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 128, 65536
 _gelu_tab = []
 _gelu_scratch = threading.local()
 
@@ -661,46 +671,51 @@ def _gelu_table():
     if not _gelu_tab:
         xi = np.arange(int(2 * _GELU_L * _GELU_K) + 1) / _GELU_K - _GELU_L
         pdf = np.exp(-0.5 * xi * xi) / math.sqrt(2 * math.pi)
-        cdf = _special.ndtr(xi)
-        _gelu_tab.extend(c.astype(np.float32) for c in (cdf, pdf, -0.5 * xi * pdf, (xi * xi - 1) * pdf / 6))
+        _gelu_tab.extend(c.astype(np.float32) for c in (_special.ndtr(xi), pdf))
+        magic = np.float32(1.5 * 2 ** 23)  # adding it rounds to an integer held in the low mantissa bits
+        _gelu_tab.extend((magic + np.float32(_GELU_L * _GELU_K), np.array(magic).view(np.int32),
+                          np.array(-_GELU_L, np.float32), np.array(_GELU_L, np.float32)))
     return _gelu_tab
 
 
 def _gelu_f32(xp, a):
-    c0, c1, c2, c3 = _gelu_table()
+    c0, c1, shift, shift_bits, lo_x, hi_x = _gelu_table()
     flat = a.reshape(-1)
     out = xp.empty(a.shape, dtype=a.dtype)
     oflat = out.reshape(-1)
-    bufs = getattr(_gelu_scratch, "bufs", None)
-    if bufs is None:
-        n = _GELU_CHUNK
-        bufs = _gelu_scratch.bufs = (xp.empty(n, np.float32), xp.empty(n, np.float32), xp.empty(n, np.intp),
-                                     xp.empty(n, np.float32))
-    L, K = np.float32(_GELU_L), np.float32(_GELU_K)
-    step = np.float32(1.0 / _GELU_K)
     n = flat.size
-    with np.errstate(invalid="ignore"):  # (NaN: its index is clipped, its dx and result stay NaN)
-        for lo in range(0, n, _GELU_CHUNK):
-            hi = min(n, lo + _GELU_CHUNK)
+    ch = min(n, _GELU_CHUNK)
+    bufs = getattr(_gelu_scratch, "bufs", None)
+    if bufs is None or bufs[0].size < ch:
+        bufs = _gelu_scratch.bufs = (xp.empty(ch, np.float32), xp.empty(ch, np.float32), xp.empty(ch, np.float32),
+                                     xp.empty(ch, np.intp))
+    K, inv_k = np.float32(_GELU_K), np.float32(1.0 / _GELU_K)
+    sixth, half = np.float32(1.0 / 6.0), np.float32(0.5)
+    with np.errstate(invalid="ignore"):  # (NaN: an arbitrary index, its dx and result stay NaN)
+        for lo in range(0, n, ch):
+            hi = min(n, lo + ch)
             m = hi - lo
             x = flat[lo:hi]
-            s, d, i, p = (b[:m] for b in bufs)
-            xp.clip(x, -L, L, out=d)
-            xp.add(d, L, out=s)
-            s *= K
-            xp.floor(s, out=s)
-            xp.copyto(i, s, casting="unsafe")
-            s *= step
-            s -= L
-            xp.subtract(d, s, out=s)  # dx = x - x_i
-            xp.take(c3, i, out=p, mode="clip")
-            p *= s
-            p += xp.take(c2, i, out=d, mode="clip")
-            p *= s
-            p += xp.take(c1, i, out=d, mode="clip")
-            p *= s
-            p += xp.take(c0, i, out=d, mode="clip")
-            xp.multiply(p, x, out=oflat[lo:hi])
+            d, s, t, i = (b[:m] for b in bufs)
+            _umath.clip(x, lo_x, hi_x, out=d)
+            xp.multiply(d, K, out=s)
+            s += shift                    # shift + round(128 x), exactly
+            xp.subtract(s.view(np.int32), shift_bits, out=i)  # the node's index
+            s -= shift
+            s *= inv_k                    # x_i
+            d -= s                        # dx (exact)
+            xp.multiply(s, s, out=t)
+            t -= 1
+            t *= d
+            t *= sixth
+            s *= half
+            t -= s
+            t *= d
+            t += 1
+            t *= d
+            t *= xp.take(c1, i, out=s, mode="clip")
+            t += xp.take(c0, i, out=s, mode="clip")
+            xp.multiply(t, x, out=oflat[lo:hi])
     return out
 
 
