@@ -684,7 +684,7 @@ def _gelu_f32(xp, a):
     out = xp.empty(a.shape, dtype=a.dtype)
     oflat = out.reshape(-1)
     n = flat.size
-    ch = min(n, _GELU_CHUNK)
+    ch = max(1, min(n, _GELU_CHUNK))
     bufs = getattr(_gelu_scratch, "bufs", None)
     if bufs is None or bufs[0].size < ch:
         bufs = _gelu_scratch.bufs = (xp.empty(ch, np.float32), xp.empty(ch, np.float32), xp.empty(ch, np.float32),
