@@ -707,7 +707,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
-    """softmax(q k^T * scale + mask) v, composed from ember ops."""
+    """softmax(q k^T * scale + mask) v: one primitive without a mask tensor or dropout (ops/attention.py),
+    composed from ember ops otherwise."""
     if len(_attention._enabled) < 5:  # a restricted sdpa_kernel(...) block is active
         _attention._check_viable()
     L, S = query.shape[-2], key.shape[-2]
@@ -719,6 +720,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = key.repeat_interleave(hq // hk, dim=-3)
         value = value.repeat_interleave(hq // hk, dim=-3)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if attn_mask is None and dropout_p == 0.0 and _ops._ATTN.usable(query, key, value):
+        return _ops._ATTN.scaled_dot_product_attention(query, key, value, scale, is_causal)
     scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:
