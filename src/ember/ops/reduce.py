@@ -449,8 +449,10 @@ def _softmax_bwd_impl(xp, g, y, dim):
     """y * (g - sum(g * y)) over ``dim`` on raw arrays, one buffer (the fused backward: no graph is
     recorded through it; float32/float64). Rows along the last dim are summed by a GEMV with a ones
     vector (NumPy's reduction of short rows costs several times more)."""
-    t = xp.multiply(g, y)
-    if t.ndim and dim % t.ndim == t.ndim - 1 and t.shape[-1]:
+    t = xp.asarray(xp.multiply(g, y))  # (a 0-dim product is a NumPy scalar)
+    if t.ndim == 0:
+        r = t.copy()
+    elif dim % t.ndim == t.ndim - 1 and t.shape[-1]:
         r = xp.matmul(t, xp.ones(t.shape[-1], t.dtype))[..., None]
     else:
         r = xp.sum(t, axis=dim, keepdims=True)
