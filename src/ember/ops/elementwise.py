@@ -688,41 +688,47 @@ def _gelu_f32(xp, a, deriv=None):
     out = xp.empty(a.shape, dtype=a.dtype)
     oflat = out.reshape(-1)
     dflat = None if deriv is None else deriv.reshape(-1)
-    n = flat.size
-    ch = max(1, min(n, _GELU_CHUNK))
-    bufs = getattr(_gelu_scratch, "bufs", None)
-    if bufs is None or bufs[0].size < ch:
-        bufs = _gelu_scratch.bufs = (xp.empty(ch, np.float32), xp.empty(ch, np.float32), xp.empty(ch, np.float32),
-                                     xp.empty(ch, np.float32), xp.empty(ch, np.intp))
     K, c2 = np.float32(_GELU_K), np.float32(-0.5 / (_GELU_K * _GELU_K))
-    with np.errstate(invalid="ignore"):  # (NaN: an arbitrary index, its dx and result stay NaN)
-        for lo in range(0, n, ch):
-            hi = min(n, lo + ch)
-            m = hi - lo
-            x = flat[lo:hi]
-            p, q, t, u, i = (b[:m] for b in bufs)
-            _umath.clip(x, lo_x, hi_x, out=p)
-            p *= K                        # 512 x (exact)
-            xp.add(p, shift, out=q)       # shift + round(512 x), exactly
-            xp.subtract(q.view(np.int32), shift_bits, out=i)  # the node's index
-            q -= shift                    # round(512 x) = 512 x_i
-            p -= q                        # w = 512 dx (exact)
-            q *= p
-            q *= c2                       # -x_i dx / 2
-            xp.add(q, 1, out=t)           # 1 - x_i dx / 2
-            if dflat is not None:
-                xp.add(t, q, out=u)       # 1 - x_i dx: pdf(x) / pdf(x_i)
-            t *= p
-            e = xp.take(c1, i, out=p, mode="clip")   # pdf(x_i) / 512
-            t *= e
-            if dflat is not None:
-                u *= e
-            t += xp.take(c0, i, out=q, mode="clip")  # Phi(x)
-            xp.multiply(t, x, out=oflat[lo:hi])
-            if dflat is not None:
-                u *= x
-                u *= K
-                xp.add(u, t, out=dflat[lo:hi])
+
+    def part(start, stop):  # (elementwise: the same values on any number of threads)
+        n = stop - start
+        ch = max(1, min(n, _GELU_CHUNK))
+        bufs = getattr(_gelu_scratch, "bufs", None)  # (each thread its own)
+        if bufs is None or bufs[0].size < ch:
+            bufs = _gelu_scratch.bufs = (xp.empty(ch, np.float32), xp.empty(ch, np.float32),
+                                         xp.empty(ch, np.float32), xp.empty(ch, np.float32), xp.empty(ch, np.intp))
+        with np.errstate(invalid="ignore"):  # (NaN: an arbitrary index, its dx and result stay NaN)
+            for lo in range(start, stop, ch):
+                hi = min(stop, lo + ch)
+                m = hi - lo
+                x = flat[lo:hi]
+                p, q, t, u, i = (b[:m] for b in bufs)
+                _umath.clip(x, lo_x, hi_x, out=p)
+                p *= K                        # 512 x (exact)
+                xp.add(p, shift, out=q)       # shift + round(512 x), exactly
+                xp.subtract(q.view(np.int32), shift_bits, out=i)  # the node's index
+                q -= shift                    # round(512 x) = 512 x_i
+                p -= q                        # w = 512 dx (exact)
+                q *= p
+                q *= c2                       # -x_i dx / 2
+                xp.add(q, 1, out=t)           # 1 - x_i dx / 2
+                if dflat is not None:
+                    xp.add(t, q, out=u)       # 1 - x_i dx: pdf(x) / pdf(x_i)
+                t *= p
+                e = xp.take(c1, i, out=p, mode="clip")   # pdf(x_i) / 512
+                t *= e
+                if dflat is not None:
+                    u *= e
+                t += xp.take(c0, i, out=q, mode="clip")  # Phi(x)
+                xp.multiply(t, x, out=oflat[lo:hi])
+                if dflat is not None:
+                    u *= x
+                    u *= K
+                    xp.add(u, t, out=dflat[lo:hi])
+    if flat.size >= _PMIN:
+        _P.parallel_for(flat.size, part)
+    else:
+        part(0, flat.size)
     return out
 
 
