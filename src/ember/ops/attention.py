@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from .. import _dispatch as D
+from .. import _parallel as _P
 from .._dispatch import defop, dispatch
 from .shape import sum_to
 
@@ -38,8 +39,8 @@ def _row_sums(xp, a):
     return xp.matmul(a, xp.ones(a.shape[-1], a.dtype))[..., None]
 
 
-def _probs_impl(xp, q, k, scale, is_causal):
-    s = xp.matmul(q, xp.swapaxes(k, -1, -2))
+def _probs_impl(xp, q, k, scale, is_causal, out=None):
+    s = xp.matmul(q, xp.swapaxes(k, -1, -2), out=out)
     s *= s.dtype.type(scale)
     if is_causal:
         xp.copyto(s, -np.inf, where=_causal_hidden(xp, s.shape[-2], s.shape[-1]))
@@ -49,10 +50,26 @@ def _probs_impl(xp, q, k, scale, is_causal):
     return s
 
 
+def _split(q, k, v):
+    """Whether the work splits over dim 0 (equal leading dims, plain arrays): each thread runs whole
+    attention problems, OpenBLAS on one thread (split_gemms: the same result on any thread count)."""
+    return (q.ndim >= 3 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and q.shape[0] > 1
+            and type(q) is type(k) is type(v) is np.ndarray)
+
+
 def _sdpa_impl(xp, q, k, v, *, scale, is_causal):
-    p = _probs_impl(xp, q, k, scale, is_causal)
+    if not _split(q, k, v):
+        p = _probs_impl(xp, q, k, scale, is_causal)
+        _ws.last = p
+        return xp.matmul(p, v)
+    p = xp.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
+    out = xp.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
+
+    def run(lo, hi):
+        xp.matmul(_probs_impl(xp, q[lo:hi], k[lo:hi], scale, is_causal, out=p[lo:hi]), v[lo:hi], out=out[lo:hi])
+    _P.split_gemms(q.shape[0], run, p.size * (q.shape[-1] + v.shape[-1]))
     _ws.last = p
-    return xp.matmul(p, v)
+    return out
 
 
 def _sum_to_arr(a, shape):
@@ -68,6 +85,22 @@ def _sdpa_bwd_impl(xp, g, q, k, v, p=None, *, scale, is_causal):
     """(dq, dk, dv) on raw arrays; p: the forward's probabilities when kept (overwritten)."""
     if p is None or p.dtype != q.dtype or p.shape != (np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
                                                       + (q.shape[-2], k.shape[-2])):
+        p = None
+    if _split(q, k, v) and g.shape[:-2] == q.shape[:-2] and type(g) is np.ndarray:
+        dq, dk, dv = xp.empty(q.shape, q.dtype), xp.empty(k.shape, k.dtype), xp.empty(v.shape, v.dtype)
+
+        def run(lo, hi):
+            sl = slice(lo, hi)
+            dq[sl], dk[sl], dv[sl] = _sdpa_grads(xp, g[sl], q[sl], k[sl], v[sl], None if p is None else p[sl],
+                                                 scale, is_causal)
+        _P.split_gemms(q.shape[0], run, 2 * g.size * k.shape[-2] + 2 * q.size * k.shape[-2])
+        return dq, dk, dv
+    dq, dk, dv = _sdpa_grads(xp, g, q, k, v, p, scale, is_causal)
+    return _sum_to_arr(dq, q.shape), _sum_to_arr(dk, k.shape), _sum_to_arr(dv, v.shape)
+
+
+def _sdpa_grads(xp, g, q, k, v, p, scale, is_causal):
+    if p is None:
         p = _probs_impl(xp, q, k, scale, is_causal)
     dv = xp.matmul(xp.swapaxes(p, -1, -2), g)
     ds = xp.matmul(g, xp.swapaxes(v, -1, -2))
@@ -75,9 +108,7 @@ def _sdpa_bwd_impl(xp, g, q, k, v, p=None, *, scale, is_causal):
     p *= _row_sums(xp, ds)
     ds -= p
     ds *= ds.dtype.type(scale)
-    dq = xp.matmul(ds, k)
-    dk = xp.matmul(xp.swapaxes(ds, -1, -2), q)
-    return _sum_to_arr(dq, q.shape), _sum_to_arr(dk, k.shape), _sum_to_arr(dv, v.shape)
+    return xp.matmul(ds, k), xp.matmul(xp.swapaxes(ds, -1, -2), q), dv
 
 
 def _node_name(args, params):
