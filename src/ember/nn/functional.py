@@ -705,11 +705,23 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool2d", 2, input, (oh, ow), return_indices)
 
 
+def _dt_name(t):
+    return str(t.dtype).split(".")[-1]
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
-    """softmax(q k^T * scale + mask) v, composed from ember ops."""
+    """softmax(q k^T * scale + mask) v: one primitive without a mask tensor or dropout (ops/attention.py),
+    composed from ember ops otherwise."""
     if len(_attention._enabled) < 5:  # a restricted sdpa_kernel(...) block is active
         _attention._check_viable()
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to have the same dtype, "
+                           f"but got query.dtype: {_dt_name(query)} key.dtype: {_dt_name(key)} and value.dtype: "
+                           f"{_dt_name(value)} instead.")
+    if not (query.is_floating_point() or query.is_complex()):
+        raise RuntimeError(f"scaled_dot_product_attention: expected query, key and value of a floating point "
+                           f"dtype, got {_dt_name(query)}")
     L, S = query.shape[-2], key.shape[-2]
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hk = query.shape[-3], key.shape[-3]  # grouped-query attention: each k/v head serves hq // hk heads
@@ -719,6 +731,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = key.repeat_interleave(hq // hk, dim=-3)
         value = value.repeat_interleave(hq // hk, dim=-3)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if attn_mask is None and dropout_p == 0.0 and _ops._ATTN.usable(query, key, value):
+        return _ops._ATTN.scaled_dot_product_attention(query, key, value, scale, is_causal)
     scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:

@@ -25,6 +25,8 @@ del loss
 from . import special as _SP  # noqa: E402  (special functions: gamma, Bessel, zeta, polynomials)
 del special  # (ember.special is the public torch.special module, not this family file)
 from . import rnn as _RNN  # noqa: F401,E402  (the fused LSTM layer)
+from . import attention as _ATTN  # noqa: F401,E402  (scaled_dot_product_attention's primitive)
+del attention
 del rnn  # (not a torch namespace name: keep it out of `from ember.ops import *`)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403

@@ -9,6 +9,10 @@ import threading
 
 import numpy as np
 import scipy.special as _special
+try:  # (the clip ufunc itself: np.clip's wrapper costs several microseconds a call)
+    from numpy._core import umath as _umath
+except ImportError:  # NumPy 1.x
+    from numpy.core import umath as _umath
 
 from .. import _dispatch as D
 from .. import _parallel as _P
@@ -646,13 +650,20 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-# float32 GELU x * Phi(x) without erf (SciPy's erf is a scalar loop, ~12 ns an element): Phi from a
-# table of its Taylor coefficients at the points x_i = i / 128 - 14.5, cubic in dx = x - x_i (exact in
-# float32: x_i is a multiple of 2^-7), evaluated in float32 over cache-sized chunks with reused
-# buffers. Truncation error below 3e-9 of Phi near 0, relative 1e-5 only where Phi < 1e-40; within
-# about 2 ulps of the exact float64 GELU everywhere (the erf formula loses the left tail to the
-# cancellation in 1 + erf). Below -14.5 Phi is 0 in float32, above 14.5 it is 1.
-_GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 128, 16384
+# float32 GELU x * Phi(x) without erf (SciPy's erf is a scalar loop, ~12 ns an element): Phi from its
+# Taylor expansion at the nearest point x_i = i / 512 of a table on [-14.5, 14.5], quadratic in
+# dx = x - x_i (|dx| <= 1/1024): with Phi'' = -x pdf,
+#     Phi(x_i + dx) ~ Phi(x_i) + pdf(x_i) dx (1 - x_i dx / 2).
+# Only Phi(x_i) and pdf(x_i) come from the table (two gathers, the costliest passes). The work is in
+# units of 1/512: w = 512 x - round(512 x) = 512 dx is exact in float32 (as 512 x and its rounding
+# are), the table holds pdf / 512, and round(512 x) comes from the float32 rounding of
+# 512 x + 1.5 * 2^23 (its low mantissa bits are the index): no floor or float-to-int pass. The
+# dropped cubic term is below 1e-10 near 0; within about 2.2 ulps of the exact float64 GELU
+# wherever it is a normal number above -6 (the erf formula loses the left tail to the cancellation in
+# 1 + erf). x is clipped to [-14.5, 14.5] first (beyond, Phi is 0 or 1 in float32), a NaN gets an
+# arbitrary (clipped) index and stays NaN through dx. Evaluated over large chunks in reused buffers
+# (a NumPy call costs about a microsecond: small chunks pay it often).
+_GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 512, 65536
 _gelu_tab = []
 _gelu_scratch = threading.local()
 
@@ -661,46 +672,63 @@ def _gelu_table():
     if not _gelu_tab:
         xi = np.arange(int(2 * _GELU_L * _GELU_K) + 1) / _GELU_K - _GELU_L
         pdf = np.exp(-0.5 * xi * xi) / math.sqrt(2 * math.pi)
-        cdf = _special.ndtr(xi)
-        _gelu_tab.extend(c.astype(np.float32) for c in (cdf, pdf, -0.5 * xi * pdf, (xi * xi - 1) * pdf / 6))
+        _gelu_tab.extend(c.astype(np.float32) for c in (_special.ndtr(xi), pdf / _GELU_K))
+        magic = np.float32(1.5 * 2 ** 23)  # adding it rounds to an integer held in the low mantissa bits
+        _gelu_tab.extend((magic + np.float32(_GELU_L * _GELU_K), np.array(magic).view(np.int32),
+                          np.array(-_GELU_L, np.float32), np.array(_GELU_L, np.float32)))
     return _gelu_tab
 
 
-def _gelu_f32(xp, a):
-    c0, c1, c2, c3 = _gelu_table()
+def _gelu_f32(xp, a, deriv=None):
+    """deriv: when given (an array of a's shape), it receives GELU's derivative Phi(x) + x pdf(x), pdf
+    from the same node: pdf(x_i + dx) ~ pdf(x_i) (1 - x_i dx) (|error| of the derivative below 3e-7,
+    PyTorch's own float32 one 2.3e-7), for the fused backward (no exp pass there)."""
+    c0, c1, shift, shift_bits, lo_x, hi_x = _gelu_table()
     flat = a.reshape(-1)
     out = xp.empty(a.shape, dtype=a.dtype)
     oflat = out.reshape(-1)
-    bufs = getattr(_gelu_scratch, "bufs", None)
-    if bufs is None:
-        n = _GELU_CHUNK
-        bufs = _gelu_scratch.bufs = (xp.empty(n, np.float32), xp.empty(n, np.float32), xp.empty(n, np.intp),
-                                     xp.empty(n, np.float32))
-    L, K = np.float32(_GELU_L), np.float32(_GELU_K)
-    step = np.float32(1.0 / _GELU_K)
-    n = flat.size
-    with np.errstate(invalid="ignore"):  # (NaN: its index is clipped, its dx and result stay NaN)
-        for lo in range(0, n, _GELU_CHUNK):
-            hi = min(n, lo + _GELU_CHUNK)
-            m = hi - lo
-            x = flat[lo:hi]
-            s, d, i, p = (b[:m] for b in bufs)
-            xp.clip(x, -L, L, out=d)
-            xp.add(d, L, out=s)
-            s *= K
-            xp.floor(s, out=s)
-            xp.copyto(i, s, casting="unsafe")
-            s *= step
-            s -= L
-            xp.subtract(d, s, out=s)  # dx = x - x_i
-            xp.take(c3, i, out=p, mode="clip")
-            p *= s
-            p += xp.take(c2, i, out=d, mode="clip")
-            p *= s
-            p += xp.take(c1, i, out=d, mode="clip")
-            p *= s
-            p += xp.take(c0, i, out=d, mode="clip")
-            xp.multiply(p, x, out=oflat[lo:hi])
+    dflat = None if deriv is None else deriv.reshape(-1)
+    K, c2 = np.float32(_GELU_K), np.float32(-0.5 / (_GELU_K * _GELU_K))
+
+    def part(start, stop):  # (elementwise: the same values on any number of threads)
+        n = stop - start
+        ch = max(1, min(n, _GELU_CHUNK))
+        bufs = getattr(_gelu_scratch, "bufs", None)  # (each thread its own)
+        if bufs is None or bufs[0].size < ch:
+            bufs = _gelu_scratch.bufs = (xp.empty(ch, np.float32), xp.empty(ch, np.float32),
+                                         xp.empty(ch, np.float32), xp.empty(ch, np.float32), xp.empty(ch, np.intp))
+        with np.errstate(invalid="ignore"):  # (NaN: an arbitrary index, its dx and result stay NaN)
+            for lo in range(start, stop, ch):
+                hi = min(stop, lo + ch)
+                m = hi - lo
+                x = flat[lo:hi]
+                p, q, t, u, i = (b[:m] for b in bufs)
+                _umath.clip(x, lo_x, hi_x, out=p)
+                p *= K                        # 512 x (exact)
+                xp.add(p, shift, out=q)       # shift + round(512 x), exactly
+                xp.subtract(q.view(np.int32), shift_bits, out=i)  # the node's index
+                q -= shift                    # round(512 x) = 512 x_i
+                p -= q                        # w = 512 dx (exact)
+                q *= p
+                q *= c2                       # -x_i dx / 2
+                xp.add(q, 1, out=t)           # 1 - x_i dx / 2
+                if dflat is not None:
+                    xp.add(t, q, out=u)       # 1 - x_i dx: pdf(x) / pdf(x_i)
+                t *= p
+                e = xp.take(c1, i, out=p, mode="clip")   # pdf(x_i) / 512
+                t *= e
+                if dflat is not None:
+                    u *= e
+                t += xp.take(c0, i, out=q, mode="clip")  # Phi(x)
+                xp.multiply(t, x, out=oflat[lo:hi])
+                if dflat is not None:
+                    u *= x
+                    u *= K
+                    xp.add(u, t, out=dflat[lo:hi])
+    if flat.size >= _PMIN:
+        _P.parallel_for(flat.size, part)
+    else:
+        part(0, flat.size)
     return out
 
 
@@ -714,6 +742,9 @@ def _gelu(xp, a, approximate="none"):
     if approximate != "none":
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     if a.dtype == np.float32:
+        if getattr(_gelu_scratch, "want_deriv", False):  # (set by gelu(): the node will hand it to the backward)
+            d = _gelu_scratch.deriv = xp.empty(a.shape, a.dtype)
+            return _gelu_f32(xp, a, d)
         return _gelu_f32(xp, a)
     if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
         # in place on one temporary; (a * (1 + erf)) * 0.5 is 0.5 * a * (1 + erf) (a power of two)
@@ -777,12 +808,17 @@ def _gelu_bwd_from_out(xp, g, x, y):
     return out
 
 
-def _gelu_bwd(xp, g, x, y=None, approximate="none"):
+def _gelu_bwd(xp, g, x, y=None, deriv=None, approximate="none"):
     """g * gelu'(x) in one pass over raw arrays (the fused backward; no graph is recorded through
     it): the same formulas as _gelu_deriv, with two temporaries instead of a dozen. y: the forward's
     output gelu(x) = x * cdf(x), when the caller has it: cdf is then y / x, the forward's own
     rounding of it, instead of a second erf (the costliest pass); x near zero, infinite or NaN
-    takes erf."""
+    takes erf. deriv: gelu'(x) computed by the float32 forward, when the caller has it (overwritten
+    with the result)."""
+    if (deriv is not None and deriv.shape == x.shape == g.shape and deriv.dtype == x.dtype == g.dtype
+            and approximate == "none"):
+        xp.multiply(deriv, g, out=deriv)
+        return deriv
     x = U.float_only("gelu", x)
     if U.is_lowp(x):  # (in float32 from x alone: y is the low-precision rounding of the forward)
         return U.lowp_f32(_gelu_bwd, xp, g, x, None, approximate=approximate)
@@ -826,9 +862,13 @@ gelu_bwd_op = defop("gelu_backward", _gelu_bwd, family=EW, differentiable=False)
 
 def _gelu_vjp(ctx, g):
     if not D.grad_mode.enabled and D.state.simple and g._data.shape == ctx.inputs[0]._data.shape:
+        x = ctx.inputs[0]  # (checks that x is unchanged since the forward: the derivative is x's)
+        deriv = ctx.__dict__.pop("_gelu_deriv", None)  # (used once: overwritten by the backward)
+        if deriv is not None:
+            return dispatch(gelu_bwd_op, (g, x, None, deriv), ctx.params)
         kept = ctx.__dict__.get("_gelu_out")  # (set by gelu(): the output, unless changed in place since)
         y = kept[0] if kept is not None and kept[1][0] == kept[2] else None
-        return dispatch(gelu_bwd_op, (g, ctx.inputs[0], y), ctx.params)
+        return dispatch(gelu_bwd_op, (g, x, y), ctx.params)
     return g * _gelu_deriv(ctx)
 
 
@@ -1319,13 +1359,26 @@ def square(input):
 
 
 def gelu(input, approximate="none"):
-    out = dispatch(gelu_op, (input,), {"approximate": approximate})
+    want = (approximate == "none" and isinstance(input, D.Tensor) and input._rg and D.grad_mode.enabled
+            and D.state.simple and input._data.dtype == np.float32)
+    if want:  # the float32 forward computes the derivative for the fused backward on the way
+        _gelu_scratch.want_deriv = True
+        try:
+            out = dispatch(gelu_op, (input,), {"approximate": approximate})
+        finally:
+            _gelu_scratch.want_deriv = False
+        deriv = _gelu_scratch.__dict__.pop("deriv", None)
+    else:
+        out = dispatch(gelu_op, (input,), {"approximate": approximate})
+        deriv = None
     node = out._fn
     if node is not None and approximate == "none" and getattr(type(node), "_op", None) is gelu_op:
         # the node notes the output and its version: the fused backward reads cdf(x) from it
         if out._vc is None:
             out._vc = [0, None]
         node._gelu_out = (out._data, out._vc, out._vc[0])
+        if deriv is not None:
+            node._gelu_deriv = deriv
     return out
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .. import _parallel as _P
+from .. import _dispatch as D
 from .._dispatch import defop, dispatch
 from . import _util as U
 
@@ -444,14 +445,51 @@ log_softmax_op = defop("log_softmax", _log_softmax_impl, save=("out",), family=R
                        node_name="LogSoftmaxBackward0")
 
 
-@softmax_op.def_vjp
-def _(ctx, g):
+def _softmax_bwd_impl(xp, g, y, dim):
+    """y * (g - sum(g * y)) over ``dim`` on raw arrays, one buffer (the fused backward: no graph is
+    recorded through it; float32/float64). Rows along the last dim are summed by a GEMV with a ones
+    vector (NumPy's reduction of short rows costs several times more)."""
+    t = xp.asarray(xp.multiply(g, y))  # (a 0-dim product is a NumPy scalar)
+    if t.ndim == 0:
+        r = t.copy()
+    elif dim % t.ndim == t.ndim - 1 and t.shape[-1]:
+        r = xp.matmul(t, xp.ones(t.shape[-1], t.dtype))[..., None]
+    else:
+        r = xp.sum(t, axis=dim, keepdims=True)
+    xp.subtract(g, r, out=t)
+    t *= y
+    return t
+
+
+softmax_bwd_op = defop("softmax_backward", _softmax_bwd_impl, family=RED, differentiable=False)
+
+
+@softmax_bwd_op.def_batch
+def _(op, vals, bd, params, size):
+    from ._batching import _materialize
+    g, y = (v if b else _materialize(v, size) for v, b in zip(vals, bd))
+    n = g.dim() - 1
+    if n == 0:  # (softmax of a 0-dim tensor: rows of one element)
+        return dispatch(op, (g.reshape(size, 1), y.reshape(size, 1)), {"dim": 1}).reshape(size), True
+    return dispatch(op, (g, y), {"dim": params["dim"] % n + 1}), True
+
+
+def _softmax_jvp(ctx, g):  # (the Jacobian of softmax is symmetric: the vjp's formula)
     y = ctx.out
     d = ctx.params["dim"]
     return y * (g - (g * y).sum(d, keepdim=True))
 
 
-softmax_op.jvp = softmax_op.vjp  # the Jacobian of softmax is symmetric
+@softmax_op.def_vjp
+def _(ctx, g):
+    y = ctx.out._data
+    if not D.grad_mode.enabled and D.state.simple and g._data.shape == y.shape and g._data.dtype is y.dtype \
+            and (y.dtype == np.float32 or y.dtype == np.float64):
+        return dispatch(softmax_bwd_op, (g, ctx.out), ctx.params)
+    return _softmax_jvp(ctx, g)
+
+
+softmax_op.jvp = _softmax_jvp
 
 
 @log_softmax_op.def_vjp
