@@ -137,7 +137,8 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     """(gxw, gh0, gc0, gw_hh, gb_hh) by back-propagation through time on raw arrays (gb_hh also
     without a bias: the caller drops it). out, S, tc: the forward's buffers (see _run) when the
     forward kept them; otherwise the forward runs again. Feature-major as the forward: five ufunc
-    calls and a GEMM per step; the weight gradient is one GEMM over the sequence."""
+    calls and a GEMM per step, each in place in one buffer; the weight gradient is one GEMM over
+    the sequence."""
     xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
     dt = xw.dtype
     gout, ghn, gcn = (xp.asarray(a, dtype=dt) for a in (gout, ghn, gcn))
@@ -147,49 +148,47 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     H2, H3, H4, H5 = 2 * H, 3 * H, 4 * H, 5 * H
     if S is None or S.dtype != dt or S.shape != (T + 1, H5, B):
         out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
-    # everything but the recurrence, for all steps at once
-    A = S[:T]
-    sd = 1 - A[:, :H3]
-    sd *= A[:, :H3]                         # sigmoid' of o, i, f
-    pq = xp.empty((T, 2, H, B), dtype=dt)   # dh * [q, po]: dc += dh * q, d gate o = dh * po
-    q = pq[:, 0]
-    xp.multiply(tc, tc, out=q)
-    xp.subtract(1, q, out=q)
-    q *= A[:, :H]
-    xp.multiply(tc, sd[:, :H], out=pq[:, 1])
-    p4 = xp.empty((T, 4, H, B), dtype=dt)   # dc * [p_i, p_f, p_g, f]: d gates i, f, g and dc before the step
-    xp.multiply(A[:, H3:H5], sd[:, H:H3], out=p4[:, :2].reshape(T, H2, B))  # [g; c_prev] * [i'; f']
-    pg = p4[:, 2]
-    g = A[:, H3:H4]
+    A = S[:T]  # per step: sigmoid(o), sigmoid(i), sigmoid(f), tanh(g), c_prev
+    o, i, f, g = A[:, :H], A[:, H:H2], A[:, H2:H3], A[:, H3:H4]
+    # P: per step the factors [f, p_i, p_f, p_g, p_o, q], overwritten by the loop with
+    # [dc_prev, d i, d f, d g, d o, dh * q]: the gate gradients in PyTorch's order (i, f, g, o) are
+    # blocks 1 to 4. dc * [f, p_i, p_f, p_g] and dh * [p_o, q] are one call each. All factors are
+    # computed for every step at once.
+    P = xp.empty((T, 6, H, B), dtype=dt)
+    P[:, 0] = f
+    pif = P[:, 1:3].reshape(T, H2, B)
+    xp.subtract(1, A[:, H:H3], out=pif)
+    pif *= A[:, H:H3]
+    pif *= A[:, H3:H5]                 # [g; c_prev] * sigmoid'([i; f])
+    pg = P[:, 3]
     xp.multiply(g, g, out=pg)
     xp.subtract(1, pg, out=pg)
-    pg *= A[:, H:H2]
-    p4[:, 3] = A[:, H2:H3]
+    pg *= i                            # i * tanh'(g)
+    po = P[:, 4]
+    xp.subtract(1, o, out=po)
+    po *= o
+    po *= tc                           # tanh(c) * sigmoid'(o)
+    q = P[:, 5]
+    xp.multiply(tc, tc, out=q)
+    xp.subtract(1, q, out=q)
+    q *= o                             # o * tanh'(c): dc += dh * q
     go = xp.empty((T, H, B), dtype=dt)
     g3 = gout.reshape(T, B, H)
     go[...] = (g3[::-1] if reverse else g3).transpose(0, 2, 1)
-    d6 = xp.empty((T, 6, H, B), dtype=dt)   # per step: dh * q (scratch), d o, d i, d f, d g, dc before the step
-    dg = d6.reshape(T, 6 * H, B)[:, H:H5]   # the gate gradients, blocks o, i, f, g
-    wp = xp.empty((4, H, H), dtype=dt)
-    w4 = w_hh.reshape(4, H, H)
-    for r, gi in enumerate(_ROWS):
-        wp[r] = w4[gi]
-    wpt = wp.reshape(H4, H).T
+    Pg = P.reshape(T, 6 * H, B)[:, H:H5]
+    wt = w_hh.T
     dh = ghn.reshape(B, H).T.copy()  # (copies: updated in place)
     dc = gcn.reshape(B, H).T.copy()
     for k in range(T - 1, -1, -1):
         dh += go[k]
-        d = d6[k]
-        xp.multiply(dh, pq[k], out=d[:2])
-        dc += d[0]
-        xp.multiply(dc, p4[k], out=d[2:])
-        dc = d[5]
-        xp.matmul(wpt, dg[k], out=dh)
-    gx = xp.empty((T, B, 4, H), dtype=dt)
-    src = d6[::-1] if reverse else d6
-    for r, gi in enumerate(_ROWS):
-        gx[:, :, gi] = src[:, 1 + r].transpose(0, 2, 1)
-    gx = gx.reshape(T, B, H4)
+        d = P[k]
+        xp.multiply(dh, d[4:], out=d[4:])
+        dc += d[5]
+        xp.multiply(dc, d[:4], out=d[:4])
+        dc = d[0]
+        xp.matmul(wt, Pg[k], out=dh)
+    gx = xp.empty((T, B, H4), dtype=dt)
+    gx[...] = (Pg[::-1] if reverse else Pg).transpose(0, 2, 1)
     o3, h02 = out.reshape(T, B, H), h0.reshape(B, H)
     if reverse:  # the state before step t is h after step t + 1, and h0 before the last
         gw = gx[T - 1].T @ h02
