@@ -11,11 +11,12 @@ backward is one fused NumPy pass (back-propagation through time, the weight grad
 over the sequence) when nothing observes it (grad mode off, no transform), and otherwise the same
 formulas in ember ops (so create_graph, forward mode and vmap compose).
 """
+import contextlib
 import threading
 
 import numpy as np
 
-from .. import _dispatch as D
+from .. import _dispatch as D, _parallel
 from .._dispatch import defop, dispatch
 from .elementwise import _cj  # conj of a complex tensor (the complex vjp)
 
@@ -103,7 +104,7 @@ def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
     S[0, H4:] = c0.reshape(B, H).T
     h = xp.ascontiguousarray(h0.reshape(B, H).T)  # (read only)
     one = dt.type(1)
-    with xp.errstate(over="ignore"):  # (entered once: exp(-a) overflowing to inf gives sigmoid 0)
+    with xp.errstate(over="ignore"), _one_blas_thread(xp):  # (exp(-a) overflowing to inf gives sigmoid 0)
         for k in range(T):
             s = S[k]
             a = s[:H4]
@@ -184,14 +185,15 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     wt = w_hh.T
     dh = ghn.reshape(B, H).T.copy()  # (copies: updated in place)
     dc = gcn.reshape(B, H).T.copy()
-    for k in range(T - 1, -1, -1):
-        dh += go[k]
-        d = P[k]
-        xp.multiply(dh, d[4:], out=d[4:])
-        dc += d[5]
-        xp.multiply(dc, d[:4], out=d[:4])
-        dc = d[0]
-        xp.matmul(wt, Pg[k], out=dh)
+    with _one_blas_thread(xp):
+        for k in range(T - 1, -1, -1):
+            dh += go[k]
+            d = P[k]
+            xp.multiply(dh, d[4:], out=d[4:])
+            dc += d[5]
+            xp.multiply(dc, d[:4], out=d[:4])
+            dc = d[0]
+            xp.matmul(wt, Pg[k], out=dh)
     gx = xp.empty((T, B, H4), dtype=dt)
     gx[...] = (Pg[::-1] if reverse else Pg).transpose(0, 2, 1)
     o3, h02 = out.reshape(T, B, H), h0.reshape(B, H)
@@ -205,6 +207,22 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
             gw += gx[1:].reshape(-1, H4).T @ o3[:-1].reshape(-1, H)
     gb = gx.reshape(-1, H4).sum(0)
     return gx.reshape(xw.shape), xp.array(dh.T).reshape(h0.shape), xp.array(dc.T).reshape(h0.shape), gw, gb
+
+
+@contextlib.contextmanager
+def _one_blas_thread(xp):
+    """The time loop's small GEMMs on one OpenBLAS thread, as ember's other stacks of small GEMMs
+    (_parallel.split_gemms: a multi-threaded call synchronises its threads on every call, slower
+    than one thread even on idle cores and far slower when the other core is busy); the result is
+    then the same on any number of threads."""
+    if xp is not np:
+        yield
+        return
+    _parallel._blas_one()
+    try:
+        yield
+    finally:
+        _parallel._blas_back()
 
 
 def _prod(shape):
