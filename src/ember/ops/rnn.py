@@ -101,28 +101,27 @@ def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
     tc = xp.empty((T, H, B), dtype=dt)
     hs = xp.empty((T, H, B), dtype=dt)
     prod = xp.empty((H2, B), dtype=dt)
+    p_ig, p_fc = prod[:H], prod[H:]
     S[0, H4:] = c0.reshape(B, H).T
     h = xp.ascontiguousarray(h0.reshape(B, H).T)  # (read only)
     one = dt.type(1)
+    matmul, exp, recip, tanh, mul, add = xp.matmul, xp.exp, xp.reciprocal, xp.tanh, xp.multiply, xp.add
+    # each step's blocks as views made by one iteration each (slicing a step's rows again per step
+    # costs a view per block): gates, sigmoids, g, [i; f], [g; c_prev], o, and the next step's c
+    steps = zip(S[:T, :H4], xn, S[:T, :H3], S[:T, H3:H4], S[:T, H:H3], S[:T, H3:], S[:T, :H], S[1:, H4:], tc, hs)
     with xp.errstate(over="ignore"), _one_blas_thread(xp):  # (exp(-a) overflowing to inf gives sigmoid 0)
-        for k in range(T):
-            s = S[k]
-            a = s[:H4]
-            xp.matmul(wn, h, out=a)
-            a += xn[k]
-            sg = s[:H3]
-            xp.exp(sg, out=sg)
+        for a, x, sg, gg, gif, ggc, go, c, t, hk in steps:
+            matmul(wn, h, out=a)
+            a += x
+            exp(sg, out=sg)
             sg += one
-            xp.reciprocal(sg, out=sg)
-            gg = s[H3:H4]
-            xp.tanh(gg, out=gg)
-            xp.multiply(s[H:H3], s[H3:], out=prod)  # [i * g; f * c_prev]
-            c = S[k + 1, H4:]
-            xp.add(prod[:H], prod[H:], out=c)
-            t = tc[k]
-            xp.tanh(c, out=t)
-            h = hs[k]
-            xp.multiply(s[:H], t, out=h)
+            recip(sg, out=sg)
+            tanh(gg, out=gg)
+            mul(gif, ggc, out=prod)  # [i * g; f * c_prev]
+            add(p_ig, p_fc, out=c)
+            tanh(c, out=t)
+            mul(go, t, out=hk)
+            h = hk
     out = xp.empty((T, B, H), dtype=dt)
     out[...] = (hs[::-1] if reverse else hs).transpose(0, 2, 1)
     return out.reshape((T,) + lead + (H,)), S, tc
@@ -185,15 +184,16 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     wt = w_hh.T
     dh = ghn.reshape(B, H).T.copy()  # (copies: updated in place)
     dc = gcn.reshape(B, H).T.copy()
+    mul, matmul = xp.multiply, xp.matmul
+    steps = zip(go[::-1], P[::-1, 4:], P[::-1, 5], P[::-1, :4], P[::-1, 0], Pg[::-1])
     with _one_blas_thread(xp):
-        for k in range(T - 1, -1, -1):
-            dh += go[k]
-            d = P[k]
-            xp.multiply(dh, d[4:], out=d[4:])
-            dc += d[5]
-            xp.multiply(dc, d[:4], out=d[:4])
-            dc = d[0]
-            xp.matmul(wt, Pg[k], out=dh)
+        for g, pdh, sc, pdc, dcp, d in steps:
+            dh += g
+            mul(dh, pdh, out=pdh)   # [d o, dh * q]
+            dc += sc
+            mul(dc, pdc, out=pdc)   # [dc_prev, d i, d f, d g]
+            dc = dcp
+            matmul(wt, d, out=dh)
     gx = xp.empty((T, B, H4), dtype=dt)
     gx[...] = (Pg[::-1] if reverse else Pg).transpose(0, 2, 1)
     o3, h02 = out.reshape(T, B, H), h0.reshape(B, H)
