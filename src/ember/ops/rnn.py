@@ -155,47 +155,53 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
         out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
     A = S[:T]  # per step: sigmoid(o), sigmoid(i), sigmoid(f), tanh(g), c_prev
     o, i, f, g = A[:, :H], A[:, H:H2], A[:, H2:H3], A[:, H3:H4]
-    # P: per step the factors [f, p_i, p_f, p_g, p_o, q], overwritten by the loop with
-    # [dc_prev, d i, d f, d g, d o, dh * q]: the gate gradients in PyTorch's order (i, f, g, o) are
-    # blocks 1 to 4. dc * [f, p_i, p_f, p_g] and dh * [p_o, q] are one call each. All factors are
-    # computed for every step at once.
+    # P: per step the factors [q, p_o, p_i, p_f, p_g, f], overwritten by the loop with
+    # [dh * q, d o, d i, d f, d g, dc_prev]: the gate gradients in the forward's block order
+    # (o, i, f, g) are blocks 1 to 4; dh * [q, p_o] and dc * [p_i, p_f, p_g, f] are one call each.
+    # All factors are computed for every step at once; the sigmoid derivatives of the forward's
+    # contiguous (o, i, f) land on their blocks 1 to 3 in one pass.
     P = xp.empty((T, 6, H, B), dtype=dt)
-    P[:, 0] = f
-    pif = P[:, 1:3].reshape(T, H2, B)
-    xp.subtract(1, A[:, H:H3], out=pif)
-    pif *= A[:, H:H3]
-    pif *= A[:, H3:H5]                 # [g; c_prev] * sigmoid'([i; f])
-    pg = P[:, 3]
+    sd = P[:, 1:4].reshape(T, H3, B)
+    xp.subtract(1, A[:, :H3], out=sd)
+    sd *= A[:, :H3]                    # sigmoid'([o; i; f])
+    P[:, 1] *= tc                      # p_o = tanh(c) * sigmoid'(o)
+    pif = P[:, 2:4].reshape(T, H2, B)
+    pif *= A[:, H3:H5]                 # [p_i; p_f] = [g; c_prev] * sigmoid'([i; f])
+    pg = P[:, 4]
     xp.multiply(g, g, out=pg)
     xp.subtract(1, pg, out=pg)
     pg *= i                            # i * tanh'(g)
-    po = P[:, 4]
-    xp.subtract(1, o, out=po)
-    po *= o
-    po *= tc                           # tanh(c) * sigmoid'(o)
-    q = P[:, 5]
+    q = P[:, 0]
     xp.multiply(tc, tc, out=q)
     xp.subtract(1, q, out=q)
     q *= o                             # o * tanh'(c): dc += dh * q
+    P[:, 5] = f
     go = xp.empty((T, H, B), dtype=dt)
     g3 = gout.reshape(T, B, H)
     go[...] = (g3[::-1] if reverse else g3).transpose(0, 2, 1)
     Pg = P.reshape(T, 6 * H, B)[:, H:H5]
-    wt = w_hh.T
+    wp = xp.empty((4, H, H), dtype=dt)  # w_hh's rows in the kernel's block order
+    w4 = w_hh.reshape(4, H, H)
+    wp[0] = w4[3]
+    wp[1:] = w4[:3]
+    wt = wp.reshape(H4, H).T
     dh = ghn.reshape(B, H).T.copy()  # (copies: updated in place)
     dc = gcn.reshape(B, H).T.copy()
     mul, matmul = xp.multiply, xp.matmul
-    steps = zip(go[::-1], P[::-1, 4:], P[::-1, 5], P[::-1, :4], P[::-1, 0], Pg[::-1])
+    steps = zip(go[::-1], P[::-1, :2], P[::-1, 0], P[::-1, 2:], P[::-1, 5], Pg[::-1])
     with _one_blas_thread(xp):
         for g, pdh, sc, pdc, dcp, d in steps:
             dh += g
-            mul(dh, pdh, out=pdh)   # [d o, dh * q]
+            mul(dh, pdh, out=pdh)   # [dh * q, d o]
             dc += sc
-            mul(dc, pdc, out=pdc)   # [dc_prev, d i, d f, d g]
+            mul(dc, pdc, out=pdc)   # [d i, d f, d g, dc_prev]
             dc = dcp
             matmul(wt, d, out=dh)
-    gx = xp.empty((T, B, H4), dtype=dt)
-    gx[...] = (Pg[::-1] if reverse else Pg).transpose(0, 2, 1)
+    gx = xp.empty((T, B, 4, H), dtype=dt)
+    src = P[::-1] if reverse else P
+    gx[:, :, 3] = src[:, 1].transpose(0, 2, 1)
+    gx[:, :, :3] = src[:, 2:5].transpose(0, 3, 1, 2)
+    gx = gx.reshape(T, B, H4)
     o3, h02 = out.reshape(T, B, H), h0.reshape(B, H)
     if reverse:  # the state before step t is h after step t + 1, and h0 before the last
         gw = gx[T - 1].T @ h02
