@@ -11,11 +11,12 @@ backward is one fused NumPy pass (back-propagation through time, the weight grad
 over the sequence) when nothing observes it (grad mode off, no transform), and otherwise the same
 formulas in ember ops (so create_graph, forward mode and vmap compose).
 """
+import contextlib
 import threading
 
 import numpy as np
 
-from .. import _dispatch as D
+from .. import _dispatch as D, _parallel
 from .._dispatch import defop, dispatch
 from .elementwise import _cj  # conj of a complex tensor (the complex vjp)
 
@@ -46,39 +47,84 @@ def _check(xw, h0, c0, w_hh, b_hh):
     return tuple(a if a is None or a.dtype == dt else a.astype(dt) for a in (xw, h0, c0, w_hh, b_hh))
 
 
+# The fused kernels work feature-major: the state is (H, B) and a step's gates (4H, B), so that each
+# gate block, the state and every per-step operand is one contiguous block (NumPy's ufuncs run their
+# SIMD loops on contiguous blocks and cost about twice as much on strided rows). The gate blocks are
+# kept in the order o, i, f, g (PyTorch's rows are i, f, g, o): the three sigmoids are one block, and
+# [i; f] sits against [g; c_prev] so that both products of the cell update are one ufunc call.
+_ROWS = (3, 0, 1, 2)  # kernel gate block r holds PyTorch's gate block _ROWS[r]
+
+
 def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
-    """The recurrence on raw arrays, keeping what the backward needs: (hs, acts, cs) with hs and
-    cs the h and c after each step (T, ..., H) and acts the gate activations (T, ..., 4H):
-    sigmoid(i), sigmoid(f), tanh(g), sigmoid(o). Each step works in place in these buffers (a GEMM,
-    ten ufunc calls and one small temporary); the floating-point operations are the composite's."""
+    """The recurrence on raw arrays: (out, S, tc). out (T, ..., H) is h after each step; S
+    (T + 1, 5H, B) holds, for processing step k (k = T-1-t when reverse), the activations
+    sigmoid(o), sigmoid(i), sigmoid(f), tanh(g) and, in row block 4, the cell state before the step
+    (S[k + 1] block 4 is c after step k); tc (T, H, B) is tanh(c) after each step. Ten ufunc calls
+    and a GEMM per step, no allocation; the floating-point operations are the composite's."""
     T, H = xw.shape[0], h0.shape[-1]
-    hs = xp.empty(xw.shape[:-1] + (H,), dtype=xw.dtype)
-    cs = xp.empty_like(hs)
-    acts = xp.empty(xw.shape, dtype=xw.dtype)
-    h, c = h0, c0
-    wt = xp.ascontiguousarray(w_hh.T)  # (H, 4H) row-major: the faster GEMM layout for h @ w_hh.T
-    with xp.errstate(over="ignore"):  # (entered once: exp(-a) overflowing to inf gives sigmoid 0)
-        for t in _steps(T, reverse):
-            a = acts[t]
-            xp.matmul(h, wt, out=a)
-            if b_hh is not None:
-                a += b_hh
-            a += xw[t]
-            tg = xp.tanh(a[..., 2 * H:3 * H])
-            xp.negative(a, out=a)  # sigmoid as 1 / (1 + exp(-a)) in place
-            xp.exp(a, out=a)
-            a += 1
-            xp.reciprocal(a, out=a)
-            a[..., 2 * H:3 * H] = tg
-            cn = cs[t]
-            xp.multiply(a[..., H:2 * H], c, out=cn)
-            tg *= a[..., :H]
-            cn += tg
-            c = cn
-            h = hs[t]
-            xp.tanh(c, out=h)
-            h *= a[..., 3 * H:]
-    return hs, acts, cs
+    lead = tuple(xw.shape[1:-1])
+    B = _prod(lead)
+    dt = xw.dtype
+    H2, H3, H4 = 2 * H, 3 * H, 4 * H
+    x4 = xw.reshape(T, B, 4, H)
+    if reverse:
+        x4 = x4[::-1]
+    # the input part of every step's pre-activations with the bias, gate blocks reordered, the
+    # sigmoid blocks negated (and their weight rows): sigmoid(z) = 1 / (1 + exp(-z)) needs no
+    # negation per step (negating is exact). Transposed by two plain copies (NumPy's strided copy
+    # is several times faster than a ufunc writing through a transposed view), the bias and the
+    # signs applied in place on the contiguous blocks.
+    xn = xp.empty((T, 4, H, B), dtype=dt)
+    xn[:, 0] = x4[:, :, 3].transpose(0, 2, 1)
+    xn[:, 1:] = x4[:, :, :3].transpose(0, 2, 3, 1)
+    xs = xn[:, :3].reshape(T, H3, B)
+    w4 = w_hh.reshape(4, H, H)
+    wn = xp.empty((4, H, H), dtype=dt)
+    xp.negative(w4[3], out=wn[0])
+    xp.negative(w4[:2], out=wn[1:3])
+    wn[3] = w4[2]
+    if b_hh is None:
+        xp.negative(xs, out=xs)
+    else:
+        # (the bias spread over (gates, B) blocks: a (gates, 1) column would make NumPy's inner
+        # loops B long)
+        b4 = b_hh.reshape(4, H, 1)
+        nb = xp.empty((4, H, B), dtype=dt)
+        xp.negative(b4[3], out=nb[0])
+        xp.negative(b4[:2], out=nb[1:3])
+        nb[3] = b4[2]
+        xp.subtract(nb[:3].reshape(H3, B), xs, out=xs)
+        xn[:, 3] += nb[3]
+    xn = xn.reshape(T, H4, B)
+    wn = wn.reshape(H4, H)
+    S = xp.empty((T + 1, 5 * H, B), dtype=dt)
+    tc = xp.empty((T, H, B), dtype=dt)
+    hs = xp.empty((T, H, B), dtype=dt)
+    prod = xp.empty((H2, B), dtype=dt)
+    p_ig, p_fc = prod[:H], prod[H:]
+    S[0, H4:] = c0.reshape(B, H).T
+    h = xp.ascontiguousarray(h0.reshape(B, H).T)  # (read only)
+    one = dt.type(1)
+    matmul, exp, recip, tanh, mul, add = xp.matmul, xp.exp, xp.reciprocal, xp.tanh, xp.multiply, xp.add
+    # each step's blocks as views made by one iteration each (slicing a step's rows again per step
+    # costs a view per block): gates, sigmoids, g, [i; f], [g; c_prev], o, and the next step's c
+    steps = zip(S[:T, :H4], xn, S[:T, :H3], S[:T, H3:H4], S[:T, H:H3], S[:T, H3:], S[:T, :H], S[1:, H4:], tc, hs)
+    with xp.errstate(over="ignore"), _one_blas_thread(xp):  # (exp(-a) overflowing to inf gives sigmoid 0)
+        for a, x, sg, gg, gif, ggc, go, c, t, hk in steps:
+            matmul(wn, h, out=a)
+            a += x
+            exp(sg, out=sg)
+            sg += one
+            recip(sg, out=sg)
+            tanh(gg, out=gg)
+            mul(gif, ggc, out=prod)  # [i * g; f * c_prev]
+            add(p_ig, p_fc, out=c)
+            tanh(c, out=t)
+            mul(go, t, out=hk)
+            h = hk
+    out = xp.empty((T, B, H), dtype=dt)
+    out[...] = (hs[::-1] if reverse else hs).transpose(0, 2, 1)
+    return out.reshape((T,) + lead + (H,)), S, tc
 
 
 _ws = threading.local()  # the last forward's buffers, for the lstm_layer wrapper to hand to its node
@@ -86,56 +132,110 @@ _ws = threading.local()  # the last forward's buffers, for the lstm_layer wrappe
 
 def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
     xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
-    hs, acts, cs = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
-    _ws.last = (hs, acts, cs)
-    last = 0 if reverse else xw.shape[0] - 1
-    return hs, xp.array(hs[last]), xp.array(cs[last])
-
-
-def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, hs=None, acts=None, cs=None, *, reverse=False):
-    """(gxw, gh0, gc0, gw_hh, gb_hh) by back-propagation through time on raw arrays (gb_hh also
-    without a bias: the caller drops it). hs, acts, cs: the forward's buffers (see _run) when the
-    forward kept them; otherwise the forward runs again."""
-    xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
-    gout, ghn, gcn = (xp.asarray(a, dtype=xw.dtype) for a in (gout, ghn, gcn))
+    out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
+    _ws.last = (out, S, tc)
     T, H = xw.shape[0], h0.shape[-1]
+    return out, xp.array(out[0 if reverse else T - 1]), xp.array(S[T, 4 * H:].T).reshape(h0.shape)
+
+
+def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None, tc=None, *, reverse=False):
+    """(gxw, gh0, gc0, gw_hh, gb_hh) by back-propagation through time on raw arrays (gb_hh also
+    without a bias: the caller drops it). out, S, tc: the forward's buffers (see _run) when the
+    forward kept them; otherwise the forward runs again. Feature-major as the forward: five ufunc
+    calls and a GEMM per step, each in place in one buffer; the weight gradient is one GEMM over
+    the sequence."""
+    xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
     dt = xw.dtype
-    lead = xw.shape[:-1]
-    if hs is None or hs.dtype != dt or acts.shape != xw.shape:
-        hs, acts, cs = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
-    acts = acts.reshape(lead + (4, H))
-    order = _steps(T, reverse)
-    hprev, cprev = xp.empty_like(hs), xp.empty_like(cs)  # the state before each step
-    first, rest, src = (T - 1, slice(0, T - 1), slice(1, T)) if reverse else (0, slice(1, T), slice(0, T - 1))
-    hprev[first], hprev[rest] = h0, hs[src]
-    cprev[first], cprev[rest] = c0, cs[src]
-    # everything but the recurrence, for all steps at once
-    i, f, gg, o = acts[..., 0, :], acts[..., 1, :], acts[..., 2, :], acts[..., 3, :]
-    tc = xp.tanh(cs)
-    po = o * (1 - o)
-    po *= tc                      # d gate_o = dh * po
-    q = 1 - tc * tc
-    q *= o                        # dc += dh * q
-    p3 = xp.empty(lead + (3, H), dtype=dt)  # d gates i, f, g = dc * p3
-    xp.multiply(gg, i * (1 - i), out=p3[..., 0, :])
-    xp.multiply(cprev, f * (1 - f), out=p3[..., 1, :])
-    xp.multiply(i, 1 - gg * gg, out=p3[..., 2, :])
-    gx = xp.empty(lead + (4, H), dtype=dt)
-    dh = xp.array(ghn, dtype=dt)
-    dc = xp.array(gcn, dtype=dt)
-    for t in reversed(order):
-        dh += gout[t]
-        d = gx[t]
-        xp.multiply(dh, po[t], out=d[..., 3, :])
-        dc += dh * q[t]
-        xp.multiply(dc[..., None, :], p3[t], out=d[..., :3, :])
-        dc *= f[t]
-        dh = d.reshape(d.shape[:-2] + (4 * H,)) @ w_hh
-    gx = gx.reshape(xw.shape)
-    g2 = gx.reshape(-1, gx.shape[-1])
-    gw = g2.T @ hprev.reshape(-1, H)
-    gb = g2.sum(0)
-    return gx, dh, dc, gw, gb
+    gout, ghn, gcn = (xp.asarray(a, dtype=dt) for a in (gout, ghn, gcn))
+    T, H = xw.shape[0], h0.shape[-1]
+    lead = tuple(xw.shape[1:-1])
+    B = _prod(lead)
+    H2, H3, H4, H5 = 2 * H, 3 * H, 4 * H, 5 * H
+    if S is None or S.dtype != dt or S.shape != (T + 1, H5, B):
+        out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
+    A = S[:T]  # per step: sigmoid(o), sigmoid(i), sigmoid(f), tanh(g), c_prev
+    o, i, f, g = A[:, :H], A[:, H:H2], A[:, H2:H3], A[:, H3:H4]
+    # P: per step the factors [q, p_o, p_i, p_f, p_g, f], overwritten by the loop with
+    # [dh * q, d o, d i, d f, d g, dc_prev]: the gate gradients in the forward's block order
+    # (o, i, f, g) are blocks 1 to 4; dh * [q, p_o] and dc * [p_i, p_f, p_g, f] are one call each.
+    # All factors are computed for every step at once; the sigmoid derivatives of the forward's
+    # contiguous (o, i, f) land on their blocks 1 to 3 in one pass.
+    P = xp.empty((T, 6, H, B), dtype=dt)
+    sd = P[:, 1:4].reshape(T, H3, B)
+    xp.subtract(1, A[:, :H3], out=sd)
+    sd *= A[:, :H3]                    # sigmoid'([o; i; f])
+    P[:, 1] *= tc                      # p_o = tanh(c) * sigmoid'(o)
+    pif = P[:, 2:4].reshape(T, H2, B)
+    pif *= A[:, H3:H5]                 # [p_i; p_f] = [g; c_prev] * sigmoid'([i; f])
+    pg = P[:, 4]
+    xp.multiply(g, g, out=pg)
+    xp.subtract(1, pg, out=pg)
+    pg *= i                            # i * tanh'(g)
+    q = P[:, 0]
+    xp.multiply(tc, tc, out=q)
+    xp.subtract(1, q, out=q)
+    q *= o                             # o * tanh'(c): dc += dh * q
+    P[:, 5] = f
+    go = xp.empty((T, H, B), dtype=dt)
+    g3 = gout.reshape(T, B, H)
+    go[...] = (g3[::-1] if reverse else g3).transpose(0, 2, 1)
+    Pg = P.reshape(T, 6 * H, B)[:, H:H5]
+    wp = xp.empty((4, H, H), dtype=dt)  # w_hh's rows in the kernel's block order
+    w4 = w_hh.reshape(4, H, H)
+    wp[0] = w4[3]
+    wp[1:] = w4[:3]
+    wt = wp.reshape(H4, H).T
+    dh = ghn.reshape(B, H).T.copy()  # (copies: updated in place)
+    dc = gcn.reshape(B, H).T.copy()
+    mul, matmul = xp.multiply, xp.matmul
+    steps = zip(go[::-1], P[::-1, :2], P[::-1, 0], P[::-1, 2:], P[::-1, 5], Pg[::-1])
+    with _one_blas_thread(xp):
+        for g, pdh, sc, pdc, dcp, d in steps:
+            dh += g
+            mul(dh, pdh, out=pdh)   # [dh * q, d o]
+            dc += sc
+            mul(dc, pdc, out=pdc)   # [d i, d f, d g, dc_prev]
+            dc = dcp
+            matmul(wt, d, out=dh)
+    gx = xp.empty((T, B, 4, H), dtype=dt)
+    src = P[::-1] if reverse else P
+    gx[:, :, 3] = src[:, 1].transpose(0, 2, 1)
+    gx[:, :, :3] = src[:, 2:5].transpose(0, 3, 1, 2)
+    gx = gx.reshape(T, B, H4)
+    o3, h02 = out.reshape(T, B, H), h0.reshape(B, H)
+    if reverse:  # the state before step t is h after step t + 1, and h0 before the last
+        gw = gx[T - 1].T @ h02
+        if T > 1:
+            gw += gx[:-1].reshape(-1, H4).T @ o3[1:].reshape(-1, H)
+    else:
+        gw = gx[0].T @ h02
+        if T > 1:
+            gw += gx[1:].reshape(-1, H4).T @ o3[:-1].reshape(-1, H)
+    gb = gx.reshape(-1, H4).sum(0)
+    return gx.reshape(xw.shape), xp.array(dh.T).reshape(h0.shape), xp.array(dc.T).reshape(h0.shape), gw, gb
+
+
+@contextlib.contextmanager
+def _one_blas_thread(xp):
+    """The time loop's small GEMMs on one OpenBLAS thread, as ember's other stacks of small GEMMs
+    (_parallel.split_gemms: a multi-threaded call synchronises its threads on every call, slower
+    than one thread even on idle cores and far slower when the other core is busy); the result is
+    then the same on any number of threads."""
+    if xp is not np:
+        yield
+        return
+    _parallel._blas_one()
+    try:
+        yield
+    finally:
+        _parallel._blas_back()
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 lstm_layer_op = defop("lstm_layer", _lstm_impl, nout=3, save=("inputs",), family=FAM)

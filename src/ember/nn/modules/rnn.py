@@ -179,9 +179,9 @@ class RNNBase(Module):
                                f"input of shape {tuple(input.shape)}")
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
-        if hx is None:
-            h0 = zeros((self.num_layers * ndir, B, self.hidden_size), dtype=x.dtype)
-            c0 = h0 if lstm else None
+        if hx is None:  # one (B, H) zero state for every layer and direction (nothing writes to it)
+            h0 = None
+            z = zeros((B, self.hidden_size), dtype=x.dtype)
         else:
             h0, c0 = hx if lstm else (hx, None)
             if not batched:
@@ -198,23 +198,26 @@ class RNNBase(Module):
             for d in range(ndir):
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
                 k = layer * ndir + d
-                h = h0[k]
-                c = c0[k] if lstm else None
+                h = z if h0 is None else h0[k]
+                c = (z if h0 is None else c0[k]) if lstm else None
                 if lstm and running is None and x.dtype is _bf16:
                     o, h, c = _lstm_layer_bf16(layer_in, h, c, w_ih, w_hh, b_ih, b_hh, d == 1)
                     outs.append(o)
                     hs.append(h)
                     cs.append(c)
                     continue
-                xw = F.linear(layer_in, w_ih, b_ih)  # (T, B, gates): the whole sequence at once
                 if lstm and running is None and x.dtype is not _dtype.float16:
                     # the recurrence as one primitive (ops/rnn.py); float16 steps op by op below, each op
-                    # rounding as PyTorch's float16 kernels do
-                    o, h, c = _lstm_layer(xw, h, c, w_hh, b_hh, d == 1)
+                    # rounding as PyTorch's float16 kernels do. The projection of the whole sequence is
+                    # one GEMM; both biases join the layer's own pass over it (a sum of two vectors, not
+                    # a pass over (T, B, 4H) forward and a reduction backward)
+                    xw = F.linear(layer_in, w_ih)
+                    o, h, c = _lstm_layer(xw, h, c, w_hh, None if b_ih is None else b_ih + b_hh, d == 1)
                     outs.append(o)
                     hs.append(h)
                     cs.append(c)
                     continue
+                xw = F.linear(layer_in, w_ih, b_ih)  # (T, B, gates): the whole sequence at once
                 steps = range(T - 1, -1, -1) if d else range(T)
                 seq = [None] * T
                 for t in steps:
