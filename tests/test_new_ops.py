@@ -285,13 +285,7 @@ def test_forward_mode_matches_torch(name):
         pytest.skip("no sample PyTorch runs forward mode on")
 
 
-VMAP_KNOWN_BUGS = {
-    "unfold_copy": "Tensor.unfold under vmap gives wrong values (issue 15's bug list; fixed with the op_db work)",
-}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=VMAP_KNOWN_BUGS[n]))
-                                  if n in VMAP_KNOWN_BUGS else n for n in NEW_OPS])
+@pytest.mark.parametrize("name", NEW_OPS)
 def test_vmap_matches_torch(name):
     if name in SHAPE_ONLY:
         pytest.skip("random or uninitialized values (resize_ is in place on its input, which vmap does not allow)")
