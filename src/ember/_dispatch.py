@@ -231,6 +231,41 @@ def dispatch(op, args, params=_EMPTY):
     return dispatch_slow(op, args, params)
 
 
+# Forward buffers a fused backward reuses (softmax probabilities, LayerNorm's x-hat, the LSTM's gates):
+# the impl hands them to keep() while a dispatch_keeping() of its op runs, and they go to the node that
+# dispatch records (node._kept), for the vjp to read; without a recorded node of that op they are
+# dropped, and outside dispatch_keeping keep() holds nothing.
+_kept = threading.local()
+
+
+def keeping():
+    """Whether what the running impl hands to keep() would be kept (its cost may then be worth it)."""
+    return getattr(_kept, "on", False)
+
+
+def keep(value):
+    if getattr(_kept, "on", False):
+        _kept.value = value
+
+
+def dispatch_keeping(op, args, params=_EMPTY, on=True):
+    """dispatch(op, args, params), its recorded node of ``op`` given what the impl kept (node._kept);
+    ``on`` False: plain dispatch."""
+    if not on:
+        return dispatch(op, args, params)
+    outer = (getattr(_kept, "on", False), getattr(_kept, "value", None))  # (a nested one: restored after)
+    _kept.on, _kept.value = True, None
+    try:
+        out = dispatch(op, args, params)
+    finally:
+        value = _kept.value
+        _kept.on, _kept.value = outer
+    node = (out if op.nout == 1 else out[0])._fn
+    if value is not None and node is not None and getattr(type(node), "_op", None) is op:
+        node._kept = value
+    return out
+
+
 def wrap_outputs(op, out, args):
     """Tensors from impl results; view outputs share the input's version counter and base."""
     if op.nout == 1:

@@ -10,8 +10,6 @@ backward (grad mode off, no transform) reuses them:
 probabilities, the same formulas run in ember ops on P recomputed from q and k (differentiable,
 batchable); the forward-mode rule is written the same way.
 """
-import threading
-
 import numpy as np
 
 from .. import _dispatch as D
@@ -19,7 +17,6 @@ from .. import _parallel as _P
 from .._dispatch import defop, dispatch
 from .shape import sum_to
 
-_ws = threading.local()    # the last forward's probabilities, for the public function to hand to the node
 _CAUSAL = {}               # (L, S) -> the read-only mask of the keys a query may not see (j > i)
 
 
@@ -60,7 +57,7 @@ def _split(q, k, v):
 def _sdpa_impl(xp, q, k, v, *, scale, is_causal):
     if not _split(q, k, v):
         p = _probs_impl(xp, q, k, scale, is_causal)
-        _ws.last = p
+        D.keep(p)
         return xp.matmul(p, v)
     p = xp.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
     out = xp.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
@@ -68,7 +65,7 @@ def _sdpa_impl(xp, q, k, v, *, scale, is_causal):
     def run(lo, hi):
         xp.matmul(_probs_impl(xp, q[lo:hi], k[lo:hi], scale, is_causal, out=p[lo:hi]), v[lo:hi], out=out[lo:hi])
     _P.split_gemms(q.shape[0], run, p.size * (q.shape[-1] + v.shape[-1]))
-    _ws.last = p
+    D.keep(p)
     return out
 
 
@@ -156,7 +153,7 @@ def _(ctx, g):
     q, k, v = ctx.inputs
     n = ctx.needs
     if not D.grad_mode.enabled and D.state.simple:
-        kept = ctx.__dict__.pop("_sdpa_probs", None)
+        kept = ctx.__dict__.pop("_kept", None)
         dq, dk, dv = dispatch(sdpa_bwd_op, (g, q, k, v) + ((kept,) if kept is not None else ()), ctx.params)
         return (dq if n[0] else None), (dk if n[1] else None), (dv if n[2] else None)
     p = _probs(q, k, ctx.params)
@@ -217,9 +214,4 @@ def usable(q, k, v):
 
 
 def scaled_dot_product_attention(q, k, v, scale, is_causal):
-    out = dispatch(sdpa_op, (q, k, v), {"scale": scale, "is_causal": is_causal})
-    p = _ws.__dict__.pop("last", None)
-    node = out._fn
-    if node is not None and p is not None and getattr(type(node), "_op", None) is sdpa_op:
-        node.__dict__["_sdpa_probs"] = p
-    return out
+    return D.dispatch_keeping(sdpa_op, (q, k, v), {"scale": scale, "is_causal": is_causal})

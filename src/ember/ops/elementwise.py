@@ -742,8 +742,9 @@ def _gelu(xp, a, approximate="none"):
     if approximate != "none":
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     if a.dtype == np.float32:
-        if getattr(_gelu_scratch, "want_deriv", False):  # (set by gelu(): the node will hand it to the backward)
-            d = _gelu_scratch.deriv = xp.empty(a.shape, a.dtype)
+        if D.keeping():  # (gelu(): a node will be recorded, the derivative goes to its backward)
+            d = xp.empty(a.shape, a.dtype)
+            D.keep(d)
             return _gelu_f32(xp, a, d)
         return _gelu_f32(xp, a)
     if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
@@ -863,7 +864,7 @@ gelu_bwd_op = defop("gelu_backward", _gelu_bwd, family=EW, differentiable=False)
 def _gelu_vjp(ctx, g):
     if not D.grad_mode.enabled and D.state.simple and g._data.shape == ctx.inputs[0]._data.shape:
         x = ctx.inputs[0]  # (checks that x is unchanged since the forward: the derivative is x's)
-        deriv = ctx.__dict__.pop("_gelu_deriv", None)  # (used once: overwritten by the backward)
+        deriv = ctx.__dict__.pop("_kept", None)  # (used once: overwritten by the backward)
         if deriv is not None:
             return dispatch(gelu_bwd_op, (g, x, None, deriv), ctx.params)
         kept = ctx.__dict__.get("_gelu_out")  # (set by gelu(): the output, unless changed in place since)
@@ -1359,26 +1360,16 @@ def square(input):
 
 
 def gelu(input, approximate="none"):
-    want = (approximate == "none" and isinstance(input, D.Tensor) and input._rg and D.grad_mode.enabled
-            and D.state.simple and input._data.dtype == np.float32)
-    if want:  # the float32 forward computes the derivative for the fused backward on the way
-        _gelu_scratch.want_deriv = True
-        try:
-            out = dispatch(gelu_op, (input,), {"approximate": approximate})
-        finally:
-            _gelu_scratch.want_deriv = False
-        deriv = _gelu_scratch.__dict__.pop("deriv", None)
-    else:
-        out = dispatch(gelu_op, (input,), {"approximate": approximate})
-        deriv = None
+    # the float32 forward computes the derivative for the fused backward on the way
+    out = D.dispatch_keeping(gelu_op, (input,), {"approximate": approximate},
+                             on=approximate == "none" and isinstance(input, D.Tensor) and input._rg
+                             and D.grad_mode.enabled and D.state.simple and input._data.dtype == np.float32)
     node = out._fn
     if node is not None and approximate == "none" and getattr(type(node), "_op", None) is gelu_op:
         # the node notes the output and its version: the fused backward reads cdf(x) from it
         if out._vc is None:
             out._vc = [0, None]
         node._gelu_out = (out._data, out._vc, out._vc[0])
-        if deriv is not None:
-            node._gelu_deriv = deriv
     return out
 
 

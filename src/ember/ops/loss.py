@@ -8,7 +8,6 @@ rules the transforms already know. nll_loss on (N, C) input and the pointwise lo
 weights are primitives too (PyTorch's node names, one pass); weighted variants are composed from
 ember ops.
 """
-import threading
 
 import numpy as np
 
@@ -105,13 +104,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if (input.dim() == 2 and weight is None and label_smoothing == 0.0
             and input.is_floating_point() and not input._meta):
         _check_index_target("cross_entropy", input, target, ignore_index, values=False)  # values: in impl
-        _ce_ws.last = None
-        out = dispatch(cross_entropy_op, (input, target), {"ignore_index": ignore_index, "reduction": reduction})
-        kept, _ce_ws.last = _ce_ws.last, None
-        node = out._fn
-        if kept is not None and node is not None and getattr(type(node), "_op", None) is cross_entropy_op:
-            node._ce_ws = kept
-        return out
+        return D.dispatch_keeping(cross_entropy_op, (input, target),
+                                  {"ignore_index": ignore_index, "reduction": reduction})
     logp = _R.log_softmax(input, cdim)
     nll = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
@@ -201,10 +195,6 @@ def _picked(xp, s, t):
         raise IndexError(f"Target {int(t.max())} is out of bounds.") from None
 
 
-_ce_ws = threading.local()  # the last forward's exp(x - max) and its row sums, for cross_entropy() to
-#                            hand to the node (the fused backward then needs no second exp pass)
-
-
 def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     n = x.shape[0]
     m = x.max(axis=1, keepdims=True)
@@ -214,7 +204,7 @@ def _ce_impl(xp, x, t, ignore_index=-100, reduction="mean"):
     else:
         e = xp.exp(e)
     se = e.sum(axis=1)
-    _ce_ws.last = (e, se)
+    D.keep((e, se))  # (for the fused backward: no second exp pass)
     lse = xp.log(se)
     if _check_targets(t, x.shape[1], ignore_index):
         picked = _picked(xp, x, t) - m[:, 0]   # (the entries of x - max, rounded as they were)
@@ -245,7 +235,7 @@ def _(ctx, g):
     x, t = ctx.inputs
     # the forward's buffers (set by cross_entropy()), used once and in place: grad mode off only
     # (the backward op records no node that would read them)
-    kept = ctx.__dict__.pop("_ce_ws", None) if not D.grad_mode.enabled and D.state.simple else None
+    kept = ctx.__dict__.pop("_kept", None) if not D.grad_mode.enabled and D.state.simple else None
     return dispatch(cross_entropy_backward_op, (g, x, t) + (kept or ()), ctx.params), None
 
 

@@ -1625,23 +1625,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         if t is not None and t.dtype != input.dtype:
             raise RuntimeError(f"layer_norm: mixed dtype: expect parameter {name} to have scalar type "
                                f"{input.dtype} (the input's), got {t.dtype}")
-    params = {"normalized_shape": normalized_shape, "eps": float(eps)}
-    if not (D.grad_mode.enabled and D.state.simple and (input._rg or any(t is not None and t._rg
-                                                                         for t in (weight, bias)))):
-        return dispatch(layer_norm_op, (input, weight, bias), params)
-    _ln_ws.want = True  # a node will be recorded: the forward keeps x-hat and 1/std for the fused backward
-    try:
-        out = dispatch(layer_norm_op, (input, weight, bias), params)
-    finally:
-        _ln_ws.want = False
-    kept = _ln_ws.__dict__.pop("kept", None)
-    node = out._fn
-    if kept is not None and node is not None and getattr(type(node), "_op", None) is layer_norm_op:
-        node._ln_kept = kept
-    return out
-
-
-_ln_ws = threading.local()
+    # when a node will be recorded, the forward keeps x-hat and 1/std for the fused backward
+    return D.dispatch_keeping(layer_norm_op, (input, weight, bias),
+                              {"normalized_shape": normalized_shape, "eps": float(eps)},
+                              on=D.grad_mode.enabled and D.state.simple and (
+                                  input._rg or any(t is not None and t._rg for t in (weight, bias))))
 
 
 # One primitive (PyTorch's NativeLayerNormBackward0 node; one pass over the data instead of eight ops)
@@ -1736,8 +1724,8 @@ def _ln_impl(xp, x, w, b, *, normalized_shape, eps):
         return _ln_split(xp, x.reshape(x.size // k, k), w, b, eps).reshape(x.shape)
     y, rstd = _row_stats(xp, x.reshape(x.size // k if k else 0, k), eps)
     y *= rstd
-    if getattr(_ln_ws, "want", False) and (x.dtype == np.float32 or x.dtype == np.float64):
-        _ln_ws.kept = (y, rstd)  # (x-hat, used once by the fused backward, which overwrites it)
+    if D.keeping() and (x.dtype == np.float32 or x.dtype == np.float64):
+        D.keep((y, rstd))  # (x-hat, used once by the fused backward, which overwrites it)
         y = y.reshape(x.shape)
         y = y * w if w is not None else y.copy()
     else:
@@ -1807,7 +1795,7 @@ def _fused_norm_grads(ctx, g, bwd_op):
 def _(ctx, g):
     if not D.grad_mode.enabled and D.state.simple:
         x, w = ctx.inputs[0], ctx.inputs[1]  # (checks x unchanged since the forward: x-hat is x's)
-        kept = ctx.__dict__.pop("_ln_kept", None)
+        kept = ctx.__dict__.pop("_kept", None)
         if kept is not None:
             n = ctx.needs
             gx, gw, gb = dispatch(layer_norm_bwd_op, (g, x, w) + kept, ctx.params)

@@ -12,7 +12,6 @@ over the sequence) when nothing observes it (grad mode off, no transform), and o
 formulas in ember ops (so create_graph, forward mode and vmap compose).
 """
 import contextlib
-import threading
 
 import numpy as np
 
@@ -127,13 +126,10 @@ def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
     return out.reshape((T,) + lead + (H,)), S, tc
 
 
-_ws = threading.local()  # the last forward's buffers, for the lstm_layer wrapper to hand to its node
-
-
 def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
     xw, h0, c0, w_hh, b_hh = _check(xw, h0, c0, w_hh, b_hh)
     out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
-    _ws.last = (out, S, tc)
+    D.keep((out, S, tc))  # (the fused backward then need not run the recurrence again)
     T, H = xw.shape[0], h0.shape[-1]
     return out, xp.array(out[0 if reverse else T - 1]), xp.array(S[T, 4 * H:].T).reshape(h0.shape)
 
@@ -244,18 +240,18 @@ lstm_layer_bwd_op = defop("lstm_layer_backward", _lstm_bwd_impl, nout=5, family=
 
 def lstm_layer(xw, h0, c0, w_hh, b_hh=None, reverse=False):
     """One LSTM direction over a sequence: (out (T, B, H), h_n (B, H), c_n (B, H))."""
-    _ws.last = None
-    res = dispatch(lstm_layer_op, (xw, h0, c0, w_hh, b_hh), {"reverse": bool(reverse)})
-    kept, _ws.last = _ws.last, None
+    res = D.dispatch_keeping(lstm_layer_op, (xw, h0, c0, w_hh, b_hh), {"reverse": bool(reverse)})
     o = res[0]
-    node = o._fn
-    if kept is not None and node is not None and kept[0] is o._data and getattr(type(node), "_op", None) is lstm_layer_op:
-        # the backward node keeps the forward's buffers, so that the fused backward need not run
-        # the recurrence again; out is one of them, so its version is noted (changed in place: the
-        # backward runs the forward again instead)
-        if o._vc is None:
-            o._vc = [0, None]
-        node._lstm_ws = kept + (o._vc, o._vc[0])
+    kept = getattr(o._fn, "_kept", None)
+    if kept is not None:
+        if kept[0] is o._data:
+            # out is one of the kept buffers, so its version is noted (changed in place: the backward
+            # runs the forward again instead)
+            if o._vc is None:
+                o._vc = [0, None]
+            o._fn._kept = kept + (o._vc, o._vc[0])
+        else:
+            del o._fn._kept
     return res
 
 
@@ -325,7 +321,7 @@ def _(ctx, gout, ghn, gcn):
     if cx:  # the layer is holomorphic: PyTorch's vjp conj(J)^T g is conj(J^T conj(g)), the real formulas
         gout, ghn, gcn = _cj(gout), _cj(ghn), _cj(gcn)
     if not D.grad_mode.enabled and D.state.simple:
-        ws = ctx.__dict__.get("_lstm_ws")
+        ws = ctx.__dict__.get("_kept")
         kept = ws[:3] if ws is not None and ws[3][0] == ws[4] else ()
         grads = dispatch(lstm_layer_bwd_op, (gout, ghn, gcn, xw, h0, c0, w_hh, b_hh) + kept, ctx.params)
     else:
