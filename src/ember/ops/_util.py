@@ -331,3 +331,24 @@ def write_out(r, out, name=None, inputs=(), exact=False):
     if out._data.shape != r._data.shape:  # PyTorch resizes out (fresh storage here)
         out._data = np.empty(r._data.shape, out._data.dtype)
     return out.copy_(r)
+
+
+_ONES = {}
+
+
+def ones_vec(xp, n, dtype):
+    """A read-only vector of n ones (kept: row and column sums use it as a GEMV operand)."""
+    key = (n, dtype)
+    v = _ONES.get(key)
+    if v is None:
+        if len(_ONES) > 64:
+            _ONES.clear()
+        v = _ONES[key] = xp.ones(n, dtype)
+        v.flags.writeable = False
+    return v
+
+
+def row_sums(xp, a):
+    """Sums of a float32/float64 array over its (non-empty) last dim, keepdims: a GEMV with a ones
+    vector (NumPy's reduction of short rows costs several times more)."""
+    return xp.matmul(a, ones_vec(xp, a.shape[-1], a.dtype))[..., None]

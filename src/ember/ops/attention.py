@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dispatch as D
 from .. import _parallel as _P
 from .._dispatch import defop, dispatch
+from . import _util as U
 from .shape import sum_to
 
 _CAUSAL = {}               # (L, S) -> the read-only mask of the keys a query may not see (j > i)
@@ -30,12 +31,6 @@ def _causal_hidden(xp, L, S):
     return m
 
 
-def _row_sums(xp, a):
-    """Sums over the last dim, keepdims: a GEMV with a ones vector (NumPy's reduction of short rows
-    costs several times more)."""
-    return xp.matmul(a, xp.ones(a.shape[-1], a.dtype))[..., None]
-
-
 def _probs_impl(xp, q, k, scale, is_causal, out=None):
     s = xp.matmul(q, xp.swapaxes(k, -1, -2), out=out)
     s *= s.dtype.type(scale)
@@ -43,7 +38,7 @@ def _probs_impl(xp, q, k, scale, is_causal, out=None):
         xp.copyto(s, -np.inf, where=_causal_hidden(xp, s.shape[-2], s.shape[-1]))
     s -= s.max(-1, keepdims=True)
     xp.exp(s, out=s)
-    s /= _row_sums(xp, s)
+    s /= U.row_sums(xp, s)
     return s
 
 
@@ -102,7 +97,7 @@ def _sdpa_grads(xp, g, q, k, v, p, scale, is_causal):
     dv = xp.matmul(xp.swapaxes(p, -1, -2), g)
     ds = xp.matmul(g, xp.swapaxes(v, -1, -2))
     ds *= p
-    p *= _row_sums(xp, ds)
+    p *= U.row_sums(xp, ds)
     ds -= p
     ds *= ds.dtype.type(scale)
     return xp.matmul(ds, k), xp.matmul(xp.swapaxes(ds, -1, -2), q), dv

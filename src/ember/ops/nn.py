@@ -1637,27 +1637,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 # forward mode and vmap compose.
 
 
-_ONES = {}
-
-
-def _ones_vec(xp, n, dtype):
-    """A read-only vector of n ones (kept: the row and column sums below use it as a GEMV operand)."""
-    key = (n, dtype)
-    v = _ONES.get(key)
-    if v is None:
-        if len(_ONES) > 64:
-            _ONES.clear()
-        v = _ONES[key] = xp.ones(n, dtype)
-        v.flags.writeable = False
-    return v
-
-
 def _row_mean(xp, a):
     """The mean of each row of a 2-D a, (R, 1): a float32/float64 a by a GEMV with a ones vector (BLAS
     sums a row in a few vector passes; NumPy's row-wise reduction of short rows costs 5x more)."""
     k = a.shape[1]
     if k and a.ndim == 2 and (a.dtype == np.float32 or a.dtype == np.float64):
-        m = xp.matmul(a, _ones_vec(xp, k, a.dtype))
+        m = xp.matmul(a, U.ones_vec(xp, k, a.dtype))
         m /= k
         return m[:, None]
     return a.mean(1, keepdims=True)
@@ -1667,7 +1652,7 @@ def _col_sum(xp, a):
     """The sum of each column of a 2-D a (GEMV with a ones vector for float32/float64)."""
     r = a.shape[0]
     if r and (a.dtype == np.float32 or a.dtype == np.float64):
-        return xp.matmul(_ones_vec(xp, r, a.dtype), a)
+        return xp.matmul(U.ones_vec(xp, r, a.dtype), a)
     return a.sum(0)
 
 

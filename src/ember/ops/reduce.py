@@ -447,13 +447,12 @@ log_softmax_op = defop("log_softmax", _log_softmax_impl, save=("out",), family=R
 
 def _softmax_bwd_impl(xp, g, y, dim):
     """y * (g - sum(g * y)) over ``dim`` on raw arrays, one buffer (the fused backward: no graph is
-    recorded through it; float32/float64). Rows along the last dim are summed by a GEMV with a ones
-    vector (NumPy's reduction of short rows costs several times more)."""
+    recorded through it; float32/float64); rows along the last dim summed by U.row_sums."""
     t = xp.asarray(xp.multiply(g, y))  # (a 0-dim product is a NumPy scalar)
     if t.ndim == 0:
         r = t.copy()
     elif dim % t.ndim == t.ndim - 1 and t.shape[-1]:
-        r = xp.matmul(t, xp.ones(t.shape[-1], t.dtype))[..., None]
+        r = U.row_sums(xp, t)
     else:
         r = xp.sum(t, axis=dim, keepdims=True)
     xp.subtract(g, r, out=t)
