@@ -16,6 +16,7 @@ follows the CPU count), as PyTorch's intra-op pool does. Work under ``GRAIN`` el
 runs on the caller alone: waking a thread costs tens of microseconds, more than a small kernel
 (PyTorch's grain is 32768 elements for its ~1 us thread wake-ups; ember's is larger for Python's).
 Nested calls (from a worker, or while another thread uses the pool) run serially."""
+import contextlib
 import os
 import threading
 import time
@@ -225,17 +226,19 @@ _blas_base = [None]  # OpenBLAS's count outside split_gemms: set_num_threads's (
 GEMM_GRAIN = 1 << 19  # multiply-adds below which a GEMM stack stays on the calling thread (~20-50 us)
 
 
-def _blas_one():
+@contextlib.contextmanager
+def one_blas_thread():
+    """OpenBLAS on one thread inside (a stack of small GEMMs: see above); its count set back after."""
     from . import _blas
     if _blas_base[0] is None:
         _blas_base[0] = max(1, _blas.get_num_threads())
-    if _blas_base[0] != 1:
-        _blas.set_gemm_threads(1)
-
-
-def _blas_back():
-    if _blas_base[0] != 1:
-        from . import _blas
+    if _blas_base[0] == 1:
+        yield
+        return
+    _blas.set_gemm_threads(1)
+    try:
+        yield
+    finally:
         _blas.set_gemm_threads(_blas_base[0])
 
 
@@ -243,14 +246,11 @@ def split_gemms(n, fn, work, grain=GEMM_GRAIN):
     """fn(lo, hi) over range(n), where each index runs its own GEMMs (``work``: multiply-adds of the
     whole job), with OpenBLAS on one thread: cut over the pool's threads when there is work for
     more than one. Only the thread that called split_gemms may call it (it sets OpenBLAS's count)."""
-    _blas_one()
-    try:
+    with one_blas_thread():
         if get_num_threads() < 2 or n < 2 or work < 2 * grain:
             fn(0, n)
         else:
             parallel_for(n, fn, work=work, grain=grain)
-    finally:
-        _blas_back()
 
 
 def matmul(a, b, out=None):

@@ -211,20 +211,12 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     return gx.reshape(xw.shape), xp.array(dh.T).reshape(h0.shape), xp.array(dc.T).reshape(h0.shape), gw, gb
 
 
-@contextlib.contextmanager
 def _one_blas_thread(xp):
     """The time loop's small GEMMs on one OpenBLAS thread, as ember's other stacks of small GEMMs
-    (_parallel.split_gemms: a multi-threaded call synchronises its threads on every call, slower
+    (_parallel.one_blas_thread: a multi-threaded call synchronises its threads on every call, slower
     than one thread even on idle cores and far slower when the other core is busy); the result is
     then the same on any number of threads."""
-    if xp is not np:
-        yield
-        return
-    _parallel._blas_one()
-    try:
-        yield
-    finally:
-        _parallel._blas_back()
+    return _parallel.one_blas_thread() if xp is np else contextlib.nullcontext()
 
 
 def _prod(shape):
