@@ -97,6 +97,15 @@ def test_sincosf_matches_the_step_by_step_emulation():
         same_bits(c, c2)
 
 
+def test_sincosf_reduction_constant_is_exact():
+    """sincosf's reduction x + j * (dp1 + dp2 + dp3) is one float64 sum only because the constant's
+    sum and its products with every octant j are exact in float64."""
+    from fractions import Fraction
+    exact = sum(Fraction(float(d)) for d in R._DP[:3])
+    for j in range(9):
+        assert Fraction(j * R._DP_SUM) == j * exact
+
+
 def test_kernels_are_close_to_the_true_functions():
     """A check of the reference itself: Cephes' float32 functions are within 2 ulps (sin/cos within
     2e-7 absolute) of the float64 ones on these inputs."""

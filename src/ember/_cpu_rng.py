@@ -598,12 +598,9 @@ _FOPI = _f32(1.27323954473516)
 _SIGN = _i32(-2 ** 31)
 
 
-_DP12_SUM = _DP[0] + _DP[1]  # exact in float64 (few bits), and so is its product with the octant (0..8)
-_DP_SUM = _DP12_SUM + _DP[2]  # dp1 + dp2 + dp3: exact in float64 (48 bits), and so are its products
-_check_dp = __import__("fractions").Fraction  # with the octants (checked here, once)
-assert all(_check_dp(j * _DP_SUM) == j * (_check_dp(_DP[0]) + _check_dp(_DP[1]) + _check_dp(_DP[2]))
-           for j in range(9))
-del _check_dp
+# dp1 + dp2 + dp3: exact in float64 (48 bits), and so are its products with the octants 0..8
+# (tests/test_random_kernels.py checks both)
+_DP_SUM = _DP[0] + _DP[1] + _DP[2]
 
 
 def sincosf(x, work=None):
