@@ -602,9 +602,13 @@ def _direct_target(self, name):
     if a.dtype not in (_F32, _F64) or not a.flags.c_contiguous or not a.size:
         return None
     _check(self, name)
-    if D.grad_mode.enabled and self._rg or not D.state.simple:
-        return None
-    return a.reshape(-1)
+    return None if _recorded(self) else a.reshape(-1)
+
+
+def _recorded(self):
+    """Whether a write into self goes through the dispatcher: autograd records it, or a transform
+    listens."""
+    return D.grad_mode.enabled and self._rg or not D.state.simple
 
 
 def _filled(self, name):
@@ -620,11 +624,10 @@ def _random_fill(self, values, name):
     if self._meta:
         return self
     src = D._new_tensor(np.asarray(values).astype(self._data.dtype, copy=False))
-    if D.grad_mode.enabled and self._rg or not D.state.simple:
+    if _recorded(self):
         return inplace_apply(copy_op, self, (src,), {}, name)
     np.copyto(self._data, src._data, casting="unsafe")
-    self._bump(name)
-    return self
+    return _filled(self, name)
 
 
 # ----------------------------------------------------------------------------- batching rules (vmap)
