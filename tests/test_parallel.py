@@ -175,6 +175,55 @@ def test_nested_calls_run_serially(threads):
     assert sorted(inner) == [(0, 2), (0, 2)]  # each outer chunk ran its inner loop whole
 
 
+def _pipe_log(threads, n, nt, work=None, piece=None, fail=None):
+    """pipeline(n) at nt threads, logging (event, lo, hi, thread name, produced spans so far); fail:
+    "produce" or "consume" raises from the spans past the middle."""
+    log, made = [], []
+
+    def produce(lo, hi):
+        if fail == "produce" and lo >= 500:
+            raise ValueError("produce failed")
+        made.append((lo, hi))
+        log.append(("p", lo, hi, threading.current_thread().name, len(made)))
+
+    def consume(lo, hi):
+        if fail == "consume" and lo >= 500:
+            raise ValueError("consume failed")
+        log.append(("c", lo, hi, threading.current_thread().name, len(made)))
+    threads(nt, lambda: P.pipeline(n, produce, consume, work=work, piece=piece))
+    return log
+
+
+@pytest.mark.parametrize("nt", [1, 2, 4])
+def test_pipeline_produces_in_order_and_consumes_each_span_once_after_it(threads, nt):
+    log = _pipe_log(threads, 1000, nt, work=64 * P.GRAIN, piece=100)
+    me = threading.current_thread().name
+    prod = [(lo, hi) for e, lo, hi, name, _ in log if e == "p"]
+    assert all(name == me for e, _, _, name, _ in log if e == "p")
+    assert prod[0][0] == 0 and prod[-1][1] == 1000 and all(a[1] == b[0] for a, b in zip(prod, prod[1:]))
+    assert max(hi - lo for lo, hi in prod) <= 100
+    assert len(prod) == (10 if nt == 1 else 8 * nt if nt == 4 else 16)  # parallel_for's cut, at most `piece`
+    cons = [(lo, hi) for e, lo, hi, _, _ in log if e == "c"]
+    assert sorted(cons) == prod
+    for e, lo, hi, _, n_made in log:  # a span is consumed only after it was produced
+        if e == "c":
+            assert prod.index((lo, hi)) < n_made
+
+
+def test_pipeline_without_threads_alternates(threads):
+    log = _pipe_log(threads, 300, 2, work=10, piece=100)  # little work: the caller alone
+    assert [(e, lo) for e, lo, *_ in log] == [("p", 0), ("c", 0), ("p", 100), ("c", 100), ("p", 200), ("c", 200)]
+
+
+@pytest.mark.parametrize("where", ["produce", "consume"])
+def test_pipeline_errors_reach_the_caller(threads, where):
+    with pytest.raises(ValueError, match=f"{where} failed"):
+        _pipe_log(threads, 1000, 2, work=64 * P.GRAIN, piece=100, fail=where)
+    # and the pool still works afterwards
+    log = _pipe_log(threads, 1000, 2, work=64 * P.GRAIN, piece=100)
+    assert sorted((lo, hi) for e, lo, hi, *_ in log if e == "c") == [(lo, hi) for e, lo, hi, *_ in log if e == "p"]
+
+
 # ------------------------------------------------------------------ routed kernels: bit for bit
 
 

@@ -219,3 +219,29 @@ def test_normal_fill_on_several_threads(n, dtype, monkeypatch):
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
     assert one.next32() == several.next32()
     assert threads
+
+
+@pytest.mark.parametrize("n", [33, 1001, 2 * 4096 + 1, 10 ** 5 + 1])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_uniform_f32_scaled_in_chunks_and_on_several_threads(n, threads, monkeypatch):
+    """uniform_f32_scaled's pairs of draws in chunks (small, so many), turned into values on the
+    intra-op threads (no dynamic adjustment: the pool is used even on a busy machine): each value
+    is fma(k * 2**-24, scale, shift) of its own draw's low 24 bits, and the stream ends where one
+    draw per value leaves it."""
+    import ember
+    from ember import _parallel as P
+    monkeypatch.setattr(P, "_DYNAMIC", False)
+    monkeypatch.setattr(R, "_DRAW_CHUNK", 512)
+    scale, shift = np.float32(0.7), np.float32(-0.35)
+    ref = R.MT(11)
+    k = ref.bg.random_raw(n) & 0xFFFFFF
+    want = (k * (float(scale) * 2.0 ** -24) + float(shift)).astype(np.float32)
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(threads)
+        mt = R.MT(11)
+        got = mt.uniform_f32_scaled(n, scale, shift, np.empty(n, np.float32))
+    finally:
+        ember.set_num_threads(before)
+    assert np.array_equal(got.view(np.int32), want.view(np.int32))
+    assert mt.next32() == ref.next32()

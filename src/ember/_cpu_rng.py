@@ -44,6 +44,17 @@ STATE_BYTES = 5056      # PyTorch's get_rng_state() size: the legacy generator-s
 _KEY_AT, _TAIL_AT = 24, 24 + 624 * 8
 
 
+def _pairs24(w, o):
+    """o (2 len(w) elements, float32 or float64) <- the low 24 bits of the draws in w, Generator's
+    uint64 integers each (first << 32) | second of two draws (cheaper than its uint32 ones), in
+    stream order, as integers: both halves masked at once, converted from int32 (much cheaper than
+    from uint64), each pair put back in order by the conversion's strides. w is overwritten."""
+    w &= _M24X2
+    v = w.view(np.int32)
+    np.copyto(o[0::2], v[_HI::2], casting="unsafe")
+    np.copyto(o[1::2], v[1 - _HI::2], casting="unsafe")
+
+
 class MT:
     """The mt19937 stream with PyTorch's per-generator normal cache."""
 
@@ -102,21 +113,14 @@ class MT:
 
     def _draw24(self, n, out, scale=None):
         """out (n elements, float32 or float64, contiguous) <- the low 24 bits of n draws, as integers
-        (exact in either dtype); a cache-sized chunk of draws at a time. The draws come in pairs as
-        the Generator's uint64 integers (cheaper than its uint32 ones; each is (first << 32) |
-        second), both masked to 24 bits at once and converted from int32 (much cheaper than from
-        uint64), each pair put back in order by the conversion's strides; times scale (exact: a power
-        of two) while the chunk is in cache, when given."""
+        (exact in either dtype); a cache-sized chunk of draws at a time, times scale (exact: a
+        power of two) while the chunk is in cache, when given."""
         k = n >> 1
         step = _DRAW_CHUNK
         for i in range(0, k, step):
             m = min(step, k - i)
-            w = self.u64(m)
-            w &= _M24X2
-            v = w.view(np.int32)
             o = out[2 * i:2 * (i + m)]
-            np.copyto(o[0::2], v[_HI::2], casting="unsafe")
-            np.copyto(o[1::2], v[1 - _HI::2], casting="unsafe")
+            _pairs24(self.u64(m), o)
             if scale is not None:
                 o *= scale
         if n & 1:
@@ -127,21 +131,27 @@ class MT:
         uniforms u, rounded once (PyTorch's uniform_ on [shift, shift + scale) with float32 bounds).
         u = k * 2**-24 for a 24-bit k, so u * scale = k * (scale * 2**-24) is exact in float64 and
         the sum rounded to float32 is the fused result: computed from the integers in float64
-        scratch a chunk at a time, written straight into out."""
+        scratch a chunk at a time, written straight into out. The draws stay on this thread, in
+        stream order, while the intra-op threads turn the chunks already drawn into values."""
         if n <= _SMALL:
             s24 = float(scale) * _F24_PY
             out[...] = [(r & 0xFFFFFF) * s24 + float(shift) for r in self.bg.random_raw(n).tolist()]
             return out
         s24, shift = float(scale) * _F24_PY, float(shift)
-        step = 2 * _DRAW_CHUNK
-        t = _scratch("scaled64", min(step, n), np.float64)
-        for i in range(0, n, step):
-            m = min(step, n - i)
-            tm = t[:m]
-            self._draw24(m, tm)
-            tm *= s24
-            tm += shift
-            np.copyto(out[i:i + m], tm, casting="unsafe")
+        drawn = {}
+
+        def produce(lo, hi):  # pairs lo..hi: values 2 lo .. 2 hi
+            drawn[lo] = self.u64(hi - lo)
+
+        def consume(lo, hi):
+            t = _scratch("scaled64", 2 * (hi - lo), np.float64)
+            _pairs24(drawn.pop(lo), t)
+            t *= s24
+            t += shift
+            np.copyto(out[2 * lo:2 * hi], t, casting="unsafe")
+        _parallel.pipeline(n >> 1, produce, consume, work=n * _UNIFORM_COST, piece=_DRAW_CHUNK)
+        if n & 1:
+            out[-1] = (int(self.bg.random_raw()) & 0xFFFFFF) * s24 + shift
         return out
 
     def uniform_f64(self, n, out=None):
@@ -211,10 +221,10 @@ class MT:
         not a multiple of 16, 16 fresh uniforms for the last 16 elements, redone as one block.
         float16 draws float32 uniforms for the whole blocks only, and transforms in float64
         (PyTorch's generic kernel, observed). Written into out (a contiguous array of n elements of
-        dtype) when given. float32 and float64 draw the whole blocks' uniforms into out first, then
-        turn them into normals in place, a cache-sized chunk at a time, the chunks shared by the
-        intra-op threads (each block's normals depend on its own uniforms only: the same values on
-        any number of threads)."""
+        dtype) when given. float32 and float64 draw a cache-sized chunk of whole blocks' uniforms
+        into out, then turn them into normals in place; the draws stay on this thread, in stream
+        order, while the intra-op threads transform the chunks already drawn (each block's normals
+        depend on its own uniforms only: the same values on any number of threads)."""
         f32, f64 = dtype == np.float32, dtype == np.float64
         bm = _bm_f32 if f32 else _bm_f64
         nblocks = n // 16
@@ -222,17 +232,15 @@ class MT:
             out = np.empty(n, dtype)
         blocks_out = out[:nblocks * 16].reshape(nblocks, 16)
         if f32 or f64:
-            (self.uniform_f64 if f64 else self.uniform_f32)(nblocks * 16, out[:nblocks * 16])
+            draw, flat = (self.uniform_f64 if f64 else self.uniform_f32), out[:nblocks * 16]
 
-            def transform(lo, hi):
-                for i in range(lo, hi, _CHUNK):
-                    b = blocks_out[i:min(hi, i + _CHUNK)]
-                    bm(b, mean, std, b)
-            work = nblocks * 16 * _NORMAL_COST
-            if work < _parallel.MIN_SIZE:  # (the pool's own size check, without the call)
-                transform(0, nblocks)
-            else:
-                _parallel.parallel_for(nblocks, transform, work=work)
+            def produce(lo, hi):
+                draw(16 * (hi - lo), flat[16 * lo:16 * hi])
+
+            def consume(lo, hi):
+                b = blocks_out[lo:hi]
+                bm(b, mean, std, b)
+            _parallel.pipeline(nblocks, produce, consume, work=nblocks * 16 * _NORMAL_COST, piece=_CHUNK)
             self.bg.random_raw(n % 16 * (2 if f64 else 1))  # the uniforms of the partial block,
         else:                                               # overwritten before use
             for i in range(0, nblocks, _CHUNK):
@@ -540,7 +548,7 @@ def _scratch(name, n, dtype):
 def _work(n):
     """Scratch views of n elements: 12 float32, 7 float64, 5 int32 (grown as needed)."""
     w = _WORK
-    if w.n < n:
+    if w.n < n or not w.f64:  # (a thread's first call, even for n == 0, makes the lists)
         w.f32 = [np.empty(n, _f32) for _ in range(12)]
         w.f64 = [np.empty(n, np.float64) for _ in range(7)]
         w.i32 = [np.empty(n, _i32) for _ in range(5)]
@@ -676,6 +684,7 @@ _TWO_PI_F = _f32(2 * math.pi)
 
 
 _NORMAL_COST = 16  # a normal's cost in elementwise operations, for the intra-op threads' grain
+_UNIFORM_COST = 4  # a float32 uniform's (bounds: uniform_f32_scaled), likewise
 # Blocks per pass: fewer ufunc calls (each costs about a microsecond); the scratch arrays (8 MB a
 # thread) stay in L3. Measured on a 32 MB L3: 8192 a few tens of percent faster than 2048.
 _CHUNK = 8192

@@ -183,22 +183,35 @@ def _free_cores():
     return st["free"]
 
 
-def parallel_for(n, fn, work=None, grain=GRAIN):
-    """fn(lo, hi) over range(n), in chunks of about ``grain`` elements of work (``work``: elements
-    of the whole job, default n) shared by the calling thread and the pool's workers. Chunks must
-    not overlap in what they write. An exception from any chunk is raised here."""
-    nt = get_num_threads()
-    w = n if work is None else work
+def _claim_pool(nt, n, w, grain):
+    """The pool (with _lock held: release it when done) when a job of n pieces and w elements of
+    work is worth threads now; else None, and the job runs on the calling thread."""
     if nt < 2 or w < 2 * grain or n < 2 or (_DYNAMIC and _free_cores() < 1.5) \
             or not _lock.acquire(blocking=False):
-        fn(0, n)
-        return
+        return None
     try:
         pool = _pool[0]
         if pool is None or pool.size != nt - 1:
             if pool is not None:
                 pool.close()
             pool = _pool[0] = _Pool(nt - 1)
+        return pool
+    except BaseException:
+        _lock.release()
+        raise
+
+
+def parallel_for(n, fn, work=None, grain=GRAIN):
+    """fn(lo, hi) over range(n), in chunks of about ``grain`` elements of work (``work``: elements
+    of the whole job, default n) shared by the calling thread and the pool's workers. Chunks must
+    not overlap in what they write. An exception from any chunk is raised here."""
+    nt = get_num_threads()
+    w = n if work is None else work
+    pool = _claim_pool(nt, n, w, grain)
+    if pool is None:
+        fn(0, n)
+        return
+    try:
         parts = min(n, w // grain, 8 * nt)
         job = _Job(fn, chunks(n, parts))
         for q in pool.queues[:parts - 1]:
@@ -208,6 +221,95 @@ def parallel_for(n, fn, work=None, grain=GRAIN):
             job.finished.wait()
         if job.error is not None:
             raise job.error
+    finally:
+        _lock.release()
+
+
+class _Pipe:
+    """One pipeline: a span may be consumed, by whoever is free, once the producer has made it."""
+    __slots__ = ("consume", "spans", "n", "ready", "next", "left", "cond", "error")
+
+    def __init__(self, consume, spans):
+        self.consume, self.spans, self.n = consume, spans, len(spans)
+        self.ready = self.next = 0  # spans produced; spans claimed
+        self.left = self.n          # spans not yet consumed (or never to be produced)
+        self.cond = threading.Condition()
+        self.error = None
+
+    def work(self):
+        cond = self.cond
+        while True:
+            with cond:
+                while self.next == self.ready < self.n:
+                    cond.wait()
+                if self.next == self.ready:  # all claimed, and nothing more will come
+                    return
+                i = self.next
+                self.next += 1
+            try:
+                self.consume(*self.spans[i])
+            except BaseException as e:  # handed to the caller, raised there
+                if self.error is None:
+                    self.error = e
+            with cond:
+                self.left -= 1
+                if not self.left:
+                    cond.notify_all()
+
+    def made(self, i):
+        with self.cond:
+            self.ready = i + 1
+            self.cond.notify()
+
+    def stop(self):  # the producer failed: nothing more will come
+        with self.cond:
+            self.left -= self.n - self.ready
+            self.n = self.ready
+            self.cond.notify_all()
+
+
+def pipeline(n, produce, consume, work=None, grain=GRAIN, piece=None):
+    """produce(lo, hi) over range(n) in contiguous spans, in order, on the calling thread; and
+    consume(lo, hi) of each span once it is produced, on the pool's workers while the caller
+    produces and on every thread after. For a sequential source (a random stream) feeding
+    independent work: making the items overlaps using them. Spans are at most ``piece`` long (when
+    given), and cut as parallel_for's chunks are when threads are used; consume must depend on its
+    own span only and write apart from the others, so the results are the same on any number of
+    threads. Without threads (one thread, little work, a busy machine): each span produced, then
+    consumed, in turn. An exception from either is raised here, after every started consume has
+    returned."""
+    nt = get_num_threads()
+    w = n if work is None else work
+    pool = _claim_pool(nt, n, w, grain)
+    parts = 1 if pool is None else min(n, w // grain, 8 * nt)
+    if piece:
+        parts = max(parts, -(-n // piece))
+    spans = chunks(n, parts)
+    if pool is None:
+        for span in spans:
+            produce(*span)
+            consume(*span)
+        return
+    try:
+        pipe = _Pipe(consume, spans)
+        for q in pool.queues[:min(nt, parts) - 1]:
+            q.put(pipe)
+        failed = None
+        try:
+            for i, span in enumerate(spans):
+                produce(*span)
+                pipe.made(i)
+        except BaseException as e:
+            failed = e
+            pipe.stop()
+        pipe.work()
+        with pipe.cond:
+            while pipe.left:
+                pipe.cond.wait()
+        if failed is not None:
+            raise failed
+        if pipe.error is not None:
+            raise pipe.error
     finally:
         _lock.release()
 
