@@ -56,10 +56,12 @@ _ROWS = (3, 0, 1, 2)  # kernel gate block r holds PyTorch's gate block _ROWS[r]
 
 def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
     """The recurrence on raw arrays: (out, S, tc). out (T, ..., H) is h after each step; S
-    (T + 1, 5H, B) holds, for processing step k (k = T-1-t when reverse), the activations
-    sigmoid(o), sigmoid(i), sigmoid(f), tanh(g) and, in row block 4, the cell state before the step
-    (S[k + 1] block 4 is c after step k); tc (T, H, B) is tanh(c) after each step. Ten ufunc calls
-    and a GEMM per step, no allocation; the floating-point operations are the composite's."""
+    (T + 1, 8H, B) holds, for processing step k (k = T-1-t when reverse), in row blocks of H: the
+    activations sigmoid(o), sigmoid(i), sigmoid(f), tanh(g); the cell state before the step (S[k + 1]
+    block 4 is c after step k); h after the step; the products i * tanh(g) and f * c_prev (the
+    backward's factors are cheaper from h and the products than from the activations alone); tc
+    (T, H, B) is tanh(c) after each step. Ten ufunc calls and a GEMM per step, no allocation; the floating-point
+    operations are the composite's."""
     T, H = xw.shape[0], h0.shape[-1]
     lead = tuple(xw.shape[1:-1])
     B = _prod(lead)
@@ -96,20 +98,21 @@ def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
         xn[:, 3] += nb[3]
     xn = xn.reshape(T, H4, B)
     wn = wn.reshape(H4, H)
-    S = xp.empty((T + 1, 5 * H, B), dtype=dt)
+    H5, H6, H7 = 5 * H, 6 * H, 7 * H
+    S = xp.empty((T + 1, 8 * H, B), dtype=dt)
     tc = xp.empty((T, H, B), dtype=dt)
-    hs = xp.empty((T, H, B), dtype=dt)
-    prod = xp.empty((H2, B), dtype=dt)
-    p_ig, p_fc = prod[:H], prod[H:]
-    S[0, H4:] = c0.reshape(B, H).T
+    S[0, H4:H5] = c0.reshape(B, H).T
     h = xp.ascontiguousarray(h0.reshape(B, H).T)  # (read only)
-    one = dt.type(1)
+    one = xp.array(1, dtype=dt)  # (a 0-d array: NumPy's ufuncs take it faster than a scalar)
     matmul, exp, recip, tanh, mul, add = xp.matmul, xp.exp, xp.reciprocal, xp.tanh, xp.multiply, xp.add
     # each step's blocks as views made by one iteration each (slicing a step's rows again per step
-    # costs a view per block): gates, sigmoids, g, [i; f], [g; c_prev], o, and the next step's c
-    steps = zip(S[:T, :H4], xn, S[:T, :H3], S[:T, H3:H4], S[:T, H:H3], S[:T, H3:], S[:T, :H], S[1:, H4:], tc, hs)
+    # costs a view per block): gates, sigmoids, g, [i; f], [g; c_prev], [i * g; f * c_prev] and its
+    # two halves, o, the next step's c, tanh(c), h
+    A = S[:T]
+    steps = zip(A[:, :H4], xn, A[:, :H3], A[:, H3:H4], A[:, H:H3], A[:, H3:H5], A[:, H6:], A[:, H6:H7], A[:, H7:],
+                A[:, :H], S[1:, H4:H5], tc, A[:, H5:H6])
     with xp.errstate(over="ignore"), _one_blas_thread(xp):  # (exp(-a) overflowing to inf gives sigmoid 0)
-        for a, x, sg, gg, gif, ggc, go, c, t, hk in steps:
+        for a, x, sg, gg, gif, ggc, prod, p_ig, p_fc, go, c, t, hk in steps:
             matmul(wn, h, out=a)
             a += x
             exp(sg, out=sg)
@@ -121,6 +124,7 @@ def _run(xp, xw, h0, c0, w_hh, b_hh, reverse):
             tanh(c, out=t)
             mul(go, t, out=hk)
             h = hk
+    hs = A[:, H5:H6]
     out = xp.empty((T, B, H), dtype=dt)
     out[...] = (hs[::-1] if reverse else hs).transpose(0, 2, 1)
     return out.reshape((T,) + lead + (H,)), S, tc
@@ -131,7 +135,7 @@ def _lstm_impl(xp, xw, h0, c0, w_hh, b_hh, *, reverse=False):
     out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
     D.keep((out, S, tc))  # (the fused backward then need not run the recurrence again)
     T, H = xw.shape[0], h0.shape[-1]
-    return out, xp.array(out[0 if reverse else T - 1]), xp.array(S[T, 4 * H:].T).reshape(h0.shape)
+    return out, xp.array(out[0 if reverse else T - 1]), xp.array(S[T, 4 * H:5 * H].T).reshape(h0.shape)
 
 
 def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None, tc=None, *, reverse=False):
@@ -146,31 +150,29 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     T, H = xw.shape[0], h0.shape[-1]
     lead = tuple(xw.shape[1:-1])
     B = _prod(lead)
-    H2, H3, H4, H5 = 2 * H, 3 * H, 4 * H, 5 * H
-    if S is None or S.dtype != dt or S.shape != (T + 1, H5, B):
+    H2, H3, H4, H5, H6 = 2 * H, 3 * H, 4 * H, 5 * H, 6 * H
+    if S is None or S.dtype != dt or S.shape != (T + 1, 8 * H, B):
         out, S, tc = _run(xp, xw, h0, c0, w_hh, b_hh, reverse)
-    A = S[:T]  # per step: sigmoid(o), sigmoid(i), sigmoid(f), tanh(g), c_prev
-    o, i, f, g = A[:, :H], A[:, H:H2], A[:, H2:H3], A[:, H3:H4]
+    A = S[:T]  # per step: sigmoid(o), sigmoid(i), sigmoid(f), tanh(g), c_prev, h, i * g, f * c_prev
+    o, i, f, g, h, ig = A[:, :H], A[:, H:H2], A[:, H2:H3], A[:, H3:H4], A[:, H5:H6], A[:, H6:H6 + H]
     # P: per step the factors [q, p_o, p_i, p_f, p_g, f], overwritten by the loop with
     # [dh * q, d o, d i, d f, d g, dc_prev]: the gate gradients in the forward's block order
     # (o, i, f, g) are blocks 1 to 4; dh * [q, p_o] and dc * [p_i, p_f, p_g, f] are one call each.
-    # All factors are computed for every step at once; the sigmoid derivatives of the forward's
-    # contiguous (o, i, f) land on their blocks 1 to 3 in one pass.
+    # All factors are computed for every step at once, from the forward's products (fewer passes
+    # than from the activations: h = o * tanh(c), so tanh(c) * sigmoid'(o) = (1 - o) * h and
+    # o * tanh'(c) = o - h * tanh(c)); each pass over as many adjacent blocks as it can (a pass
+    # over one block per step costs about as much as one over three).
     P = xp.empty((T, 6, H, B), dtype=dt)
-    sd = P[:, 1:4].reshape(T, H3, B)
-    xp.subtract(1, A[:, :H3], out=sd)
-    sd *= A[:, :H3]                    # sigmoid'([o; i; f])
-    P[:, 1] *= tc                      # p_o = tanh(c) * sigmoid'(o)
-    pif = P[:, 2:4].reshape(T, H2, B)
-    pif *= A[:, H3:H5]                 # [p_i; p_f] = [g; c_prev] * sigmoid'([i; f])
+    one = xp.array(1, dtype=dt)
+    poif = P[:, 1:4].reshape(T, H3, B)
+    xp.subtract(one, A[:, :H3], out=poif)
+    poif *= A[:, H5:]                  # [p_o; p_i; p_f] = (1 - [o; i; f]) * [h; i * g; f * c_prev]
     pg = P[:, 4]
-    xp.multiply(g, g, out=pg)
-    xp.subtract(1, pg, out=pg)
-    pg *= i                            # i * tanh'(g)
+    xp.multiply(ig, g, out=pg)
+    xp.subtract(i, pg, out=pg)         # p_g = i * tanh'(g) = i - (i * g) * g
     q = P[:, 0]
-    xp.multiply(tc, tc, out=q)
-    xp.subtract(1, q, out=q)
-    q *= o                             # o * tanh'(c): dc += dh * q
+    xp.multiply(h, tc, out=q)
+    xp.subtract(o, q, out=q)           # q = o * tanh'(c) = o - h * tanh(c): dc += dh * q
     P[:, 5] = f
     go = xp.empty((T, H, B), dtype=dt)
     g3 = gout.reshape(T, B, H)
