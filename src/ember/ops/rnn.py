@@ -16,6 +16,7 @@ import contextlib
 import numpy as np
 
 from .. import _dispatch as D, _parallel
+from . import _util as U
 from .._dispatch import defop, dispatch
 from .elementwise import _cj  # conj of a complex tensor (the complex vjp)
 
@@ -209,7 +210,7 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
         gw = gx[0].T @ h02
         if T > 1:
             gw += gx[1:].reshape(-1, H4).T @ o3[:-1].reshape(-1, H)
-    gb = gx.reshape(-1, H4).sum(0)
+    gb = U.col_sums(xp, gx.reshape(-1, H4))
     return gx.reshape(xw.shape), xp.array(dh.T).reshape(h0.shape), xp.array(dc.T).reshape(h0.shape), gw, gb
 
 
