@@ -179,11 +179,11 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, xw, h0, c0, w_hh, b_hh, out=None, S=None,
     g3 = gout.reshape(T, B, H)
     go[...] = (g3[::-1] if reverse else g3).transpose(0, 2, 1)
     Pg = P.reshape(T, 6 * H, B)[:, H:H5]
-    wp = xp.empty((4, H, H), dtype=dt)  # w_hh's rows in the kernel's block order
-    w4 = w_hh.reshape(4, H, H)
-    wp[0] = w4[3]
-    wp[1:] = w4[:3]
-    wt = wp.reshape(H4, H).T
+    # w_hh transposed, its rows in the kernel's block order: a contiguous copy (OpenBLAS runs the
+    # step's small GEMM about 5% faster on it than on a transposed view)
+    wt = xp.empty((H, H4), dtype=dt)
+    wt[:, :H] = w_hh[H3:].T
+    wt[:, H:] = w_hh[:H3].T
     dh = ghn.reshape(B, H).T.copy()  # (copies: updated in place)
     dc = gcn.reshape(B, H).T.copy()
     mul, matmul = xp.multiply, xp.matmul
