@@ -52,7 +52,8 @@ def test_lstm_double_backward_matches_torch(torch):
 
 def test_lstm_layer_fused_backward_equals_composite():
     r = np.random.default_rng(3)
-    args = [ember.tensor(r.standard_normal(s), requires_grad=True) for s in ((5, 2, 12), (2, 3), (2, 3), (12, 3), (12,))]
+    args = [ember.tensor(r.standard_normal(s), requires_grad=True)
+            for s in ((5, 2, 4), (2, 3), (2, 3), (12, 4), (12, 3), (12,))]
     for rev in (False, True):
         out = lstm_layer(*args, reverse=rev)
         ref = _composite_forward(*args, rev)
@@ -67,9 +68,9 @@ def test_lstm_layer_fused_backward_equals_composite():
 
 def test_lstm_layer_rejects_bad_shapes():
     with pytest.raises(RuntimeError, match="lstm_layer: shapes do not fit"):
-        lstm_layer(ember.zeros(3, 2, 8), ember.zeros(2, 3), ember.zeros(2, 3), ember.zeros(8, 3))
+        lstm_layer(ember.zeros(3, 2, 5), ember.zeros(2, 3), ember.zeros(2, 3), ember.zeros(8, 5), ember.zeros(8, 3))
     with pytest.raises(RuntimeError, match="T > 0"):
-        lstm_layer(ember.zeros(0, 2, 8), ember.zeros(2, 2), ember.zeros(2, 2), ember.zeros(8, 2))
+        lstm_layer(ember.zeros(0, 2, 5), ember.zeros(2, 2), ember.zeros(2, 2), ember.zeros(8, 5), ember.zeros(8, 2))
 
 
 def test_lstm_vmap_over_sequences_matches_loop():
@@ -104,16 +105,18 @@ def test_lstm_layer_backward_with_kept_buffers_equals_recomputed():
     """The node keeps the forward's buffers (no second run of the recurrence); the gradients are those
     of the recomputing kernel, and an output changed in place afterwards makes the backward run the
     forward again instead of reading the changed buffer."""
-    from ember.ops.rnn import lstm_layer_bwd_op
+    from ember.ops.rnn import lstm_layer_bwd_op, _proj_vjp
     r = np.random.default_rng(4)
     for rev in (False, True):
         args = [ember.tensor(r.standard_normal(s), requires_grad=True)
-                for s in ((6, 3, 16), (3, 4), (3, 4), (16, 4), (16,))]
+                for s in ((6, 3, 5), (3, 4), (3, 4), (16, 5), (16, 4), (16,))]
         out, hn, cn = lstm_layer(*args, reverse=rev)
         assert np.shares_memory(out.grad_fn._kept[0], out.detach().numpy())
         w = [ember.tensor(r.standard_normal(tuple(o.shape))) for o in (out, hn, cn)]
         with ember.no_grad():
-            want = lstm_layer_bwd_op(*w, *[a.detach() for a in args], reverse=rev)
+            gxw, gh0, gc0, gw_hh, gb = lstm_layer_bwd_op(*w, *[a.detach() for a in args], reverse=rev)
+            want = (*_proj_vjp(gxw, args[0].detach(), args[3].detach()), gh0, gc0, gw_hh, gb)
+            want = (want[0], want[2], want[3], want[1], want[4], want[5])  # (x, h0, c0, w_ih, w_hh, b)
         got = ember.autograd.grad((out, hn, cn), args, w, retain_graph=True)
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
