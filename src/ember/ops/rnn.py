@@ -12,6 +12,7 @@ gradients as GEMMs over the sequence) when nothing observes it (grad mode off, n
 otherwise the same formulas in ember ops (so create_graph, forward mode and vmap compose).
 """
 import contextlib
+import itertools
 
 import numpy as np
 
@@ -57,56 +58,84 @@ def _check(x, h0, c0, w_ih, w_hh, b):
 _ROWS = (3, 0, 1, 2)  # kernel gate block r holds PyTorch's gate block _ROWS[r]
 
 
+# The input projection joins the step's GEMM when the input is narrow: a column of w_ih there costs
+# the step's small GEMM about what a row of the projected sequence costs in the one big GEMM plus its
+# transposition, reordering and per-step addition when the input is about 90 wide (H = 64, B = 16:
+# I = 8 and I = 64 run faster folded; H = I = 200, B = 20 about 2% slower).
+_FOLD_INPUT = 64
+
+
+def _folded_width(I):
+    """The rows of x in the step's GEMM operand (0: the projection is one GEMM before the loop)."""
+    return I if I <= _FOLD_INPUT else 0
+
+
 def _run(xp, x, h0, c0, w_ih, w_hh, b, reverse):
     """The recurrence on raw arrays: (out, S, tc). out (T, ..., H) is h after each step. S
-    (T + 1, 8H + I + e, B) holds, for processing step k (k = T-1-t when reverse), in row blocks: the
+    (T + 1, 8H + F + e, B) holds, for processing step k (k = T-1-t when reverse), in row blocks: the
     activations sigmoid(o), sigmoid(i), sigmoid(f), tanh(g) (H rows each); the cell state before the
-    step (S[k + 1] block 4 is c after step k); the next step's input x^T (I rows); with a bias (e = 1)
-    a row of ones; h after the step; the products i * tanh(g) and f * c_prev (the backward's factors
-    are cheaper from h and the products than from the activations alone). So rows 5H to 5H + I + e + H
-    of step k are the next step's GEMM operand [x; 1; h], against the weights [w_ih, b, w_hh]: the
-    input projection and the bias join the recurrent GEMM (no pass over the sequence adding them, no
-    transposition of a projected sequence). tc (T, H, B) is tanh(c) after each step. Nine ufunc calls
-    and a GEMM per step, no allocation."""
+    step (S[k + 1] block 4 is c after step k); with a narrow input (F = I, see _FOLD_INPUT) the next
+    step's input x^T; with a bias (e = 1) a row of ones; h after the step; the products
+    i * tanh(g) and f * c_prev (the backward's factors are cheaper from h and the products than from
+    the activations alone). So rows 5H to 5H + F + e + H of step k are the next step's GEMM operand
+    [x; 1; h], against the weights [w_ih, b, w_hh]: the bias, and a narrow input's projection, join
+    the recurrent GEMM. A wide input is projected by one GEMM before the loop, transposed to
+    feature-major and added per step. tc (T, H, B) is tanh(c) after each step. Nine or ten ufunc
+    calls and a GEMM per step, no allocation."""
     T, H, I = x.shape[0], h0.shape[-1], x.shape[-1]
     lead = tuple(x.shape[1:-1])
     B = _prod(lead)
     dt = x.dtype
     H3, H4, H5 = 3 * H, 4 * H, 5 * H
     e = 0 if b is None else 1
-    K = I + e + H       # the GEMM operand's rows
-    r = H5 + I + e      # h's first row in S
+    F = _folded_width(I)
+    K = F + e + H       # the GEMM operand's rows
+    r = H5 + F + e      # h's first row in S
     xs = x.reshape(T, B, I)
     if reverse:
         xs = xs[::-1]
-    # the weights [w_ih, b, w_hh], gate blocks reordered, the sigmoid blocks negated: sigmoid(z) =
-    # 1 / (1 + exp(-z)) needs no negation per step (negating is exact)
-    wc = xp.concatenate([w_ih] + ([] if b is None else [b.reshape(H4, 1)]) + [w_hh], 1).reshape(4, H, K)
+    # the weights [w_ih (narrow input),  b, w_hh], gate blocks reordered, the sigmoid blocks negated:
+    # sigmoid(z) = 1 / (1 + exp(-z)) needs no negation per step (negating is exact)
+    wc = xp.concatenate(([w_ih] if F else []) + ([] if b is None else [b.reshape(H4, 1)]) + [w_hh], 1)
+    wc = wc.reshape(4, H, K)
     wn = xp.empty((4, H, K), dtype=dt)
     xp.negative(wc[3], out=wn[0])
     xp.negative(wc[:2], out=wn[1:3])
     wn[3] = wc[2]
     wn = wn.reshape(H4, K)
+    xn = None
+    if not F:  # the projection of the whole sequence, in the kernel's layout, block order and signs
+        x4 = (xs.reshape(T * B, I) @ w_ih.T).reshape(T, B, 4, H)
+        xn = xp.empty((T, 4, H, B), dtype=dt)
+        xp.negative(x4[:, :, 3].transpose(0, 2, 1), out=xn[:, 0])  # (as fast as a plain strided copy)
+        xp.negative(x4[:, :, :2].transpose(0, 2, 3, 1), out=xn[:, 1:3])
+        xn[:, 3] = x4[:, :, 2].transpose(0, 2, 1)
+        xn = xn.reshape(T, H4, B)
     S = xp.empty((T + 1, r + 3 * H, B), dtype=dt)
     tc = xp.empty((T, H, B), dtype=dt)
     S[0, H4:H5] = c0.reshape(B, H).T
-    S[:T - 1, H5:H5 + I] = xs[1:].transpose(0, 2, 1)
-    S[:T, H5 + I:r] = 1
+    S[:T, H5 + F:r] = 1
     h = xp.empty((K, B), dtype=dt)  # the first step's operand [x; 1; h0] (read only)
-    h[:I] = xs[0].T
-    h[I:I + e] = 1
-    h[I + e:] = h0.reshape(B, H).T
+    if F:
+        S[:T - 1, H5:H5 + F] = xs[1:].transpose(0, 2, 1)
+        h[:F] = xs[0].T
+    h[F:F + e] = 1
+    h[F + e:] = h0.reshape(B, H).T
     one = xp.array(1, dtype=dt)  # (a 0-d array: NumPy's ufuncs take it faster than a scalar)
     matmul, exp, recip, tanh, mul, add = xp.matmul, xp.exp, xp.reciprocal, xp.tanh, xp.multiply, xp.add
     # each step's blocks as views made by one iteration each (slicing a step's rows again per step
-    # costs a view per block): gates, sigmoids, g, [i; f], [g; c_prev], [i * g; f * c_prev] and its
-    # two halves, o, the next step's c, tanh(c), h, and the next step's GEMM operand
+    # costs a view per block): gates, the projected input (or None), sigmoids, g, [i; f], [g; c_prev],
+    # [i * g; f * c_prev] and its two halves, o, the next step's c, tanh(c), h, and the next step's
+    # GEMM operand
     A = S[:T]
-    steps = zip(A[:, :H4], A[:, :H3], A[:, H3:H4], A[:, H:H3], A[:, H3:H5], A[:, r + H:], A[:, r + H:r + 2 * H],
-                A[:, r + 2 * H:], A[:, :H], S[1:, H4:H5], tc, A[:, r:r + H], A[:, H5:r + H])
+    steps = zip(A[:, :H4], itertools.repeat(None) if xn is None else xn, A[:, :H3], A[:, H3:H4], A[:, H:H3],
+                A[:, H3:H5], A[:, r + H:], A[:, r + H:r + 2 * H], A[:, r + 2 * H:], A[:, :H], S[1:, H4:H5], tc,
+                A[:, r:r + H], A[:, H5:r + H])
     with xp.errstate(over="ignore"), _one_blas_thread(xp):  # (exp(-a) overflowing to inf gives sigmoid 0)
-        for a, sg, gg, gif, ggc, prod, p_ig, p_fc, go, c, t, hk, hnext in steps:
+        for a, xk, sg, gg, gif, ggc, prod, p_ig, p_fc, go, c, t, hk, hnext in steps:
             matmul(wn, h, out=a)
+            if xk is not None:
+                a += xk
             exp(sg, out=sg)
             sg += one
             recip(sg, out=sg)
@@ -144,7 +173,7 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, x, h0, c0, w_ih, w_hh, b, out=None, S=Non
     lead = tuple(x.shape[1:-1])
     B = _prod(lead)
     H2, H3, H4, H5 = 2 * H, 3 * H, 4 * H, 5 * H
-    r = H5 + I + (b is not None)  # h's first row in S
+    r = H5 + _folded_width(I) + (b is not None)  # h's first row in S
     if S is None or S.dtype != dt or S.shape != (T + 1, r + 3 * H, B):
         out, S, tc = _run(xp, x, h0, c0, w_ih, w_hh, b, reverse)
     A = S[:T]  # per step: sigmoid(o), sigmoid(i), sigmoid(f), tanh(g), c_prev, ..., h, i * g, f * c_prev
