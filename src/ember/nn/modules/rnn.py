@@ -1,7 +1,8 @@
 """RNN, LSTM, GRU and their cells, composed from ember ops (so every transform applies), with
 PyTorch's parameter names (weight_ih_l{k}[_reverse], ...), gate order and initialisation.
 
-The input projection of a whole sequence is one matmul; only the recurrent part loops over time.
+The input projection of a whole sequence is one matmul (the LSTM layer primitive, ops/rnn.py, takes a
+narrow input's into its step's GEMM instead); only the recurrent part loops over time.
 """
 import math
 
