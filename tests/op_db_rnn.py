@@ -6,11 +6,12 @@ from op_db import add, fixed, S, U
 _reg = op_db._reg
 
 
-def _torch_lstm_layer(m, xw, h0, c0, w_hh, b_hh=None, reverse=False):
+def _torch_lstm_layer(m, x, h0, c0, w_ih, w_hh, b=None, reverse=False):
     h, c = h0, c0
-    seq = [None] * xw.shape[0]
-    for t in (range(xw.shape[0] - 1, -1, -1) if reverse else range(xw.shape[0])):
-        g = xw[t] + m.nn.functional.linear(h, w_hh, b_hh)
+    xw = m.nn.functional.linear(x, w_ih)
+    seq = [None] * x.shape[0]
+    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+        g = xw[t] + m.nn.functional.linear(h, w_hh, b)
         i, f, gg, o = g.chunk(4, -1)
         c = f.sigmoid() * c + i.sigmoid() * gg.tanh()
         h = o.sigmoid() * c.tanh()
@@ -18,18 +19,19 @@ def _torch_lstm_layer(m, xw, h0, c0, w_hh, b_hh=None, reverse=False):
     return m.stack(seq, 0), h, c
 
 
-def _lstm_samples(T, B, H, bias=True, **kw):
-    return lambda r: S((U(r, (T, B, 4 * H)), U(r, (B, H)), U(r, (B, H)), U(r, (4 * H, H)),
+def _lstm_samples(T, B, I, H, bias=True, **kw):
+    return lambda r: S((U(r, (T, B, I)), U(r, (B, H)), U(r, (B, H)), U(r, (4 * H, I)), U(r, (4 * H, H)),
                         U(r, (4 * H,)) if bias else None), kw)
 
 
 add("lstm_layer", fn=_reg("lstm_layer"), torch_fn=_torch_lstm_layer,
-    samples=fixed(_lstm_samples(3, 2, 2), _lstm_samples(4, 1, 3, reverse=True),
-                  _lstm_samples(2, 3, 2, bias=False)))
+    samples=fixed(_lstm_samples(3, 2, 3, 2), _lstm_samples(4, 1, 2, 3, reverse=True),
+                  _lstm_samples(2, 3, 1, 2, bias=False),
+                  _lstm_samples(2, 2, 66, 2)))  # (an input too wide for the step's GEMM: projected before the loop)
 add("lstm_layer_backward", fn=_reg("lstm_layer_backward"), oracle=False, grad=False,
-    samples=fixed(lambda r: S((U(r, (3, 2, 2)), U(r, (2, 2)), U(r, (2, 2)), U(r, (3, 2, 8)), U(r, (2, 2)),
-                               U(r, (2, 2)), U(r, (8, 2)), U(r, (8,))), {"reverse": False}),
-                  lambda r: S((U(r, (2, 1, 3)), U(r, (1, 3)), U(r, (1, 3)), U(r, (2, 1, 12)), U(r, (1, 3)),
-                               U(r, (1, 3)), U(r, (12, 3)), None), {"reverse": True})))
+    samples=fixed(lambda r: S((U(r, (3, 2, 2)), U(r, (2, 2)), U(r, (2, 2)), U(r, (3, 2, 3)), U(r, (2, 2)),
+                               U(r, (2, 2)), U(r, (8, 3)), U(r, (8, 2)), U(r, (8,))), {"reverse": False}),
+                  lambda r: S((U(r, (2, 1, 3)), U(r, (1, 3)), U(r, (1, 3)), U(r, (2, 1, 2)), U(r, (1, 3)),
+                               U(r, (1, 3)), U(r, (12, 2)), U(r, (12, 3)), None), {"reverse": True})))
 op_db.NON_DIFFERENTIABLE.append("lstm_layer_backward")
 op_db.INTERNAL.append("lstm_layer_backward")

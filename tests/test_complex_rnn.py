@@ -76,8 +76,9 @@ def test_input_and_weight_dtypes_must_match_as_torch(torch, mod, xd, wd):
 @pytest.mark.parametrize("reverse,bias", [(False, True), (True, False)])
 def test_lstm_layer_gradcheck_complex128(reverse, bias):
     rng = np.random.default_rng(1)
-    T, B, H = 3, 2, 2
-    args = [_c(rng, (T, B, 4 * H)), _c(rng, (B, H)) * 0.5, _c(rng, (B, H)) * 0.5, _c(rng, (4 * H, H)) * 0.5]
+    T, B, H, I = 3, 2, 2, 3
+    args = [_c(rng, (T, B, I)), _c(rng, (B, H)) * 0.5, _c(rng, (B, H)) * 0.5, _c(rng, (4 * H, I)) * 0.5,
+            _c(rng, (4 * H, H)) * 0.5]
     if bias:
         args.append(_c(rng, (4 * H,)) * 0.5)
     ts = [ember.tensor(a, requires_grad=True) for a in args]
@@ -98,5 +99,6 @@ def test_lstm_layer_gradcheck_complex128(reverse, bias):
 def test_lstm_layer_forward_mode_with_only_a_cell_state_tangent():
     """A c0 tangent alone reaches the outputs (the forward-mode rule once dropped it at the first step)."""
     rng = np.random.default_rng(2)
-    ts = [ember.tensor(rng.standard_normal(s), requires_grad=True) for s in ((3, 2, 8), (2, 2), (2, 2), (8, 2))]
-    assert gradcheck(lambda c0: lstm_layer(ts[0], ts[1], c0, ts[3]), (ts[2],), check_forward_ad=True)
+    ts = [ember.tensor(rng.standard_normal(s), requires_grad=True)
+          for s in ((3, 2, 5), (2, 2), (2, 2), (8, 5), (8, 2))]
+    assert gradcheck(lambda c0: lstm_layer(ts[0], ts[1], c0, ts[3], ts[4]), (ts[2],), check_forward_ad=True)

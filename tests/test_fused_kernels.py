@@ -8,20 +8,21 @@ import ember
 from ember.ops.rnn import lstm_layer, _composite_forward
 
 
-def _pair(torch, dtype, **kw):
+def _pair(torch, dtype, inp=5, **kw):
     torch.manual_seed(0)
-    tm = torch.nn.LSTM(5, 6, num_layers=2, **kw).to(getattr(torch, dtype))
-    em = ember.nn.LSTM(5, 6, num_layers=2, **kw).to(getattr(ember, dtype))
+    tm = torch.nn.LSTM(inp, 6, num_layers=2, **kw).to(getattr(torch, dtype))
+    em = ember.nn.LSTM(inp, 6, num_layers=2, **kw).to(getattr(ember, dtype))
     em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
     return tm, em
 
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12)])
 @pytest.mark.parametrize("kw", [{}, {"batch_first": True, "bidirectional": True}, {"bias": False}])
-def test_lstm_matches_torch_values_and_grads(torch, dtype, tol, kw):
-    tm, em = _pair(torch, dtype, **kw)
+@pytest.mark.parametrize("inp", [5, 70])  # (a narrow input's projection in the step's GEMM; a wide one's before the loop)
+def test_lstm_matches_torch_values_and_grads(torch, dtype, tol, kw, inp):
+    tm, em = _pair(torch, dtype, inp, **kw)
     r = np.random.default_rng(1)
-    x = r.standard_normal((4, 3, 5)).astype(dtype)
+    x = r.standard_normal((4, 3, inp)).astype(dtype)
     nd = 4 if kw.get("bidirectional") else 2
     h0 = r.standard_normal((nd, 4 if kw.get("batch_first") else 3, 6)).astype(dtype)
     ins_t = [torch.tensor(a, requires_grad=True) for a in (x, h0, h0 * 0.5)]
@@ -50,9 +51,11 @@ def test_lstm_double_backward_matches_torch(torch):
         np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-9, atol=1e-11)
 
 
-def test_lstm_layer_fused_backward_equals_composite():
+@pytest.mark.parametrize("inp", [4, 70])
+def test_lstm_layer_fused_backward_equals_composite(inp):
     r = np.random.default_rng(3)
-    args = [ember.tensor(r.standard_normal(s), requires_grad=True) for s in ((5, 2, 12), (2, 3), (2, 3), (12, 3), (12,))]
+    args = [ember.tensor(r.standard_normal(s), requires_grad=True)
+            for s in ((5, 2, inp), (2, 3), (2, 3), (12, inp), (12, 3), (12,))]
     for rev in (False, True):
         out = lstm_layer(*args, reverse=rev)
         ref = _composite_forward(*args, rev)
@@ -67,9 +70,9 @@ def test_lstm_layer_fused_backward_equals_composite():
 
 def test_lstm_layer_rejects_bad_shapes():
     with pytest.raises(RuntimeError, match="lstm_layer: shapes do not fit"):
-        lstm_layer(ember.zeros(3, 2, 8), ember.zeros(2, 3), ember.zeros(2, 3), ember.zeros(8, 3))
+        lstm_layer(ember.zeros(3, 2, 5), ember.zeros(2, 3), ember.zeros(2, 3), ember.zeros(8, 5), ember.zeros(8, 3))
     with pytest.raises(RuntimeError, match="T > 0"):
-        lstm_layer(ember.zeros(0, 2, 8), ember.zeros(2, 2), ember.zeros(2, 2), ember.zeros(8, 2))
+        lstm_layer(ember.zeros(0, 2, 5), ember.zeros(2, 2), ember.zeros(2, 2), ember.zeros(8, 5), ember.zeros(8, 2))
 
 
 def test_lstm_vmap_over_sequences_matches_loop():
@@ -100,20 +103,23 @@ def test_gelu_fused_backward(torch, approximate, dtype):
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=tol, atol=tol)
 
 
-def test_lstm_layer_backward_with_kept_buffers_equals_recomputed():
+@pytest.mark.parametrize("inp", [5, 70])
+def test_lstm_layer_backward_with_kept_buffers_equals_recomputed(inp):
     """The node keeps the forward's buffers (no second run of the recurrence); the gradients are those
     of the recomputing kernel, and an output changed in place afterwards makes the backward run the
     forward again instead of reading the changed buffer."""
-    from ember.ops.rnn import lstm_layer_bwd_op
+    from ember.ops.rnn import lstm_layer_bwd_op, _proj_vjp
     r = np.random.default_rng(4)
     for rev in (False, True):
         args = [ember.tensor(r.standard_normal(s), requires_grad=True)
-                for s in ((6, 3, 16), (3, 4), (3, 4), (16, 4), (16,))]
+                for s in ((6, 3, inp), (3, 4), (3, 4), (16, inp), (16, 4), (16,))]
         out, hn, cn = lstm_layer(*args, reverse=rev)
         assert np.shares_memory(out.grad_fn._kept[0], out.detach().numpy())
         w = [ember.tensor(r.standard_normal(tuple(o.shape))) for o in (out, hn, cn)]
         with ember.no_grad():
-            want = lstm_layer_bwd_op(*w, *[a.detach() for a in args], reverse=rev)
+            gxw, gh0, gc0, gw_hh, gb = lstm_layer_bwd_op(*w, *[a.detach() for a in args], reverse=rev)
+            want = (*_proj_vjp(gxw, args[0].detach(), args[3].detach()), gh0, gc0, gw_hh, gb)
+            want = (want[0], want[2], want[3], want[1], want[4], want[5])  # (x, h0, c0, w_ih, w_hh, b)
         got = ember.autograd.grad((out, hn, cn), args, w, retain_graph=True)
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a.numpy(), b.numpy())

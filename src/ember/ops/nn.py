@@ -1648,14 +1648,6 @@ def _row_mean(xp, a):
     return a.mean(1, keepdims=True)
 
 
-def _col_sum(xp, a):
-    """The sum of each column of a 2-D a (GEMV with a ones vector for float32/float64)."""
-    r = a.shape[0]
-    if r and (a.dtype == np.float32 or a.dtype == np.float64):
-        return xp.matmul(U.ones_vec(xp, r, a.dtype), a)
-    return a.sum(0)
-
-
 def _row_stats(xp, x2, eps):
     """Rows of x2 (R, K): the centered rows (a new array) and 1/std per row (R, 1); sums of
     squares by einsum, without a temporary the size of x."""
@@ -1734,7 +1726,7 @@ def _ln_bwd_impl(xp, g, x, w, xhat=None, rstd=None, *, normalized_shape, eps):
         xhat *= rstd
     g2 = g.reshape(rows, k)
     gw = xp.einsum("rk,rk->k", g2, xhat).reshape(normalized_shape)
-    gb = _col_sum(xp, g2).reshape(normalized_shape)
+    gb = U.col_sums(xp, g2).reshape(normalized_shape)
     gg = g2 if w is None else (g * w).reshape(rows, k)
     return _row_norm_input_grad(xp, gg, xhat, rstd, own=w is not None).reshape(x.shape), gw, gb
 

@@ -1,7 +1,8 @@
 """RNN, LSTM, GRU and their cells, composed from ember ops (so every transform applies), with
 PyTorch's parameter names (weight_ih_l{k}[_reverse], ...), gate order and initialisation.
 
-The input projection of a whole sequence is one matmul; only the recurrent part loops over time.
+The input projection of a whole sequence is one matmul (the LSTM layer primitive, ops/rnn.py, takes a
+narrow input's into its step's GEMM instead); only the recurrent part loops over time.
 """
 import math
 
@@ -207,12 +208,10 @@ class RNNBase(Module):
                     cs.append(c)
                     continue
                 if lstm and running is None and x.dtype is not _dtype.float16:
-                    # the recurrence as one primitive (ops/rnn.py); float16 steps op by op below, each op
-                    # rounding as PyTorch's float16 kernels do. The projection of the whole sequence is
-                    # one GEMM; both biases join the layer's own pass over it (a sum of two vectors, not
-                    # a pass over (T, B, 4H) forward and a reduction backward)
-                    xw = F.linear(layer_in, w_ih)
-                    o, h, c = _lstm_layer(xw, h, c, w_hh, None if b_ih is None else b_ih + b_hh, d == 1)
+                    # the recurrence as one primitive (ops/rnn.py), the input projection and both biases
+                    # (summed: two vectors) in its step's GEMM; float16 steps op by op below, each op
+                    # rounding as PyTorch's float16 kernels do
+                    o, h, c = _lstm_layer(layer_in, h, c, w_ih, w_hh, None if b_ih is None else b_ih + b_hh, d == 1)
                     outs.append(o)
                     hs.append(h)
                     cs.append(c)
