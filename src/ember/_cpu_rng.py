@@ -240,7 +240,8 @@ class MT:
             def consume(lo, hi):
                 b = blocks_out[lo:hi]
                 bm(b, mean, std, b)
-            _parallel.pipeline(nblocks, produce, consume, work=nblocks * 16 * _NORMAL_COST, piece=_CHUNK)
+            # (threads for two whole chunks and more only: see _CHUNK)
+            _parallel.pipeline(nblocks, produce, consume, work=nblocks, grain=_CHUNK, piece=_CHUNK)
             self.bg.random_raw(n % 16 * (2 if f64 else 1))  # the uniforms of the partial block,
         else:                                               # overwritten before use
             for i in range(0, nblocks, _CHUNK):
@@ -683,10 +684,13 @@ def sincosf(x, work=None):
 _TWO_PI_F = _f32(2 * math.pi)
 
 
-_NORMAL_COST = 16  # a normal's cost in elementwise operations, for the intra-op threads' grain
-_UNIFORM_COST = 4  # a float32 uniform's (bounds: uniform_f32_scaled), likewise
+_UNIFORM_COST = 4  # a float32 uniform's cost in elementwise operations, for the threads' grain
 # Blocks per pass: fewer ufunc calls (each costs about a microsecond); the scratch arrays (8 MB a
-# thread) stay in L3. Measured on a 32 MB L3: 8192 a few tens of percent faster than 2048.
+# thread) stay in L3. Measured on a 32 MB L3: 8192 a few tens of percent faster than 2048. The
+# intra-op threads take whole chunks only: the kernels are about a hundred NumPy calls a chunk, and
+# every call hands the GIL over; two threads on smaller pieces were slower than one (two threads
+# each transforming 512 / 2048 / 3906 / 8192 blocks at a time, against one thread doing both:
+# 0.44x / 0.54x / 0.93x / 1.21x the speed, on two idle cores that run two processes at full speed).
 _CHUNK = 8192
 
 
