@@ -455,3 +455,49 @@ def test_max_pool2d_bit_identical(threads, cl, k, s, p):
         (y * y).sum().backward()
         return y, i, xx.grad
     _both(threads, run)
+
+
+def test_ufunc_output_layout_is_numpys():
+    """_out_like's output (the array the split ufunc writes) has NumPy's own result layout over the
+    axes longer than 1, for random mixes of broadcast, strided, permuted and reversed inputs,
+    outer products (no input of the full shape) included; where it cannot say, it says None."""
+    rng = np.random.default_rng(0)
+    checked = outer = 0
+    for _ in range(3000):
+        nd = int(rng.integers(1, 5))
+        shape = tuple(int(v) for v in rng.integers(1, 5, nd))
+        args = []
+        for _ in range(2):
+            xs = tuple(1 if rng.random() < 0.4 else n for n in shape)[int(rng.integers(0, nd)):]
+            base = rng.standard_normal(tuple(n * 2 if rng.random() < 0.3 else n for n in xs)).astype(np.float32)
+            x = base[tuple(slice(0, n * 2, 2) if b == 2 * n else slice(0, n) for b, n in zip(base.shape, xs))]
+            if x.ndim > 1 and rng.random() < 0.4:
+                p = rng.permutation(x.ndim)
+                x = np.ascontiguousarray(x.transpose(p)).transpose(np.argsort(p))
+            if x.ndim and rng.random() < 0.1:
+                x = x[::-1]
+            args.append(x)
+        if rng.random() < 0.2:
+            args[1] = np.float32(1.5)
+        if np.broadcast_shapes(*(a.shape for a in args if isinstance(a, np.ndarray))) != shape:
+            continue
+        o = P._out_like(args, np.multiply, shape)
+        if o is None:
+            continue
+        want = np.multiply(*args)
+        spans = [i for i, n in enumerate(shape) if n > 1]
+        assert o.shape == want.shape and o.dtype == want.dtype
+        assert [o.strides[i] for i in spans] == [want.strides[i] for i in spans], (shape, args)
+        checked += 1
+        outer += not any(isinstance(a, np.ndarray) and a.shape == shape for a in args)
+    assert checked > 500 and outer > 50
+
+
+def test_outer_product_ufunc_is_split(threads):
+    """A broadcast product with no input of the output's shape (a batch of outer products, as
+    per-sample weight gradients are) runs on the pool, bit for bit and in NumPy's layout."""
+    a = np.random.default_rng(1).standard_normal((8, 128, 1)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((8, 1, 600)).astype(np.float32)
+    want = np.multiply(a, b)
+    got = _both(threads, lambda: P.ufunc(np.multiply, a, b))
+    _same(got, want)

@@ -454,21 +454,36 @@ def _copy(dst, src):
 def _out_like(args, uf, shape):
     """An output array for uf(*args) with NumPy's dtype and layout, or None when the layout is not
     one this module reproduces (then the caller runs NumPy's own call)."""
-    full = [x for x in args if type(x) is _ndarray and x.shape == shape]
-    if not full:
+    if uf.nout != 1:
         return None
+    try:
+        dt = uf.resolve_dtypes(tuple(x.dtype if type(x) is _ndarray else type(x) for x in args) +
+                               (None,) * uf.nout)[-1]
+    except Exception:
+        return None
+    full = [x for x in args if type(x) is _ndarray and x.shape == shape]
+    if not full:  # all broadcast (an outer product): C order when every input is in C order
+        return _np.empty(shape, dt) if all(_ordered(x, shape, range(len(shape))) for x in args) else None
     first = full[0]
     if not all(x.strides == first.strides or (x.flags.c_contiguous and first.flags.c_contiguous)
                for x in full[1:]):
         return None
-    try:
-        dts = uf.resolve_dtypes(tuple(x.dtype if type(x) is _ndarray else type(x) for x in args) +
-                                (None,) * uf.nout)
-    except Exception:
+    # NumPy lays the result out in the inputs' common axis order: first's, when the broadcast
+    # inputs follow it too
+    order = sorted((a for a in range(len(shape)) if shape[a] > 1), key=lambda a: -first.strides[a])
+    if not all(_ordered(x, shape, order) for x in args):
         return None
-    if uf.nout != 1:
-        return None
-    return _np.empty_like(first, dtype=dts[-1])
+    return _np.empty_like(first, dtype=dt)
+
+
+def _ordered(x, shape, order):
+    """True when x (an array, or a number) broadcast to shape has decreasing positive strides along
+    the axes in ``order`` that it really spans (longer than 1 in both)."""
+    if type(x) is not _ndarray:
+        return True
+    k = len(shape) - x.ndim
+    st = [x.strides[a - k] for a in order if a >= k and shape[a] > 1 and x.shape[a - k] > 1]
+    return all(s > 0 for s in st) and all(a > b for a, b in zip(st, st[1:]))
 
 
 def ufunc(uf, *args, out=None, **kw):
