@@ -102,29 +102,22 @@ class MT:
 
     # -- uniforms
     def uniform_f32(self, n, out=None):
-        """n float32 uniforms (into out, a contiguous float32 array of n elements, when given)."""
+        """n float32 uniforms (into out, a contiguous float32 array of n elements, when given): the
+        low 24 bits of each draw times 2**-24, a cache-sized chunk of draw pairs at a time, scaled
+        while in cache."""
         if out is None:
             out = np.empty(n, np.float32)
         if n <= _SMALL:  # a few values: Python ints cost less than NumPy calls
             out[...] = [(r & 0xFFFFFF) * _F24_PY for r in self.bg.random_raw(n).tolist()]
             return out
-        self._draw24(n, out, _F24)
-        return out
-
-    def _draw24(self, n, out, scale=None):
-        """out (n elements, float32 or float64, contiguous) <- the low 24 bits of n draws, as integers
-        (exact in either dtype); a cache-sized chunk of draws at a time, times scale (exact: a
-        power of two) while the chunk is in cache, when given."""
         k = n >> 1
-        step = _DRAW_CHUNK
-        for i in range(0, k, step):
-            m = min(step, k - i)
-            o = out[2 * i:2 * (i + m)]
-            _pairs24(self.u64(m), o)
-            if scale is not None:
-                o *= scale
+        for i in range(0, k, _DRAW_CHUNK):
+            o = out[2 * i:2 * min(k, i + _DRAW_CHUNK)]
+            _pairs24(self.u64(o.size >> 1), o)
+            o *= _F24
         if n & 1:
-            out[-1] = (int(self.bg.random_raw()) & 0xFFFFFF) * (1.0 if scale is None else float(scale))
+            out[-1] = (int(self.bg.random_raw()) & 0xFFFFFF) * _F24_PY
+        return out
 
     def uniform_f32_scaled(self, n, scale, shift, out):
         """out (a contiguous float32 array of n elements) <- fma(u, scale, shift) for n float32
