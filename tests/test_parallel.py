@@ -427,11 +427,49 @@ def test_per_sample_conv_grads_bit_identical(threads):
 def test_where_bit_identical(threads, other):
     x, y = _x(seed=9), _x(seed=10)
     c = x > 0
-
-    def run():
-        return ember.where(c, x, y if other == "tensor" else 0.0), ember.relu(x).sum()
     r = _both(threads, lambda: ember.where(c, x, y if other == "tensor" else 0.0))
     assert r.dtype is ember.float32
+
+
+def test_where_by_bit_masks_is_numpys_where(threads):
+    """P.where chooses values by bit masks: bit for bit np.where (dtype, shape, every bit: NaN
+    payloads and -0.0 included) over random mixes of dtypes, broadcast and transposed inputs, zero
+    and nonzero numbers, on one and two threads."""
+    import ml_dtypes
+    rng = np.random.default_rng(12)
+    dtypes = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32, np.uint8, np.bool_]
+    numbers = [0, 0.0, -0.0, np.nan, -np.inf, 3, True]
+
+    def some(shape):  # a part of shape (broadcast ones, fewer leading axes)
+        sh = tuple(1 if rng.random() < 0.3 else s for s in shape)
+        return sh[rng.integers(0, len(sh)):] if rng.random() < 0.3 else sh
+
+    def array(shape, dt):
+        x = rng.standard_normal(shape) * 3
+        x[rng.random(shape) < 0.05] = -0.0
+        x = (x > 0) if dt is np.bool_ else x.astype(dt)
+        return x.T.copy().T if x.ndim > 1 and rng.random() < 0.3 else x
+
+    def same_bits(a, b):
+        as_int = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+        return (a.dtype == b.dtype and a.shape == b.shape and
+                np.array_equal(a.view(as_int[a.itemsize]), b.view(as_int[b.itemsize])))
+    checked = 0
+    for _ in range(120):
+        shape = tuple(int(s) for s in rng.integers(1, 12, size=rng.integers(1, 4))) + (int(rng.integers(900, 3000)),)
+        dt = dtypes[rng.integers(len(dtypes))]
+        c = rng.random(some(shape)) < rng.random()
+        a, b = array(some(shape), dt), array(some(shape), dt)
+        if rng.random() < 0.5:
+            a, b = (numbers[rng.integers(len(numbers))], b) if rng.random() < 0.5 else (a, numbers[rng.integers(len(numbers))])
+        try:
+            want = np.where(c, a, b)
+        except (TypeError, ValueError):
+            continue
+        for n in (1, 2):
+            assert same_bits(threads(n, lambda: P.where(c, a, b)), want), (dt, c.shape, np.shape(a), np.shape(b))
+        checked += 1
+    assert checked > 80
 
 
 def test_relu_backward_under_vmap_bit_identical(threads):

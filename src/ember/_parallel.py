@@ -373,32 +373,6 @@ def matmul(a, b, out=None):
     return out
 
 
-def where(cond, a, b):
-    """NumPy's where(cond, a, b) (a and b of one dtype or Python numbers), on every thread when the
-    arrays are big, C-contiguous and of one shape: bit for bit NumPy's result (a selection)."""
-    arrs = [x for x in (cond, a, b) if type(x) is _ndarray]
-    first = arrs[0] if arrs else None
-    if first is None or first.size < MIN_SIZE or get_num_threads() < 2 or type(cond) is not _ndarray \
-            or not all(x.shape == first.shape and x.flags.c_contiguous for x in arrs) \
-            or any(type(x) is not _ndarray and type(x) not in (int, float, bool) for x in (a, b)):
-        return _np.where(cond, a, b)
-    ax = _split_axis(first.shape, first.size)
-    if ax is None:
-        return _np.where(cond, a, b)
-    lead = (slice(None),) * ax
-    z = lead + (slice(0, 0),)
-    dt = _np.where(cond[z], *(x[z] if type(x) is _ndarray else x for x in (a, b))).dtype
-    out = _np.empty(first.shape, dt)
-
-    def run(lo, hi):
-        sl = lead + (slice(lo, hi),)
-        av, bv = (x[sl] if type(x) is _ndarray else x for x in (a, b))
-        _np.copyto(out[sl], bv, casting="unsafe")
-        _np.copyto(out[sl], av, casting="unsafe", where=cond[sl])
-    parallel_for(first.shape[ax], run, work=first.size)
-    return out
-
-
 def _copy_ret(out, r):
     out[...] = r
     return out
@@ -523,6 +497,41 @@ def ufunc(uf, *args, out=None, **kw):
 import numpy as _np  # noqa: E402  (after the pool: the module's docstring and API read first)
 
 _ndarray = _np.ndarray
+_SELECT_INT = {1: _np.int8, 2: _np.int16, 4: _np.int32, 8: _np.int64}
+SELECT_MIN = 8192  # elements from which where's bit masks beat NumPy's branches (measured: 4096)
+
+
+def where(cond, a, b):
+    """NumPy's where(cond, a, b) for a boolean array cond (a and b arrays or numbers), bit for bit,
+    without NumPy's branch per element: on a mixed mask that branch mispredicts (about 4 ns an
+    element, ten ufunc passes' worth), so the values' bits are chosen by masks instead,
+    b ^ ((a ^ b) & -cond), one pass when a or b is a zero (relu's backward), each pass cut over the
+    threads when big. Small ones, complex values (no integer of their width) and other array
+    modules' arrays take NumPy's where."""
+    if type(cond) is not _ndarray or cond.size < SELECT_MIN or cond.dtype != _np.bool_:
+        return _np.where(cond, a, b)
+
+    def empty(x):
+        return x[(slice(0, 0),) * x.ndim] if type(x) is _ndarray and x.ndim else x
+    dt = _np.where(False, empty(a), empty(b)).dtype
+    it = _SELECT_INT.get(dt.itemsize)
+    if it is None or dt.kind not in "biufV":
+        return _np.where(cond, a, b)
+    ai, bi = (_np.asarray(x, dt).view(it) for x in (a, b))
+    c = cond.view(_np.int8)
+    if bi.ndim == 0 and bi == 0:
+        r = ufunc(_np.bitwise_and, ai, ufunc(_np.negative, c))
+    elif ai.ndim == 0 and ai == 0:
+        r = ufunc(_np.bitwise_and, bi, ufunc(_np.subtract, c, _np.int8(1)))
+    else:
+        m = ufunc(_np.negative, c)
+        r = ufunc(_np.bitwise_xor, ai, bi)
+        if r.shape == _np.broadcast_shapes(r.shape, m.shape):
+            ufunc(_np.bitwise_and, r, m, out=r)
+        else:
+            r = ufunc(_np.bitwise_and, r, m)
+        ufunc(_np.bitwise_xor, r, bi, out=r)
+    return r.view(dt)
 
 
 def apply(fn, arrays, *args):

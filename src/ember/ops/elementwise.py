@@ -603,7 +603,7 @@ relu_op.jvp = lambda ctx, t: where(ctx.out <= 0, 0.0, t)
 
 def _leaky_relu(xp, a, negative_slope=0.01):
     U.float_only("leaky_relu", a)
-    return xp.where(a > 0, a, a * a.dtype.type(negative_slope))
+    return _P.where(a > 0, a, a * a.dtype.type(negative_slope))
 
 
 leaky_relu_op = defop("leaky_relu", _leaky_relu, save=("inputs",), family=EW)
@@ -613,7 +613,7 @@ leaky_relu_op.jvp = lambda ctx, t: t * where(ctx.inputs[0] > 0, 1.0, ctx.params.
 
 def _elu(xp, a, alpha=1.0, scale=1.0):
     a = U.float_only("elu", a)
-    r = xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
+    r = _P.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))).astype(a.dtype, copy=False)
     if scale != 1.0:  # (selu: PyTorch runs it as elu with a scale, EluBackward0)
         r *= scale
     return r
@@ -899,7 +899,7 @@ def _softplus(xp, a, beta=1.0, threshold=20.0):
     a = U.float_only("softplus", a)
     z = a * beta
     soft = xp.logaddexp(0, z) / beta
-    return xp.where(z > threshold, a, soft).astype(a.dtype, copy=False)
+    return _P.where(z > threshold, a, soft).astype(a.dtype, copy=False)
 
 
 def _softplus_deriv(c):
@@ -1101,9 +1101,7 @@ def _where(xp, cond, a, b):
     elif not _same(a, b):
         a, b = U.promote(a, b)
     try:
-        if type(cond) is _nd and cond.size >= _PMIN:
-            return _P.where(cond, a, b)  # big: split over the intra-op threads
-        return xp.where(cond, a, b)
+        return _P.where(cond, a, b)
     except ValueError:
         raise RuntimeError(f"where: shapes {list(np.shape(cond))}, {list(np.shape(a))} and "
                            f"{list(np.shape(b))} cannot be broadcast together") from None

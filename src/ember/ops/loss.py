@@ -11,6 +11,7 @@ ember ops.
 
 import numpy as np
 
+from .. import _parallel as _P
 from .. import _dispatch as D
 from .._dispatch import defop, dispatch
 from . import reduce as _R
@@ -581,14 +582,14 @@ def _smooth_l1_impl(xp, a, b, reduction="mean", beta=1.0):
     if U.is_lowp(a):  # float32 inside, rounded once (PyTorch's opmath)
         return U.lowp_f32(_smooth_l1_impl, xp, a, b, reduction, beta)
     d = xp.abs(a - b)
-    return _reduce_arr(xp, xp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+    return _reduce_arr(xp, _P.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
 
 
 def _huber_impl(xp, a, b, reduction="mean", delta=1.0):
     if U.is_lowp(a):
         return U.lowp_f32(_huber_impl, xp, a, b, reduction, delta)
     d = xp.abs(a - b)
-    return _reduce_arr(xp, xp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+    return _reduce_arr(xp, _P.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
 
 smooth_l1_loss_op = defop("smooth_l1_loss", _smooth_l1_impl, save=("inputs",), bcast=True)
