@@ -53,6 +53,41 @@ def test_softmax_family_and_glu(torch):
     both(torch, lambda a: F.cosine_similarity(a, a * 2 + 1), lambda a: torch.nn.functional.cosine_similarity(a, a * 2 + 1), x)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_rows_that_need_their_maximum(torch, dtype):
+    """softmax exponentiates rows as they are where that is safe and subtracts the maximum in rows
+    where it is not: rows that overflow, rows far below zero, all -inf, +inf, NaN, next to ordinary
+    ones, over the last dim and through scaled_dot_product_attention's probabilities."""
+    big = 800.0 if dtype == np.float64 else 100.0
+    x = rs.randn(9, 6).astype(dtype)
+    x[1] += big                      # exp overflows
+    x[2] -= 10 * big                 # every term underflows
+    x[3] = -np.inf
+    x[4, 2] = np.inf
+    x[5, 1] = np.nan
+    x[6, :3] = -np.inf               # a partly masked row
+    x[7] *= 40                       # wide range within the row
+    for dim in (-1, 0):
+        e = F.softmax(ember.tensor(x), dim=dim).numpy()
+        t = torch.softmax(torch.tensor(x), dim=dim).numpy()
+        assert np.array_equal(np.isnan(e), np.isnan(t))
+        x64 = x.astype(np.float64)  # the exact softmax, to float64 rounding
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = np.exp(x64 - x64.max(dim, keepdims=True))
+            ref /= ref.sum(dim, keepdims=True)
+        for got in (e, t):  # as close to it as PyTorch's is (x - max is rounded: |x - max| ulps)
+            np.testing.assert_allclose(got, ref.astype(dtype), rtol=1e-5 if dtype == np.float32 else 1e-13,
+                                       atol=16 * np.finfo(dtype).tiny)  # (subnormal results: fewer digits)
+    q = rs.randn(2, 3, 5, 4).astype(dtype)
+    k = rs.randn(2, 3, 5, 4).astype(dtype)
+    k[0, 1] *= big                   # scores that overflow in one head
+    v = rs.randn(2, 3, 5, 4).astype(dtype)
+    e = F.scaled_dot_product_attention(*(ember.tensor(a) for a in (q, k, v)), is_causal=True).numpy()
+    t = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True)
+    np.testing.assert_allclose(e, t.numpy(), rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-6 if dtype == np.float32 else 1e-13)
+
+
 def test_kl_div_and_others(torch):
     x = rs.randn(3, 4).astype(np.float32)
     tgt = np.abs(rs.randn(3, 4)).astype(np.float32)

@@ -354,6 +354,38 @@ def row_sums(xp, a):
     return xp.matmul(a, ones_vec(xp, a.shape[-1], a.dtype))[..., None]
 
 
+_EXP_SUM_MIN = 1e-30  # a row's sum of exp from which its largest terms are normal numbers
+
+
+def softmax_rows(xp, a, out=None):
+    """Softmax of a float32/float64 ``a`` over its (non-empty) last dim, into ``out`` (not a;
+    default a new array). Rows are exponentiated as they are: subtracting a row's maximum (a
+    reduction over short rows that costs as much as the exp) only keeps exp from overflowing and a
+    row's terms from all underflowing. A row whose sum of exp(a) is finite and at least 1e-30 has
+    its largest terms normal, and its quotients are as accurate as with the maximum subtracted
+    (a - max is rounded itself). Other rows (overflow, all -inf or far below zero, NaN) are done
+    again with their maximum subtracted, as PyTorch does: each row's result depends on that row
+    alone, so a split of the rows over threads gives the same bits."""
+    if out is None:
+        out = xp.empty(a.shape, a.dtype)
+    with xp.errstate(over="ignore"):
+        xp.exp(a, out=out)
+    s = row_sums(xp, out)
+    if s.min() >= _EXP_SUM_MIN and s.max() < xp.inf:  # (NaN: False)
+        out /= s
+        return out
+    ok = (s >= _EXP_SUM_MIN) & (s < xp.inf)
+    xp.divide(out, s, out=out, where=ok)
+    bad = ~ok[..., 0]
+    r = a[bad]
+    with xp.errstate(invalid="ignore"):  # (a row of -inf or with +inf: NaN, as PyTorch's)
+        r = r - r.max(-1, keepdims=True)
+        xp.exp(r, out=r)
+        r /= r.sum(-1, keepdims=True)
+    out[bad] = r
+    return out
+
+
 def col_sums(xp, a):
     """The sum of each column of a 2-D a: a GEMV with a ones vector for float32/float64 (NumPy's
     reduction over the rows costs about twice as much), NumPy's sum otherwise."""

@@ -32,14 +32,13 @@ def _causal_hidden(xp, L, S):
 
 
 def _probs_impl(xp, q, k, scale, is_causal, out=None):
-    s = xp.matmul(q, xp.swapaxes(k, -1, -2), out=out)
+    s = xp.matmul(q, xp.swapaxes(k, -1, -2))
     s *= s.dtype.type(scale)
     if is_causal:
         xp.copyto(s, -np.inf, where=_causal_hidden(xp, s.shape[-2], s.shape[-1]))
-    s -= s.max(-1, keepdims=True)
-    xp.exp(s, out=s)
-    s /= U.row_sums(xp, s)
-    return s
+    if s.shape[-1] == 0:
+        return s if out is None else out
+    return U.softmax_rows(xp, s, out)
 
 
 def _split(q, k, v):
