@@ -34,8 +34,39 @@ def _openblas():
                 for suffix in ("64_", ""):
                     if hasattr(dll, f"{prefix}_get_num_threads{suffix}"):
                         _lib = (dll, prefix, suffix)
+                        short_spin(dll)
                         return _lib
     return _lib or None
+
+
+# After each multi-threaded call, OpenBLAS's worker threads busy-wait for the next one for 2^28
+# cycles (about 0.1 s) before they sleep: a core taken from whatever runs next, ember's own split
+# kernels included. In the per-sample-gradients step (linear layers' GEMMs between convolutions
+# split over the pool) the two threads' step took 84 ms with them spinning, 50 without. OpenBLAS
+# reads the wait (OPENBLAS_THREAD_TIMEOUT, log2 of cycles) when it loads, before ember can set it,
+# so ember sets it and has the library read its environment again and restart its threads. A wait
+# the user chose is kept.
+THREAD_TIMEOUT = 4  # log2 cycles: the least OpenBLAS takes, its threads sleep right after a call
+SPIN = {}  # dll path -> the timeout it was given (or None: left as it was)
+
+
+def short_spin(dll):
+    """Give an OpenBLAS (NumPy's or SciPy's) THREAD_TIMEOUT; True when it took it."""
+    if dll._name in SPIN:
+        return SPIN[dll._name] is not None
+    SPIN[dll._name] = None
+    read = getattr(dll, "openblas_read_env", None)
+    stop = getattr(dll, "blas_thread_shutdown_", None)
+    if read is None or stop is None or os.environ.get("OPENBLAS_THREAD_TIMEOUT", "").strip():
+        return False
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(THREAD_TIMEOUT)
+    try:
+        read()
+        stop()  # (its threads start again, with the new wait, at its next multi-threaded call)
+    finally:
+        del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+    SPIN[dll._name] = THREAD_TIMEOUT
+    return True
 
 
 def _fn(name, restype=ctypes.c_int):
@@ -83,6 +114,7 @@ def sync_scipy():
                 if f is not None:
                     f.restype = None
                     _scipy_lib[0] = f
+                    short_spin(dll)
                     break
             if _scipy_lib[0] is not None:
                 break
