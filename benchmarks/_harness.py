@@ -38,9 +38,17 @@ def _calibrate(step, min_time, repeats):
         n *= 2 if t == 0 else max(2, min(10, int(min_time / repeats / max(t, 1e-9)) + 1))
 
 
+# A library's idle threads keep spinning for a while after its last parallel call (PyTorch's
+# OpenMP threads for milliseconds; OpenBLAS's for about 0.1 s unless told otherwise), and would
+# take the cores of the next library's sample: each sample starts after this pause, so each
+# library runs as it would alone.
+SETTLE = 0.05
+
+
 def time_steps(steps, min_time, repeats):
     """Median seconds per call of each step. The samples of the steps alternate (A B A B ...), so a
-    drift in the machine's speed (shared VMs) falls on every library alike instead of on one."""
+    drift in the machine's speed (shared VMs) falls on every library alike instead of on one; each
+    sample starts SETTLE seconds after the previous one ended."""
     ns = [_calibrate(s, min_time, repeats) for s in steps]
     samples = [[] for _ in steps]
     gc_was = gc.isenabled()
@@ -48,6 +56,7 @@ def time_steps(steps, min_time, repeats):
     try:
         for _ in range(repeats):
             for step, n, out in zip(steps, ns, samples):
+                time.sleep(SETTLE)
                 t0 = time.perf_counter()
                 for _ in range(n):
                     step()
