@@ -557,3 +557,20 @@ def test_isclose_under_vmap_keeps_unequal_infinities_apart():
     b = _t([[-math.inf, 1.0000001, math.nan, -math.inf], [1.0, 2.5, 3.0, math.inf]])
     assert ember.func.vmap(ember.isclose)(a, b).tolist() == ember.isclose(a, b).tolist()
     assert ember.isclose(a, b).tolist() == [[False, True, False, True], [True, False, True, True]]
+
+
+def test_matmul_over_one_term_is_the_broadcast_product():
+    """matmul with an inner dimension of 1 (a one-output layer's input gradient) runs as the
+    broadcast product: bit for bit NumPy's matmul, batch dims broadcast as matmul's, and its error
+    for batch dims that do not broadcast."""
+    rs = np.random.RandomState(3)
+    for sa, sb, dt in [((800, 1), (1, 64), np.float32), ((16, 50, 1), (1, 64), np.float32),
+                       ((2, 3, 5, 1), (3, 1, 4), np.float64), ((5, 1), (2, 1, 4), np.float32),
+                       ((4, 1), (1, 3), np.int64)]:
+        a = (rs.randn(*sa) * 5).astype(dt)
+        b = (rs.randn(*sb) * 5).astype(dt)
+        got = (ember.tensor(a) @ ember.tensor(b)).numpy()
+        want = np.matmul(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want), (sa, sb)
+    with pytest.raises(RuntimeError, match="batch dimensions"):
+        ember.randn(2, 5, 1) @ ember.randn(3, 1, 4)
