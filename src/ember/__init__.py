@@ -13,6 +13,9 @@ _warnings.filterwarnings("ignore", message=r"(divide by zero|invalid value|overf
                          category=RuntimeWarning, module=r"ember(\.|$)")
 
 from . import _malloc  # noqa: F401,E402  (glibc's malloc keeps tensor buffers for reuse: _malloc.py)
+from . import _blas  # noqa: E402
+_blas._openblas()  # (found at import, before any thread of the program calls it: its idle threads are
+#                    told to sleep, which restarts them: _blas.short_spin)
 from . import _dispatch  # noqa: F401  (the registry and the dispatch path)
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_ as bool, promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
