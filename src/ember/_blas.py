@@ -51,14 +51,14 @@ SPIN = {}  # dll path -> the timeout it was given (or None: left as it was)
 
 
 def short_spin(dll):
-    """Give an OpenBLAS (NumPy's or SciPy's) THREAD_TIMEOUT; True when it took it."""
+    """Give an OpenBLAS (NumPy's or SciPy's) THREAD_TIMEOUT, once; SPIN records what it took."""
     if dll._name in SPIN:
-        return SPIN[dll._name] is not None
+        return
     SPIN[dll._name] = None
     read = getattr(dll, "openblas_read_env", None)
     stop = getattr(dll, "blas_thread_shutdown_", None)
     if read is None or stop is None or os.environ.get("OPENBLAS_THREAD_TIMEOUT", "").strip():
-        return False
+        return
     os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(THREAD_TIMEOUT)
     try:
         read()
@@ -66,7 +66,6 @@ def short_spin(dll):
     finally:
         del os.environ["OPENBLAS_THREAD_TIMEOUT"]
     SPIN[dll._name] = THREAD_TIMEOUT
-    return True
 
 
 def _fn(name, restype=ctypes.c_int):

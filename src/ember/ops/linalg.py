@@ -38,20 +38,16 @@ def _matmul_impl(xp, a, b):
     if a.dtype.itemsize == 2 and U.is_lowp(a) and a.dtype == b.dtype:
         # float16/bfloat16: float32 products and sums (BLAS), rounded once, as PyTorch's CPU kernels
         return U.lowp_f32(_matmul_impl, xp, a, b)
-    if ka == 1 and a.ndim > 1 and b.ndim > 1 and a.dtype.kind in "fiu":
-        # one term per entry: the broadcast product, bit for bit (BLAS took 3x longer: 74 against 23
-        # us for 800x1 @ 1x64, a one-output layer's input gradient)
-        try:
-            return xp.multiply(a, b)
-        except ValueError:
-            raise RuntimeError(f"matmul: batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} "
-                               f"cannot be broadcast") from None
-    if b.ndim == 2 and a.ndim > 2:
-        # (..., k) @ (k, n) as one 2-D product: NumPy's stacked matmul with a broadcast 2-D operand
-        # loops outside BLAS (10-40x slower for a GPT block's projections)
-        # (an empty k: -1 cannot be inferred from a size of 0, the rows are counted instead)
-        return xp.matmul(a.reshape(-1 if ka else _prod(a.shape[:-1]), ka), b).reshape(a.shape[:-1] + (b.shape[1],))
     try:
+        if ka == 1 and a.ndim > 1 and b.ndim > 1 and a.dtype.kind in "fiu":
+            # one term per entry: the broadcast product, bit for bit (BLAS took 3x longer: 74 against
+            # 23 us for 800x1 @ 1x64, a one-output layer's input gradient)
+            return xp.multiply(a, b)
+        if b.ndim == 2 and a.ndim > 2:
+            # (..., k) @ (k, n) as one 2-D product: NumPy's stacked matmul with a broadcast 2-D operand
+            # loops outside BLAS (10-40x slower for a GPT block's projections)
+            # (an empty k: -1 cannot be inferred from a size of 0, the rows are counted instead)
+            return xp.matmul(a.reshape(-1 if ka else _prod(a.shape[:-1]), ka), b).reshape(a.shape[:-1] + (b.shape[1],))
         if a.dtype is U.BF16:  # float32 products and sums (BLAS), rounded once, as PyTorch's CPU kernels
             return U.bf16_f32(xp.matmul, a, b)
         return xp.matmul(a, b)

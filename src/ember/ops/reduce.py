@@ -399,13 +399,12 @@ def _softmax_split(xp, a, dim, ax, log):
         if not log and last:
             U.softmax_rows(xp, sa, so)
             return
-        with xp.errstate(invalid="ignore", divide="ignore"):  # (as in _softmax_impl)
-            xp.subtract(sa, xp.amax(sa, axis=dim, keepdims=True), out=so)
-            if log:
-                so -= xp.log(xp.sum(xp.exp(so), axis=dim, keepdims=True))
-            else:
-                xp.exp(so, out=so)
-                so /= xp.sum(so, axis=dim, keepdims=True)
+        xp.subtract(sa, xp.amax(sa, axis=dim, keepdims=True), out=so)
+        if log:
+            so -= xp.log(xp.sum(xp.exp(so), axis=dim, keepdims=True))
+        else:
+            xp.exp(so, out=so)
+            so /= xp.sum(so, axis=dim, keepdims=True)
     _P.parallel_for(a.shape[ax], part, work=a.size)
     return out
 
@@ -424,10 +423,9 @@ def _softmax_impl(xp, a, dim):
     if dim % a.ndim == a.ndim - 1 and a.shape[-1] and (a.dtype == xp.float32 or a.dtype == xp.float64):
         return U.softmax_rows(xp, a)
     m = xp.amax(a, axis=dim, keepdims=True)
-    with xp.errstate(invalid="ignore"):  # (a row of -inf or with +inf: NaN, as PyTorch's)
-        e = a - m
-        xp.exp(e, out=e)  # (in place: one temporary of a's size, not two)
-        e /= xp.sum(e, axis=dim, keepdims=True)
+    e = a - m
+    xp.exp(e, out=e)  # (in place: one temporary of a's size, not two)
+    e /= xp.sum(e, axis=dim, keepdims=True)
     return e
 
 
@@ -443,9 +441,8 @@ def _log_softmax_impl(xp, a, dim):
     if ax is not None:
         return _softmax_split(xp, a, dim, ax, True)
     m = xp.amax(a, axis=dim, keepdims=True)
-    with xp.errstate(invalid="ignore", divide="ignore"):  # (NaN rows and log(0) as PyTorch's)
-        s = a - m
-        s -= xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
+    s = a - m
+    s -= xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
     return s
 
 
