@@ -79,6 +79,21 @@ def test_set_get_num_threads_and_errors():
         ember.set_num_threads(True)
 
 
+def test_thread_count_first_read_under_one_blas_thread():
+    """The pool's count, first read while a GEMM stack holds OpenBLAS at one thread, is still
+    OpenBLAS's own count (it was once read as that stack's 1, and stayed 1)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
+    code = ("from ember import _parallel as P, _blas\n"
+            "seen = []\n"
+            "P.split_gemms(4, lambda lo, hi: seen.append(P.get_num_threads()), 1)\n"
+            "print(seen[0], P.get_num_threads(), _blas.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    inside, after, blas = (int(v) for v in out.split())
+    assert inside == after == blas
+
+
 @pytest.mark.parametrize("value,expected", [("1", 1), ("3", 3), ("0", None), ("abc", None)])
 def test_omp_num_threads_is_the_default(value, expected):
     env = dict(os.environ, OMP_NUM_THREADS=value)

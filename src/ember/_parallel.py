@@ -332,6 +332,7 @@ GEMM_GRAIN = 1 << 19  # multiply-adds below which a GEMM stack stays on the call
 def one_blas_thread():
     """OpenBLAS on one thread inside (a stack of small GEMMs: see above); its count set back after."""
     from . import _blas
+    get_num_threads()  # (the pool's count, when it follows OpenBLAS's, is read before that changes)
     if _blas_base[0] is None:
         _blas_base[0] = max(1, _blas.get_num_threads())
     if _blas_base[0] == 1:
