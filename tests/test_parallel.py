@@ -15,16 +15,22 @@ from ember import _parallel as P
 @pytest.fixture
 def threads():
     """at(n, fn): fn() with the intra-op pool at n threads. Only the pool's count changes (the BLAS
-    keeps its own, so a GEMM's blocking, which the one-thread conv path changes, stays the same)."""
-    before, dyn = P._threads[0], P._DYNAMIC
+    keeps its own, so a GEMM's blocking, which the one-thread conv path changes, stays the same).
+    The grain is the one ember had before it was measured on slow hand-overs (2^17 elements): the
+    tests' arrays split without being the size of real steps'."""
+    before, dyn, grain, size = P._threads[0], P._DYNAMIC, P.GRAIN, P.MIN_SIZE
 
     def at(n, fn):
         P._threads[0], P._DYNAMIC = n, False  # (a fixed pool: the machine's load decides nothing)
+        P.GRAIN, P.MIN_SIZE = SMALL_GRAIN, 2 * SMALL_GRAIN
         try:
             return fn()
         finally:
-            P._threads[0], P._DYNAMIC = before, dyn
+            P._threads[0], P._DYNAMIC, P.GRAIN, P.MIN_SIZE = before, dyn, grain, size
     return at
+
+
+SMALL_GRAIN = 1 << 17
 
 
 def _same(a, b):
@@ -263,6 +269,16 @@ def test_binary_ops_bit_identical(threads, op, cl):
     r = _both(threads, lambda: (f(a, b), f(a, bias), f(a, half), f(bias, a)))
     if cl:
         assert r[0].is_contiguous(memory_format=ember.channels_last)
+
+
+@pytest.mark.parametrize("op", ["mul", "add", "div", "maximum", "gt"])
+def test_outer_products_of_small_operands_split(threads, op):
+    """Each operand under the split size, their broadcast over it (vmap's per-sample weight
+    gradients are such a product): split, bit for bit."""
+    a, b = _x((8, 64, 1), seed=1), _x((8, 1, 1024), seed=2)
+    assert max(a.numel(), b.numel()) < 2 * SMALL_GRAIN <= 8 * 64 * 1024  # (the fixture's split size)
+    r = _both(threads, lambda: getattr(ember, op)(a, b))
+    assert tuple(r.shape) == (8, 64, 1024)
 
 
 def test_mixed_dtypes_and_python_numbers(threads):

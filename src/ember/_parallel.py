@@ -13,8 +13,9 @@ The pool has ``get_num_threads() - 1`` workers, started on first use. Its size f
 ``ember.set_num_threads`` (which keeps NumPy's and SciPy's OpenBLAS at the same count, as before)
 and starts from ``OMP_NUM_THREADS`` when that is a positive integer (else the BLAS's count, which
 follows the CPU count), as PyTorch's intra-op pool does. Work under ``GRAIN`` elements per thread
-runs on the caller alone: waking a thread costs tens of microseconds, more than a small kernel
-(PyTorch's grain is 32768 elements for its ~1 us thread wake-ups; ember's is larger for Python's).
+runs on the caller alone: waking a thread and handing the GIL back and forth cost tens of
+microseconds, more than a small kernel (PyTorch's grain is 32768 elements for its ~1 us thread
+wake-ups; ember's is far larger for Python's).
 Nested calls (from a worker, or while another thread uses the pool) run serially."""
 import contextlib
 import os
@@ -22,10 +23,16 @@ import threading
 import time
 from queue import SimpleQueue
 
-# Elements below which a kernel stays on the calling thread. Measured on two cores with NumPy's
-# float32 add/copy: a worker's wake-up and the hand-back cost about 30-60 us, which chunks of
-# 2**17 elements (~30-60 us of memory-bound work each) pay back.
-GRAIN = 1 << 17
+# Elements of work per thread below which a kernel stays on the calling thread. What a split costs is
+# the hand-overs: waking the worker, and the GIL passed back and forth at every NumPy call the two
+# threads make (each pass of the GIL to a thread asleep on it is a futex wake-up). On the 2-core
+# AMD EPYC VM these measure 20-90 us a round trip, and splitting each kernel of real steps both ways
+# in one process (float32, two threads against one) gave: a copy of 295K elements 0.41x, of 1.2M
+# 0.97-1.2x; a multiply of 524K 0.63x, of 1.2M 0.83x; batch norm's statistics and backward (a dozen
+# calls a piece) on 524K 0.28-0.31x; SGD's update on 295K / 1.2M / 2.4M 0.62x / 0.89x / 1.11x;
+# GELU (20 calls a piece) on 262K / 1M / 4M 0.8x / 1.0x / 1.46x. So a kernel splits from 2M
+# elements of work (max pooling on 737K outputs, 1.4x, was the one kernel found to gain below).
+GRAIN = 1 << 20
 MIN_SIZE = 2 * GRAIN  # the one size check hot paths make before asking for threads
 
 _threads = [None]
@@ -201,12 +208,13 @@ def _claim_pool(nt, n, w, grain):
         raise
 
 
-def parallel_for(n, fn, work=None, grain=GRAIN):
+def parallel_for(n, fn, work=None, grain=None):
     """fn(lo, hi) over range(n), in chunks of about ``grain`` elements of work (``work``: elements
     of the whole job, default n) shared by the calling thread and the pool's workers. Chunks must
     not overlap in what they write. An exception from any chunk is raised here."""
     nt = get_num_threads()
     w = n if work is None else work
+    grain = GRAIN if grain is None else grain
     pool = _claim_pool(nt, n, w, grain)
     if pool is None:
         fn(0, n)
@@ -268,7 +276,7 @@ class _Pipe:
             self.cond.notify_all()
 
 
-def pipeline(n, produce, consume, work=None, grain=GRAIN, piece=None):
+def pipeline(n, produce, consume, work=None, grain=None, piece=None):
     """produce(lo, hi) over range(n) in contiguous spans, in order, on the calling thread; and
     consume(lo, hi) of each span once it is produced, on the pool's workers while the caller
     produces and on every thread after. For a sequential source (a random stream) feeding
@@ -280,6 +288,7 @@ def pipeline(n, produce, consume, work=None, grain=GRAIN, piece=None):
     returned."""
     nt = get_num_threads()
     w = n if work is None else work
+    grain = GRAIN if grain is None else grain
     pool = _claim_pool(nt, n, w, grain)
     parts = 1 if pool is None else min(n, w // grain, 8 * nt)
     if piece:
@@ -345,10 +354,11 @@ def one_blas_thread():
         _blas.set_gemm_threads(_blas_base[0])
 
 
-def split_gemms(n, fn, work, grain=GEMM_GRAIN):
+def split_gemms(n, fn, work, grain=None):
     """fn(lo, hi) over range(n), where each index runs its own GEMMs (``work``: multiply-adds of the
     whole job), with OpenBLAS on one thread: cut over the pool's threads when there is work for
     more than one. Only the thread that called split_gemms may call it (it sets OpenBLAS's count)."""
+    grain = GEMM_GRAIN if grain is None else grain
     with one_blas_thread():
         if get_num_threads() < 2 or n < 2 or work < 2 * grain:
             fn(0, n)

@@ -21,7 +21,17 @@ from . import _util as U
 
 _nd = np.ndarray
 EW = "elementwise"
-_PMIN = _P.MIN_SIZE
+
+
+def _big(a, b):
+    """Whether a binary op's result is big enough to split over the intra-op threads: an operand
+    is, or their broadcast is (an outer product of two small ones)."""
+    m = _P.MIN_SIZE
+    sa = a.size if type(a) is _nd else 1
+    sb = b.size if type(b) is _nd else 1
+    if sa >= m or sb >= m:
+        return True
+    return sa * sb >= m and sa > 1 and sb > 1 and math.prod(np.broadcast_shapes(a.shape, b.shape)) >= m
 
 
 def _same(a, b):
@@ -76,7 +86,7 @@ def _binary_impl(uf, name, floating=False, nobool=False, real_only=False):
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
                 return _first_operand_layout(uf, a, b)
-            if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+            if _big(a, b):
                 return _P.ufunc(uf, a, b)  # big: split over the intra-op threads
             return uf(a, b)
         except ValueError:
@@ -177,7 +187,7 @@ def _true_div(xp, a, b):
                 (type(b) is _nd and b.dtype == U.BF16 and type(a) in (float, int)):
             return U.bf16_f32(xp.true_divide, a, b)  # the number stays float32, as in PyTorch
         a, b = U.promote(a, b, floating=True)
-    if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+    if _big(a, b):
         return _P.ufunc(xp.true_divide, a, b)
     return xp.true_divide(a, b)
 
@@ -241,7 +251,7 @@ def _pow_impl(xp, a, b):
             return xp.where(neg & (xp.abs(a) > 1), 0, r).astype(r.dtype, copy=False)
     a, b = U.promote(a, b)
     try:
-        if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+        if _big(a, b):
             return _P.ufunc(xp.power, a, b)
         return xp.power(a, b)
     except ValueError:
@@ -309,7 +319,7 @@ def _minmax_impl(uf, name):
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
                 return _first_operand_layout(uf, a, b)
-            if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+            if _big(a, b):
                 return _P.ufunc(uf, a, b)  # big: split over the intra-op threads
             return uf(a, b)
         except ValueError:
@@ -591,7 +601,7 @@ def _relu(xp, a):
         raise RuntimeError("relu: not implemented for 'Bool'")
     if a.dtype.kind == "c":
         _no_complex_clamp(a)
-    return xp.maximum(a, 0) if a.size < _PMIN else _P.ufunc(xp.maximum, a, 0)
+    return xp.maximum(a, 0) if a.size < _P.MIN_SIZE else _P.ufunc(xp.maximum, a, 0)
 
 
 relu_op = defop("relu", _relu, save=("out",), family=EW)
@@ -725,7 +735,7 @@ def _gelu_f32(xp, a, deriv=None):
                     u *= x
                     u *= K
                     xp.add(u, t, out=dflat[lo:hi])
-    if flat.size >= _PMIN:
+    if flat.size >= _P.MIN_SIZE:
         _P.parallel_for(flat.size, part)
     else:
         part(0, flat.size)
@@ -1040,7 +1050,7 @@ def _cmp(name, uf, ordered=False):
             if type(b) is _nd and type(a) is _nd and a.ndim > 1 and not a.flags.c_contiguous \
                     and a.shape == b.shape and b.flags.c_contiguous:
                 return _first_operand_layout(uf, a, b)
-            if type(a) is _nd and a.size >= _PMIN or type(b) is _nd and b.size >= _PMIN:
+            if _big(a, b):
                 return _P.ufunc(uf, a, b)  # big: split over the intra-op threads
             return uf(a, b)
         except ValueError:

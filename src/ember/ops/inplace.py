@@ -255,14 +255,13 @@ fill_t_op.vjp = lambda ctx, g: (g * 0, g.sum())
 fill_t_op.jvp = lambda ctx, t, tv: (tv.expand(ctx.out.shape) if tv is not None else ctx.out * 0)
 
 
-_PMIN = _P.MIN_SIZE
 
 
 def _set_ufunc_fast():
     from . import elementwise as E
     for op in (E.add_op, E.sub_op, E.mul_op):
         uf = op.impl.ufunc
-        op.inplace_fast = (lambda u: lambda dst, b: u(dst, b, out=dst, casting="same_kind") if dst.size < _PMIN
+        op.inplace_fast = (lambda u: lambda dst, b: u(dst, b, out=dst, casting="same_kind") if dst.size < _P.MIN_SIZE
                            else _P.ufunc(u, dst, b, out=dst, casting="same_kind"))(uf)
 
 

@@ -8,7 +8,6 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
                         _step_tensor, _scratch, _closure_loss, _check_nonnegative, _check_betas, _real_view)
 
 
-_PMIN = _P.MIN_SIZE
 
 
 def _update(a, g, m, v, t, mv, lr, b1, b2, eps, wd, decoupled, bc1, bc2_sqrt):
@@ -84,7 +83,7 @@ class Adam(Optimizer):
                 if g.shape != a.shape:
                     g = np.broadcast_to(g, a.shape)
                 hyper = (lr, b1, b2, eps, wd, decoupled, 1 - b1 ** step, math.sqrt(1 - b2 ** step))
-                if a.size < _PMIN:
+                if a.size < _P.MIN_SIZE:
                     _update(a, g, m, v, t, mv, *hyper)
                 else:  # big: on every intra-op thread, a slice of the tensors each
                     _P.apply(_update, (a, g, m, v, t, mv), *hyper)

@@ -7,7 +7,6 @@ from .optimizer import (Optimizer, required, _writeable, _new_state, _scratch, _
                         _check_nonnegative)
 
 
-_PMIN = _P.MIN_SIZE
 
 
 def _update(a, g, b, tmp, old, lr, momentum, dampening, nesterov):
@@ -74,7 +73,7 @@ class SGD(Optimizer):
                         buf._bump()
                     b = buf._data
                 tmp = _scratch(self, p, a)  # a -= lr * g without a fresh temporary
-                if a.size < _PMIN:
+                if a.size < _P.MIN_SIZE:
                     _update(a, g, b, tmp, old, lr, momentum, dampening, nesterov)
                 else:  # big: on every intra-op thread, a slice of the tensors each
                     _P.apply(_update, (a, g, b, tmp), old, lr, momentum, dampening, nesterov)
