@@ -16,21 +16,22 @@ from ember import _parallel as P
 def threads():
     """at(n, fn): fn() with the intra-op pool at n threads. Only the pool's count changes (the BLAS
     keeps its own, so a GEMM's blocking, which the one-thread conv path changes, stays the same).
-    The grain is the one ember had before it was measured on slow hand-overs (2^17 elements): the
-    tests' arrays split without being the size of real steps'."""
-    before, dyn, grain, size = P._threads[0], P._DYNAMIC, P.GRAIN, P.MIN_SIZE
+    The grains are the ones ember had before they were measured on slow hand-overs (2^17 elements,
+    2^19 multiply-adds): the tests' arrays split without being the size of real steps'."""
+    before, dyn, grains = P._threads[0], P._DYNAMIC, (P.GRAIN, P.MIN_SIZE, P.GEMM_GRAIN)
 
     def at(n, fn):
         P._threads[0], P._DYNAMIC = n, False  # (a fixed pool: the machine's load decides nothing)
-        P.GRAIN, P.MIN_SIZE = SMALL_GRAIN, 2 * SMALL_GRAIN
+        P.GRAIN, P.MIN_SIZE, P.GEMM_GRAIN = SMALL_GRAIN, 2 * SMALL_GRAIN, SMALL_GEMM_GRAIN
         try:
             return fn()
         finally:
-            P._threads[0], P._DYNAMIC, P.GRAIN, P.MIN_SIZE = before, dyn, grain, size
+            P._threads[0], P._DYNAMIC = before, dyn
+            P.GRAIN, P.MIN_SIZE, P.GEMM_GRAIN = grains
     return at
 
 
-SMALL_GRAIN = 1 << 17
+SMALL_GRAIN, SMALL_GEMM_GRAIN = 1 << 17, 1 << 19
 
 
 def _same(a, b):
