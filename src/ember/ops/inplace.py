@@ -255,8 +255,6 @@ fill_t_op.vjp = lambda ctx, g: (g * 0, g.sum())
 fill_t_op.jvp = lambda ctx, t, tv: (tv.expand(ctx.out.shape) if tv is not None else ctx.out * 0)
 
 
-
-
 def _set_ufunc_fast():
     from . import elementwise as E
     for op in (E.add_op, E.sub_op, E.mul_op):
