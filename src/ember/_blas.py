@@ -42,11 +42,19 @@ def _openblas():
 # After each multi-threaded call, OpenBLAS's worker threads busy-wait for the next one for 2^28
 # cycles (about 0.1 s) before they sleep: a core taken from whatever runs next, ember's own split
 # kernels included. In the per-sample-gradients step (linear layers' GEMMs between convolutions
-# split over the pool) the two threads' step took 84 ms with them spinning, 50 without. OpenBLAS
-# reads the wait (OPENBLAS_THREAD_TIMEOUT, log2 of cycles) when it loads, before ember can set it,
-# so ember sets it and has the library read its environment again and restart its threads. A wait
-# the user chose is kept.
-THREAD_TIMEOUT = 4  # log2 cycles: the least OpenBLAS takes, its threads sleep right after a call
+# split over the pool) the two threads' step took 84 ms with them spinning, 50 without. Sleeping
+# at once (2^4 cycles, the least OpenBLAS takes) has its own cost on a VM: a sleeping thread's
+# wake-up took 50-300 us here, so a GEMM of 512x128x128 after a 0.3 ms gap ran in 175 us on two
+# threads against 138 us with a 2^20-cycle wait (188 us on one thread), and the LSTM time loops
+# could not use the second core at all. 2^20 cycles is about 0.3 ms, about as long as OpenMP's
+# default spin: the threads are there for the next GEMM of a step and asleep well before a pool
+# kernel (2M elements and more) has run long. Whole steps at two threads, the two waits
+# interleaved in one process: the word-level LSTM language model 85 -> 81 ms (with its time loop
+# on OpenBLAS's threads), ResNet-18 192 -> 176 ms, the FX pipeline 121 -> 104 ms, the other seven
+# within their noise. OpenBLAS reads the wait (OPENBLAS_THREAD_TIMEOUT, log2 of cycles) when it
+# loads, before ember can set it, so ember sets it and has the library read its environment again
+# and restart its threads. A wait the user chose is kept.
+THREAD_TIMEOUT = 20  # log2 cycles
 SPIN = {}  # dll path -> the timeout it was given (or None: left as it was)
 
 
