@@ -131,7 +131,7 @@ def _run(xp, x, h0, c0, w_ih, w_hh, b, reverse):
     steps = zip(A[:, :H4], itertools.repeat(None) if xn is None else xn, A[:, :H3], A[:, H3:H4], A[:, H:H3],
                 A[:, H3:H5], A[:, r + H:], A[:, r + H:r + 2 * H], A[:, r + 2 * H:], A[:, :H], S[1:, H4:H5], tc,
                 A[:, r:r + H], A[:, H5:r + H])
-    with xp.errstate(over="ignore"), _one_blas_thread(xp):  # (exp(-a) overflowing to inf gives sigmoid 0)
+    with xp.errstate(over="ignore"), _step_blas(xp, H4 * K * B):  # (exp(-a) overflowing to inf: sigmoid 0)
         for a, xk, sg, gg, gif, ggc, prod, p_ig, p_fc, go, c, t, hk, hnext in steps:
             matmul(wn, h, out=a)
             if xk is not None:
@@ -210,7 +210,7 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, x, h0, c0, w_ih, w_hh, b, out=None, S=Non
     dc = gcn.reshape(B, H).T.copy()
     mul, matmul = xp.multiply, xp.matmul
     steps = zip(go[::-1], P[::-1, :2], P[::-1, 0], P[::-1, 2:], P[::-1, 5], Pg[::-1])
-    with _one_blas_thread(xp):
+    with _step_blas(xp, H * H4 * B):
         for g, pdh, sc, pdc, dcp, d in steps:
             dh += g
             mul(dh, pdh, out=pdh)   # [dh * q, d o]
@@ -236,12 +236,20 @@ def _lstm_bwd_impl(xp, gout, ghn, gcn, x, h0, c0, w_ih, w_hh, b, out=None, S=Non
             gw, U.col_sums(xp, gx))
 
 
-def _one_blas_thread(xp):
-    """The time loop's small GEMMs on one OpenBLAS thread, as ember's other stacks of small GEMMs
-    (_parallel.one_blas_thread: a multi-threaded call synchronises its threads on every call, slower
-    than one thread even on idle cores and far slower when the other core is busy); the result is
-    then the same on any number of threads."""
-    return _parallel.one_blas_thread() if xp is np else contextlib.nullcontext()
+# The time loop's GEMM runs on OpenBLAS's own threads when it is big enough for them: a step of the
+# word-level language model (800x201 by 201x20, 3.2M multiply-adds) took its two-thread training
+# step from 85 to 77 ms (OpenBLAS's threads waiting 2^20 cycles for the next call: _blas). Smaller
+# ones run on one thread, as ember's other stacks of small GEMMs (_parallel.one_blas_thread): a
+# multi-threaded call synchronises its threads every time, which gained nothing on the sequence
+# model's 256x73 by 73x16 (0.3M). As any GEMM's, the result then depends on the thread count set
+# (ember.set_num_threads), never on the machine's load.
+_STEP_THREADS_MIN = 1 << 20  # multiply-adds of a step's GEMM from which OpenBLAS's threads run it
+
+
+def _step_blas(xp, macs):
+    if xp is np and macs < _STEP_THREADS_MIN:
+        return _parallel.one_blas_thread()
+    return contextlib.nullcontext()
 
 
 def _prod(shape):
