@@ -1,7 +1,7 @@
 """OpenBLAS's worker threads sleep soon after a multi-threaded call (ember/_blas.py: short_spin,
 2^20 cycles): by default they busy-wait about 0.1 s for the next call, a core taken from ember's
-own split kernels. Checked by the CPU time the process spends while it sleeps after a GEMM (CPU time, not
-wall time), in a fresh process each."""
+own split kernels. Checked by the CPU time the process spends while it sleeps after a GEMM (CPU
+time, not wall time), in a fresh process each."""
 import os
 import subprocess
 import sys
