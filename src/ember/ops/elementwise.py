@@ -31,7 +31,7 @@ def _big(a, b):
     sb = b.size if type(b) is _nd else 1
     if sa >= m or sb >= m:
         return True
-    return sa * sb >= m and sa > 1 and sb > 1 and math.prod(np.broadcast_shapes(a.shape, b.shape)) >= m
+    return sa * sb >= m and math.prod(np.broadcast_shapes(a.shape, b.shape)) >= m  # (both arrays here)
 
 
 def _same(a, b):

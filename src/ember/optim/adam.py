@@ -8,8 +8,6 @@ from .optimizer import (Optimizer, _params_with_grad, _writeable, _new_state,
                         _step_tensor, _scratch, _closure_loss, _check_nonnegative, _check_betas, _real_view)
 
 
-
-
 def _update(a, g, m, v, t, mv, lr, b1, b2, eps, wd, decoupled, bc1, bc2_sqrt):
     """One parameter's Adam(W) update, elementwise in its arrays (mv: AMSGrad's max, or None)."""
     if wd:

@@ -7,8 +7,6 @@ from .optimizer import (Optimizer, required, _writeable, _new_state, _scratch, _
                         _check_nonnegative)
 
 
-
-
 def _update(a, g, b, tmp, old, lr, momentum, dampening, nesterov):
     """One parameter's update, elementwise (the momentum buffer b is None without momentum; old:
     b holds the last step's buffer, to be moved on by g)."""
