@@ -664,15 +664,16 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # Taylor expansion at the nearest point x_i = i / 512 of a table on [-14.5, 14.5], quadratic in
 # dx = x - x_i (|dx| <= 1/1024): with Phi'' = -x pdf,
 #     Phi(x_i + dx) ~ Phi(x_i) + pdf(x_i) dx (1 - x_i dx / 2).
-# Only Phi(x_i) and pdf(x_i) come from the table (two gathers, the costliest passes). The work is in
-# units of 1/512: w = 512 x - round(512 x) = 512 dx is exact in float32 (as 512 x and its rounding
-# are), the table holds pdf / 512, and round(512 x) comes from the float32 rounding of
-# 512 x + 1.5 * 2^23 (its low mantissa bits are the index): no floor or float-to-int pass. The
-# dropped cubic term is below 1e-10 near 0; within about 2.2 ulps of the exact float64 GELU
-# wherever it is a normal number above -6 (the erf formula loses the left tail to the cancellation in
-# 1 + erf). x is clipped to [-14.5, 14.5] first (beyond, Phi is 0 or 1 in float32), a NaN gets an
-# arbitrary (clipped) index and stays NaN through dx. Evaluated over large chunks in reused buffers
-# (a NumPy call costs about a microsecond: small chunks pay it often).
+# Only Phi(x_i) and pdf(x_i) come from the table (two gathers, the costliest passes). The node comes
+# from one float32 addition: x + (1.5 * 2^14 + 14.5) lies in [2^14, 2^15), where float32 numbers are
+# the multiples of 2^-9, so the sum is rounded to the nearest node (plus the constant), its low
+# mantissa bits are the node's index, and subtracting the constant again gives x_i exactly (no
+# floor, float-to-int or scaling pass); dx = x - x_i is then exact too. The dropped cubic term is
+# below 1e-10 near 0; within about 2.2 ulps of the exact float64 GELU wherever it is a normal number
+# above -6 (the erf formula loses the left tail to the cancellation in 1 + erf). x is clipped to
+# [-14.5, 14.5] first (beyond, Phi is 0 or 1 in float32), a NaN gets an arbitrary (clipped) index
+# and stays NaN through dx. Evaluated over large chunks in reused buffers (a NumPy call costs about
+# a microsecond: small chunks pay it often).
 _GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 512, 65536
 _gelu_tab = []
 _gelu_scratch = threading.local()
@@ -682,9 +683,9 @@ def _gelu_table():
     if not _gelu_tab:
         xi = np.arange(int(2 * _GELU_L * _GELU_K) + 1) / _GELU_K - _GELU_L
         pdf = np.exp(-0.5 * xi * xi) / math.sqrt(2 * math.pi)
-        _gelu_tab.extend(c.astype(np.float32) for c in (_special.ndtr(xi), pdf / _GELU_K))
-        magic = np.float32(1.5 * 2 ** 23)  # adding it rounds to an integer held in the low mantissa bits
-        _gelu_tab.extend((magic + np.float32(_GELU_L * _GELU_K), np.array(magic).view(np.int32),
+        _gelu_tab.extend(c.astype(np.float32) for c in (_special.ndtr(xi), pdf))
+        magic = np.float32(1.5 * 2 ** 14)  # float32 numbers in [2^14, 2^15) are the multiples of 1/512
+        _gelu_tab.extend((magic + np.float32(_GELU_L), np.array(magic).view(np.int32),
                           np.array(-_GELU_L, np.float32), np.array(_GELU_L, np.float32)))
     return _gelu_tab
 
@@ -698,7 +699,7 @@ def _gelu_f32(xp, a, deriv=None):
     out = xp.empty(a.shape, dtype=a.dtype)
     oflat = out.reshape(-1)
     dflat = None if deriv is None else deriv.reshape(-1)
-    K, c2 = np.float32(_GELU_K), np.float32(-0.5 / (_GELU_K * _GELU_K))
+    half = np.float32(-0.5)
 
     def part(start, stop):  # (elementwise: the same values on any number of threads)
         n = stop - start
@@ -714,18 +715,17 @@ def _gelu_f32(xp, a, deriv=None):
                 x = flat[lo:hi]
                 p, q, t, u, i = (b[:m] for b in bufs)
                 _umath.clip(x, lo_x, hi_x, out=p)
-                p *= K                        # 512 x (exact)
-                xp.add(p, shift, out=q)       # shift + round(512 x), exactly
+                xp.add(p, shift, out=q)       # the nearest node x_i, plus shift
                 xp.subtract(q.view(np.int32), shift_bits, out=i)  # the node's index
-                q -= shift                    # round(512 x) = 512 x_i
-                p -= q                        # w = 512 dx (exact)
+                q -= shift                    # x_i (exact)
+                p -= q                        # dx (exact)
                 q *= p
-                q *= c2                       # -x_i dx / 2
+                q *= half                     # -x_i dx / 2
                 xp.add(q, 1, out=t)           # 1 - x_i dx / 2
                 if dflat is not None:
                     xp.add(t, q, out=u)       # 1 - x_i dx: pdf(x) / pdf(x_i)
                 t *= p
-                e = xp.take(c1, i, out=p, mode="clip")   # pdf(x_i) / 512
+                e = xp.take(c1, i, out=p, mode="clip")   # pdf(x_i)
                 t *= e
                 if dflat is not None:
                     u *= e
@@ -733,7 +733,6 @@ def _gelu_f32(xp, a, deriv=None):
                 xp.multiply(t, x, out=oflat[lo:hi])
                 if dflat is not None:
                     u *= x
-                    u *= K
                     xp.add(u, t, out=dflat[lo:hi])
     if flat.size >= _P.MIN_SIZE:
         _P.parallel_for(flat.size, part)
