@@ -823,6 +823,47 @@ def _report_forward_trace(node, err):
 # ----------------------------------------------------------------------------- the engine
 
 
+_REGION_OPS = []  # slice and select (filled at the first backward: the ops register after this module)
+
+
+def _region_ops():
+    if not _REGION_OPS:
+        from ..ops import shape
+        _REGION_OPS.extend((shape.slice_op, shape.select_op))
+    return _REGION_OPS
+
+
+def _add_into(buf, g):
+    """buf += g in place when that is buf + g exactly (same shape and dtype, real arrays)."""
+    b, a = buf._data, g._data
+    if type(b) is not np.ndarray or type(a) is not np.ndarray or b.shape != a.shape or b.dtype != a.dtype \
+            or not b.flags.writeable:
+        return False
+    np.add(b, a, out=b)
+    return True
+
+
+def _into_region(node, g, buffers, owned):
+    """A slice's or select's gradient g added into its region of its input's buffer, when that
+    buffer is this loop's own; False when the node must run as usual."""
+    nxt, nr = node._edges[0]
+    buf = buffers.get(nxt) if nr >= 0 and nxt in owned else None
+    if buf is None:
+        return False
+    b, a = buf._data, g._data
+    p = node.params
+    if type(b) is not np.ndarray or type(a) is not np.ndarray or b.dtype != a.dtype or not b.flags.writeable \
+            or b.shape != node.shapes[0]:
+        return False
+    d = p["dim"]
+    key = (slice(None),) * d + ((p["index"],) if "index" in p else (slice(p["start"], p["stop"], p["step"]),))
+    r = b[key]
+    if r.shape != a.shape:
+        return False
+    np.add(r, a, out=r)
+    return True
+
+
 def execute_simple(fn, g, keep_graph):
     """loss.backward() for one root with an engine-made gradient ``g``, no capture, nobody
     listening: nodes run in decreasing ``_seq`` order with no dependency counting.
@@ -833,7 +874,12 @@ def execute_simple(fn, g, keep_graph):
     without hooks take each gradient as it arrives (as in ``execute``). Anything needing more
     (hooks, a leaf's AccumulateGrad, multi-output nodes, retain_grad) hands the remaining graph
     to ``execute``: the touched, not yet run nodes become its roots, so it counts exactly the
-    dependencies still outstanding."""
+    dependencies still outstanding.
+
+    A gradient buffer this loop made itself (a sum of two gradients, or the zero-padded gradient of
+    a slice or select) is nobody else's: later gradients for it are added in place, and a slice's
+    or select's gradient goes into its region of the buffer, without the padded copy (the pieces of
+    split/chunk/unbind: one buffer, not one padded tensor and one sum per piece)."""
     if _state.listeners or _state.anomaly:
         return execute([(fn, 0)], [g], keep_graph, False, None, True)
     gm = D.grad_mode
@@ -841,6 +887,8 @@ def execute_simple(fn, g, keep_graph):
     gm.enabled = False
     stored = set()
     buffers = {fn: g}
+    owned = set()  # nodes whose buffer this loop made (see above)
+    region_ops = _region_ops()
     ready = []
     node = fn
     try:
@@ -870,7 +918,8 @@ def execute_simple(fn, g, keep_graph):
                         None, False, stored)
                 return
             grads = buffers.pop(node, None)
-            if grads is None:
+            op = getattr(node, "_op", None)  # (a custom Function's node has none)
+            if grads is None or (op in region_ops and _into_region(node, grads, buffers, owned)):
                 outs = (None,) * len(edges)
             else:
                 outs = node.apply([grads])
@@ -888,9 +937,17 @@ def execute_simple(fn, g, keep_graph):
                 if nxt in buffers:
                     if g is not None:
                         old = buffers[nxt]
-                        buffers[nxt] = g if old is None else old + g
+                        if old is None:
+                            buffers[nxt] = g
+                        elif nxt in owned and _add_into(old, g):
+                            pass
+                        else:
+                            buffers[nxt] = old + g
+                            owned.add(nxt)
                     continue  # already queued
                 buffers[nxt] = g
+                if g is not None and op in region_ops:
+                    owned.add(nxt)
                 if node is None and not ready:
                     node = nxt  # a chain: no queue round trip, unless another node is touched
                 else:
