@@ -666,9 +666,9 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 #     Phi(x_i + dx) ~ Phi(x_i) + pdf(x_i) dx (1 - x_i dx / 2).
 # Only Phi(x_i) and pdf(x_i) come from the table (two gathers, the costliest passes). The node comes
 # from one float32 addition: x + (1.5 * 2^14 + 14.5) lies in [2^14, 2^15), where float32 numbers are
-# the multiples of 2^-9, so the sum is rounded to the nearest node (plus the constant), its low
-# mantissa bits are the node's index, and subtracting the constant again gives x_i exactly (no
-# floor, float-to-int or scaling pass); dx = x - x_i is then exact too. The dropped cubic term is
+# the multiples of 2^-9, so the sum is rounded to the nearest node (plus the constant), its bits
+# less those of 1.5 * 2^14 are the node's index, and subtracting the constant again gives x_i
+# exactly (no floor, float-to-int or scaling pass); dx = x - x_i is then exact too. The dropped cubic term is
 # below 1e-10 near 0; within about 2.2 ulps of the exact float64 GELU wherever it is a normal number
 # above -6 (the erf formula loses the left tail to the cancellation in 1 + erf). x is clipped to
 # [-14.5, 14.5] first (beyond, Phi is 0 or 1 in float32), a NaN gets an arbitrary (clipped) index
