@@ -259,7 +259,7 @@ def test_simple_engine_pieces_add_into_one_buffer(torch):
     """split/chunk/unbind/select/narrow pieces of one tensor send their gradients into one buffer of
     the engine's own (a region each, sums in place): the same gradients as PyTorch's, with other
     consumers of the tensor before, between and after the pieces, overlapping and strided slices,
-    mixed dtypes, and a gradient array shared by two tensors."""
+    mixed dtypes, a gradient array shared by two tensors, the elements of a 1-D tensor."""
     x = np.random.default_rng(3).standard_normal((4, 6, 9))
     def run(lib, dt):
         xt = lib.tensor(x, dtype=dt, requires_grad=True)
@@ -285,6 +285,13 @@ def test_simple_engine_pieces_add_into_one_buffer(torch):
         (((y1 + y2) * lib.tensor(x)).sum() + (q1 * q1).sum() + q2.exp().sum()).backward()
         return xt.grad
     np.testing.assert_allclose(shared(ember).numpy(), shared(torch).numpy(), rtol=1e-12)
+    # the elements of a 1-D tensor (select's region of a 1-D buffer is one element)
+    def elements(lib):
+        xt = lib.tensor(x[0, 0], requires_grad=True)
+        y = xt * 2.0
+        (sum(e * e for e in y.unbind(0)) + y[2:5].sum()).backward()
+        return xt.grad
+    np.testing.assert_allclose(elements(ember).numpy(), elements(torch).numpy(), rtol=1e-12)
 
 
 def test_simple_engine_second_backward_without_retain_raises():

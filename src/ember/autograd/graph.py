@@ -833,9 +833,9 @@ def _region_ops():
     return _REGION_OPS
 
 
-def _add_into(buf, g):
-    """buf += g in place when that is buf + g exactly (same shape and dtype, real arrays)."""
-    b, a = buf._data, g._data
+def _add_into(b, a):
+    """b += a in place (arrays) when that is b + a exactly: NumPy arrays of the same shape and dtype,
+    b writeable."""
     if type(b) is not np.ndarray or type(a) is not np.ndarray or b.shape != a.shape or b.dtype != a.dtype \
             or not b.flags.writeable:
         return False
@@ -850,18 +850,16 @@ def _into_region(node, g, buffers, owned):
     buf = buffers.get(nxt) if nr >= 0 and nxt in owned else None
     if buf is None:
         return False
-    b, a = buf._data, g._data
-    p = node.params
-    if type(b) is not np.ndarray or type(a) is not np.ndarray or b.dtype != a.dtype or not b.flags.writeable \
-            or b.shape != node.shapes[0]:
+    b, a, p = buf._data, g._data, node.params
+    if type(b) is not np.ndarray or type(a) is not np.ndarray or b.shape != node.shapes[0]:
         return False
     d = p["dim"]
-    key = (slice(None),) * d + ((p["index"],) if "index" in p else (slice(p["start"], p["stop"], p["step"]),))
-    r = b[key]
-    if r.shape != a.shape:
-        return False
-    np.add(r, a, out=r)
-    return True
+    if "index" in p:  # select: the region keeps its dim (of length 1), as a view even of a 1-D buffer
+        i = p["index"]
+        region, a = b[(slice(None),) * d + (slice(i, i + 1),)], np.expand_dims(a, d)
+    else:
+        region = b[(slice(None),) * d + (slice(p["start"], p["stop"], p["step"]),)]
+    return _add_into(region, a)
 
 
 def execute_simple(fn, g, keep_graph):
@@ -939,7 +937,7 @@ def execute_simple(fn, g, keep_graph):
                         old = buffers[nxt]
                         if old is None:
                             buffers[nxt] = g
-                        elif nxt in owned and _add_into(old, g):
+                        elif nxt in owned and _add_into(old._data, g._data):
                             pass
                         else:
                             buffers[nxt] = old + g

@@ -668,12 +668,12 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # from one float32 addition: x + (1.5 * 2^14 + 14.5) lies in [2^14, 2^15), where float32 numbers are
 # the multiples of 2^-9, so the sum is rounded to the nearest node (plus the constant), its bits
 # less those of 1.5 * 2^14 are the node's index, and subtracting the constant again gives x_i
-# exactly (no floor, float-to-int or scaling pass); dx = x - x_i is then exact too. The dropped cubic term is
-# below 1e-10 near 0; within about 2.2 ulps of the exact float64 GELU wherever it is a normal number
-# above -6 (the erf formula loses the left tail to the cancellation in 1 + erf). x is clipped to
-# [-14.5, 14.5] first (beyond, Phi is 0 or 1 in float32), a NaN gets an arbitrary (clipped) index
-# and stays NaN through dx. Evaluated over large chunks in reused buffers (a NumPy call costs about
-# a microsecond: small chunks pay it often).
+# exactly (no floor, float-to-int or scaling pass); dx = x - x_i is then exact too. The dropped
+# cubic term is below 1e-10 near 0; within about 2.2 ulps of the exact float64 GELU wherever it is a
+# normal number above -6 (the erf formula loses the left tail to the cancellation in 1 + erf). x is
+# clipped to [-14.5, 14.5] first (beyond, Phi is 0 or 1 in float32), a NaN gets an arbitrary
+# (clipped) index and stays NaN through dx. Evaluated over large chunks in reused buffers (a NumPy
+# call costs about a microsecond: small chunks pay it often).
 _GELU_L, _GELU_K, _GELU_CHUNK = 14.5, 512, 65536
 _gelu_tab = []
 _gelu_scratch = threading.local()
